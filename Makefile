@@ -1,0 +1,33 @@
+# The two commands a fresh machine needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/curate run recipes/quickstart.yaml
+
+test: $(STAMP)
+	$(BIN)/ruff check curation pipelines tests benchmarks
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check curation pipelines tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/extraction_quality.py
+	$(BIN)/python benchmarks/read_extract_throughput.py
+	$(BIN)/python benchmarks/memory_scaling.py
+
+clean:
+	rm -rf $(VENV) jobs .pytest_cache

@@ -1,0 +1,106 @@
+"""Run one stage over a batch that also carries earlier drops: the executor-independent wrapper.
+
+Rows already dropped (and rows of sources the stage is not `only` for) pass through unchanged.
+The stage's drops are marked with stage, reason and detail; each processed row gets its share
+of the stage's seconds and its bytes in and out, so the writer can count everything per shard.
+Dropped rows that will not be sampled into `rejects/` lose their text here, so they cost
+nothing further downstream.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curation import schema
+from curation.stages.base import Stage
+
+
+def sampled(ids: pa.Array, rate: float) -> np.ndarray:
+    """Deterministic sample of ids (hex digests): the same documents at every rerun."""
+    if rate >= 1.0:
+        return np.ones(len(ids), dtype=bool)
+    if rate <= 0.0:
+        return np.zeros(len(ids), dtype=bool)
+    prefix = pc.utf8_slice_codeunits(ids, 0, 8).to_pylist()
+    return np.array([int(p, 16) < rate * 0xFFFFFFFF for p in prefix], dtype=bool)
+
+
+def text_bytes(table: pa.Table) -> np.ndarray:
+    for column in ("html", "text"):
+        if column in table.column_names:
+            lengths = pc.binary_length(table.column(column))
+            if column == "html" and "text" in table.column_names:
+                lengths = pc.if_else(lengths.is_null(), pc.binary_length(table.column("text")), lengths)
+            return pc.fill_null(lengths, 0).to_numpy(zero_copy_only=False)
+    return np.zeros(table.num_rows, dtype=np.int64)
+
+
+def _with_columns(table: pa.Table, fields: dict[str, pa.DataType]) -> pa.Table:
+    for name, dtype in fields.items():
+        if name not in table.column_names:
+            table = table.append_column(pa.field(name, dtype), pa.nulls(table.num_rows, dtype))
+    return table
+
+
+def run_stage(
+    stage: Stage, batch: pa.Table, *, name: str | None = None, rejects_sample: float = 1.0
+) -> pa.Table:
+    """The batch after `stage`: kept rows transformed, new drops marked, metric columns added."""
+    name = name or stage.name
+    only = stage.params.only
+    active = pc.is_null(batch.column(schema.REASON))
+    if only is not None:
+        active = pc.and_(active, pc.is_in(batch.column("source"), pa.array(only, pa.string())))
+    metrics = {
+        schema.metric_column("sec", name): pa.float64(),
+        schema.metric_column("bin", name): pa.int64(),
+        schema.metric_column("bout", name): pa.int64(),
+    }
+    # Stages declare the columns they add; every batch gets them (null where not computed) so that
+    # all batches of a job share one schema whatever mix of rows they hold.
+    added = {**stage.output_columns, **metrics}
+    todo = batch.filter(active)
+    rest = batch.filter(pc.invert(active))
+    if todo.num_rows == 0:
+        return _drop_html_if(stage, _with_columns(batch, added))
+
+    started = time.perf_counter()
+    result = stage.process(todo)
+    seconds = time.perf_counter() - started
+
+    out = result.table
+    n = out.num_rows
+    dropped = pc.is_valid(result.reasons).to_numpy(zero_copy_only=False)
+    out = out.set_column(out.schema.get_field_index(schema.STAGE), schema.STAGE,
+                         pa.array(np.where(dropped, name, None), pa.string()))
+    out = out.set_column(out.schema.get_field_index(schema.REASON), schema.REASON, result.reasons.cast(pa.string()))
+    details = result.details if result.details is not None else pa.nulls(n, pa.string())
+    out = out.set_column(out.schema.get_field_index(schema.DETAIL), schema.DETAIL, details.cast(pa.string()))
+    out = _with_columns(out, stage.output_columns)
+    out_bytes = np.where(dropped, 0, text_bytes(out))
+    out = out.append_column(schema.metric_column("sec", name), pa.array(np.full(n, seconds / n)))
+    out = out.append_column(schema.metric_column("bin", name), pa.array(text_bytes(todo), pa.int64()))
+    out = out.append_column(schema.metric_column("bout", name), pa.array(out_bytes, pa.int64()))
+
+    forget = dropped & ~sampled(out.column("id"), rejects_sample)
+    if forget.any():
+        keep_text = pa.array(~forget)
+        for column in ("text", "html"):
+            if column in out.column_names:
+                col = out.column(column)
+                out = out.set_column(out.schema.get_field_index(column), column,
+                                     pc.if_else(keep_text, col, pa.nulls(n, col.type)))
+
+    rest = _drop_html_if(stage, _with_columns(rest, added))
+    return pa.concat_tables([out, rest.select(out.column_names)], promote_options="permissive")
+
+
+def _drop_html_if(stage: Stage, table: pa.Table) -> pa.Table:
+    """Once a stage has turned html into text, no later row needs the html bytes."""
+    if "html" in stage.input_columns and "html" not in stage.output_columns and "html" in table.column_names:
+        return table.drop_columns(["html"])
+    return table

@@ -1,0 +1,230 @@
+"""The job folder: documents, rejects and counters written per input shard, atomically.
+
+Batches arrive in any order, rows of many shards mixed. The writer streams each shard's kept
+documents and sampled rejects into temporary files, counts everything, and once the shard's
+end-of-shard marker and all its rows have arrived, renames the files into place and records the
+shard as done (`_shards/<shard>.json`, written last). A rerun skips shards recorded as done and
+rewrites the others under the same names, so nothing is lost or doubled.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from curation import io, schema
+from curation.apply import sampled
+
+DOCUMENTS = "documents"
+REJECTS = "rejects"
+SHARDS = "_shards"
+
+
+def empty_counters(stages: list[str]) -> dict[str, dict[str, Any]]:
+    return {
+        s: {"docs_in": 0, "docs_out": 0, "dropped": {}, "skipped": {}, "bytes_in": 0, "bytes_out": 0, "seconds": 0.0}
+        for s in stages
+    }
+
+
+def merge_counters(total: dict[str, dict[str, Any]], part: dict[str, dict[str, Any]]) -> None:
+    for stage, counts in part.items():
+        into = total.setdefault(stage, empty_counters([stage])[stage])
+        for key, value in counts.items():
+            if isinstance(value, dict):
+                for reason, n in value.items():
+                    into[key][reason] = into[key].get(reason, 0) + n
+            else:
+                into[key] += value
+
+
+class _ParquetFile:
+    """A Parquet file written under a temporary name and renamed into place on `commit`."""
+
+    def __init__(self, uri: str, table_schema: pa.Schema) -> None:
+        self.uri = uri
+        self.fs, self.path = io.resolve(uri)
+        self.fs.create_dir(self.path.rsplit("/", 1)[0], recursive=True)
+        self.tmp = f"{self.path}.{time.time_ns():x}.tmp"
+        self.schema = table_schema
+        self.writer = pq.ParquetWriter(self.tmp, table_schema, filesystem=self.fs, compression="zstd")
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        self.writer.write_table(table.select(self.schema.names).cast(self.schema))
+        self.rows += table.num_rows
+
+    def commit(self) -> None:
+        self.writer.close()
+        self.fs.move(self.tmp, self.path)
+
+
+@dataclass
+class _Shard:
+    name: str
+    expected: int | None = None
+    seen: int = 0
+    counters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    documents: _ParquetFile | None = None
+    rejects: dict[tuple[str, str], _ParquetFile] = field(default_factory=dict)
+    reject_counts: Counter = field(default_factory=Counter)
+
+
+def _public(table: pa.Table) -> pa.Table:
+    return table.drop_columns([c for c in table.column_names if schema.is_bookkeeping(c) or c == "html"])
+
+
+class JobWriter:
+    def __init__(self, job_dir: str, stages: list[str], *, rejects_sample: float = 1.0,
+                 max_rejects_per_reason: int = 1000) -> None:
+        self.dir = job_dir
+        self.stages = ["read", *stages]
+        self.rejects_sample = rejects_sample
+        self.max_rejects = max_rejects_per_reason
+        self.open: dict[str, _Shard] = {}
+        self.done: dict[str, dict[str, Any]] = {}
+
+    # -- before the run ---------------------------------------------------------------------
+    def resume(self) -> dict[str, dict[str, Any]]:
+        """Forget what a crashed run left half-written; return the shards already done."""
+        io.remove_temporaries(self.dir)
+        fs, path = io.resolve(io.join(self.dir, SHARDS))
+        for info in fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True)):
+            if info.path.endswith(".json"):
+                with fs.open_input_stream(info.path) as f:
+                    record = json.loads(f.read())
+                self.done[record["shard"]] = record
+        return self.done
+
+    # -- while it runs ----------------------------------------------------------------------
+    def add(self, batch: pa.Table) -> list[str]:
+        """Take one batch of mixed shards; return the shards this batch completed."""
+        finished = []
+        shard_column = batch.column(schema.SHARD)
+        for name in pc.unique(shard_column).to_pylist():
+            part = batch.filter(pc.equal(shard_column, name))
+            shard = self.open.setdefault(name, _Shard(name, counters=empty_counters(self.stages)))
+            self._take(shard, part)
+            if shard.expected is not None and shard.seen >= shard.expected:
+                self._commit(shard)
+                finished.append(name)
+        return finished
+
+    def _take(self, shard: _Shard, part: pa.Table) -> None:
+        shard.seen += part.num_rows
+        reason = part.column(schema.REASON)
+        marker = pc.fill_null(pc.equal(reason, schema.END_OF_SHARD), False)
+        if pc.any(marker).as_py():
+            shard.expected = pc.max(part.filter(marker).column(schema.SHARD_ROWS)).as_py()
+        rows = part.filter(pc.invert(marker))
+        self._count(shard, part, rows)
+        kept = rows.filter(pc.is_null(rows.column(schema.REASON)))
+        if kept.num_rows:
+            docs = _public(kept)
+            if shard.documents is None:
+                shard.documents = _ParquetFile(io.join(self.dir, DOCUMENTS, f"{shard.name}.parquet"), docs.schema)
+            shard.documents.write(docs)
+        self._rejects(shard, rows)
+
+    def _count(self, shard: _Shard, part: pa.Table, rows: pa.Table) -> None:
+        for stage in self.stages:
+            counts = shard.counters[stage]
+            sec = schema.metric_column("sec", stage)
+            if sec not in part.column_names:
+                continue
+            counts["seconds"] += pc.sum(part.column(sec)).as_py() or 0.0  # the marker carries read time too
+            processed = rows.filter(pc.is_valid(rows.column(sec)))
+            counts["docs_in"] += processed.num_rows
+            for kind in ("bin", "bout"):
+                total = pc.sum(processed.column(schema.metric_column(kind, stage))).as_py() or 0
+                counts["bytes_in" if kind == "bin" else "bytes_out"] += total
+            here = processed.filter(pc.fill_null(pc.equal(processed.column(schema.STAGE), stage), False))
+            for reason, n in Counter(here.column(schema.REASON).to_pylist()).items():
+                key = "skipped" if reason.startswith(schema.SKIPPED) else "dropped"
+                short = reason.split(":", 1)[1] if key == "skipped" else reason
+                counts[key][short] = counts[key].get(short, 0) + n
+            counts["docs_out"] = counts["docs_in"] - sum(counts["dropped"].values()) - sum(counts["skipped"].values())
+
+    def _rejects(self, shard: _Shard, rows: pa.Table) -> None:
+        reason = rows.column(schema.REASON)
+        dropped = pc.and_(pc.is_valid(reason), pc.invert(pc.fill_null(pc.starts_with(reason, schema.SKIPPED), False)))
+        rejects = rows.filter(dropped)
+        if not rejects.num_rows or self.max_rejects == 0:
+            return
+        rejects = rejects.filter(pa.array(sampled(rejects.column("id"), self.rejects_sample)))
+        keys = list(zip(rejects.column(schema.STAGE).to_pylist(), rejects.column(schema.REASON).to_pylist()))
+        for key in dict.fromkeys(keys):
+            room = self.max_rejects - shard.reject_counts[key]
+            if room <= 0:
+                continue
+            mask = pa.array([k == key for k in keys])
+            chosen = rejects.filter(mask).slice(0, room)
+            table = _public(chosen).append_column("detail", chosen.column(schema.DETAIL))
+            if key not in shard.rejects:
+                stage, why = key
+                uri = io.join(self.dir, REJECTS, f"stage={stage}", f"reason={why}", f"{shard.name}.parquet")
+                shard.rejects[key] = _ParquetFile(uri, table.schema)
+            shard.rejects[key].write(table)
+            shard.reject_counts[key] += chosen.num_rows
+
+    def _commit(self, shard: _Shard) -> None:
+        if shard.documents is not None:
+            shard.documents.commit()
+        for file in shard.rejects.values():
+            file.commit()
+        record = {
+            "shard": shard.name,
+            "documents": shard.documents.rows if shard.documents else 0,
+            "rejects_written": sum(shard.reject_counts.values()),
+            "counters": shard.counters,
+        }
+        io.write_json_atomic(io.join(self.dir, SHARDS, f"{shard.name}.json"), record)
+        self.done[shard.name] = record
+        del self.open[shard.name]
+
+    # -- after it -----------------------------------------------------------------------------
+    def totals(self) -> dict[str, dict[str, Any]]:
+        total = empty_counters(self.stages)
+        for record in self.done.values():
+            merge_counters(total, record["counters"])
+        return total
+
+    def incomplete(self) -> list[str]:
+        return sorted(self.open)
+
+
+def funnel(counters: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-stage rows for stats.json and the summary table, in pipeline order."""
+    return [{"stage": stage, **values} for stage, values in counters.items()]
+
+
+class EventLog:
+    """events.jsonl: one JSON object per line, appended as the job goes (rewritten on object stores)."""
+
+    def __init__(self, job_dir: str) -> None:
+        self.uri = io.join(job_dir, "events.jsonl")
+        self.local = not io.is_remote(job_dir)
+        self.lines: list[str] = []
+        if not self.local:
+            fs, path = io.resolve(self.uri)
+            if fs.get_file_info(path).type == pa.fs.FileType.File:
+                with fs.open_input_stream(path) as f:
+                    self.lines = f.read().decode().splitlines()
+
+    def emit(self, event: str, **fields: Any) -> None:  # noqa: ANN401
+        line = json.dumps({"time": round(time.time(), 3), "event": event, **fields}, default=str)
+        if self.local:
+            fs, path = io.resolve(self.uri)
+            fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        else:
+            self.lines.append(line)
+            io.write_bytes_atomic(self.uri, ("\n".join(self.lines) + "\n").encode())

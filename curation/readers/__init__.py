@@ -1,0 +1,12 @@
+"""Readers: one input file is one shard; each format turns records into document rows."""
+
+from __future__ import annotations
+
+from curation.readers.base import Reader, Record, read_shard
+from curation.readers.jsonl import JsonlReader
+from curation.readers.parquet import ParquetReader
+from curation.readers.warc import WarcReader, WetReader
+
+READERS: dict[str, type[Reader]] = {r.format: r for r in (WarcReader, WetReader, JsonlReader, ParquetReader)}
+
+__all__ = ["READERS", "JsonlReader", "ParquetReader", "Reader", "Record", "WarcReader", "WetReader", "read_shard"]

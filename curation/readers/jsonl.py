@@ -1,0 +1,51 @@
+"""JSON Lines, plain or compressed (.gz, .zst, .bz2, .lz4 detected from the file name)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from curation import io
+from curation.readers.base import Reader, Record
+
+
+class JsonlReader(Reader):
+    """One document per line; fields other than `text_field` and `url_field` are kept in `meta`."""
+
+    format: ClassVar[str] = "jsonl"
+
+    def records(self, uri: str) -> Iterator[Record]:
+        fs, path = io.resolve(uri)
+        with fs.open_input_stream(path, compression="detect") as stream:
+            pending = b""
+            position = 0
+            while chunk := stream.read(1 << 20):
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    if line.strip():
+                        yield self.parse(position, line)
+                    position += 1
+            if pending.strip():
+                yield self.parse(position, pending)
+
+    def parse(self, position: int, line: bytes) -> Record:
+        size = len(line)
+        if size > self.max_record_bytes:
+            return Record(position, reason="too_large", detail=f"{size} bytes", raw_bytes=size)
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
+            return Record(position, reason="bad_json", detail=str(exc)[:300], raw_bytes=size)
+        return self.from_mapping(position, obj, size)
+
+    def from_mapping(self, position: int, obj: Any, size: int) -> Record:  # noqa: ANN401
+        if not isinstance(obj, dict):
+            return Record(position, reason="not_an_object", detail=type(obj).__name__, raw_bytes=size)
+        text = obj.pop(self.text_field, None)
+        if not isinstance(text, str):
+            detail = f"field {self.text_field!r} is {'missing' if text is None else type(text).__name__}"
+            return Record(position, reason="no_text_field", detail=detail, raw_bytes=size)
+        url = obj.pop(self.url_field, None)
+        return Record(position, url=None if url is None else str(url), text=text, meta=obj, raw_bytes=size)

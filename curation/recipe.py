@@ -1,0 +1,263 @@
+"""Recipe YAML -> validated pydantic models, with errors that point at file, line and column."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
+
+from curation import io
+from curation.readers import READERS
+from curation.stages import STAGES, StageParams
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Source(_Strict):
+    """An input: files of one format under one name (the name the mixture and `only:` refer to)."""
+
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", description="Source name, unique in the recipe.")
+    format: Literal["warc", "wet", "jsonl", "parquet"] = Field(..., description="Input file format.")
+    paths: list[str] = Field(
+        ..., min_length=1, description="Files, globs (`*`, `**`) or URIs (s3://, gs://, file://); one file is one shard."
+    )
+    text_field: str = Field("text", description="jsonl/parquet: the field holding the document text.")
+    url_field: str = Field("url", description="jsonl/parquet: the field holding the document URL, if any.")
+    max_record_bytes: int = Field(10 << 20, gt=0, description="Records larger than this are rejects (`too_large`).")
+
+    def reader(self) -> Any:  # noqa: ANN401
+        return READERS[self.format](
+            text_field=self.text_field, url_field=self.url_field, max_record_bytes=self.max_record_bytes
+        )
+
+
+class RayConfig(_Strict):
+    address: str | None = Field(
+        None, description='null: start an embedded local Ray; "auto" or ray://host:10001 joins a cluster.'
+    )
+    num_cpus: int | None = Field(None, gt=0, description="CPUs of the embedded local Ray (default: all).")
+
+
+class Rejects(_Strict):
+    sample: float = Field(1.0, ge=0, le=1, description="Share of dropped documents written to rejects/.")
+    max_per_reason: int = Field(
+        1000, ge=0, description="At most this many rejects per stage and reason from each input shard."
+    )
+
+
+def _stage_tag(value: Any) -> str | None:  # noqa: ANN401
+    if isinstance(value, dict) and len(value) == 1:
+        return next(iter(value))
+    if isinstance(value, BaseModel):
+        return next(iter(type(value).model_fields))
+    return None
+
+
+def _none_is_empty(value: Any) -> Any:  # noqa: ANN401
+    return {} if value is None else value  # `- normalize:` with nothing after it means defaults
+
+
+def _entry_model(name: str, params: type[StageParams]) -> type[BaseModel]:
+    return create_model(
+        f"{name.title().replace('_', '')}Stage",
+        __config__=ConfigDict(extra="forbid"),
+        __doc__=(STAGES[name].__doc__ or "").strip(),
+        __validators__={"none_is_empty": field_validator(name, mode="before")(_none_is_empty)},
+        **{name: (params, Field(default_factory=params))},
+    )
+
+
+StageEntry = Annotated[
+    Union[tuple(Annotated[_entry_model(n, s.Params), Tag(n)] for n, s in STAGES.items())],  # noqa: UP007
+    Discriminator(
+        _stage_tag,
+        custom_error_type="stage_name",
+        custom_error_message=f"a stage is a mapping with one key, the stage name: one of {', '.join(STAGES)}",
+    ),
+]
+
+
+class Recipe(_Strict):
+    """A curation job: where documents come from, what stages they pass, where the output goes."""
+
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", description="Job name; the job folder is output/<name>-<hash>.")
+    output: str = Field("./jobs", description="Folder or URI under which the job folder is made.")
+    seed: int = Field(42, description="Seed of every random choice (sampling, shuffles).")
+    ray: RayConfig = Field(default_factory=RayConfig)
+    sources: list[Source] = Field(..., min_length=1)
+    stages: list[StageEntry] = Field(default_factory=list, description="Document stages, in order.")
+    rejects: Rejects = Field(default_factory=Rejects)
+
+    def stage_specs(self) -> list[tuple[str, str, StageParams]]:
+        """(unique name, stage kind, params) per stage; a kind used twice gets `kind_2`, `kind_3`..."""
+        seen: dict[str, int] = {}
+        out = []
+        for entry in self.stages:
+            kind = next(iter(type(entry).model_fields))
+            seen[kind] = seen.get(kind, 0) + 1
+            out.append((kind if seen[kind] == 1 else f"{kind}_{seen[kind]}", kind, getattr(entry, kind)))
+        return out
+
+    def fingerprint(self) -> str:
+        """Hash of everything that decides the output (not where it runs or is written)."""
+        body = self.model_dump(mode="json", exclude={"ray", "output"})
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+    def job_dir(self, output: str | None = None) -> str:
+        return io.join(output or self.output, f"{self.name}-{self.fingerprint()[:10]}")
+
+
+@dataclass
+class Problem:
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class RecipeError(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+def _locate(root: yaml.Node | None, loc: tuple[Any, ...], at_key: bool = False) -> tuple[yaml.Node | None, str]:
+    """The YAML node a pydantic error location points to (or its nearest parent) and a dotted path.
+
+    Parts that are not keys of the current mapping are union tags (the stage name, repeated by
+    pydantic) or keys that are missing: a missing key is named in the path, the node stays its parent.
+    """
+    node, path = root, ""
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((key, value) for key, value in node.value if key.value == part), None)
+            if match is not None:
+                node = match[0] if at_key and part == loc[-1] else match[1]
+            elif path.rsplit(".", 1)[-1] == part:
+                continue
+            path += f".{part}" if path else str(part)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            path += f"[{part}]"
+    return node, path
+
+
+def _duplicate_keys(node: yaml.Node, file: str) -> list[Problem]:
+    problems = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            if key.value in seen:
+                m = key.start_mark
+                problems.append(Problem(file, m.line + 1, m.column + 1, key.value, "key given twice"))
+            seen.add(key.value)
+            problems += _duplicate_keys(value, file)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            problems += _duplicate_keys(item, file)
+    return problems
+
+
+def _describe(error: dict[str, Any]) -> str:
+    kind, msg = error["type"], error["msg"]
+    if kind == "extra_forbidden":
+        return "unknown key (not part of the recipe schema; see `curate schema`)"
+    if kind == "stage_name":
+        given = error["input"]
+        if isinstance(given, dict) and len(given) == 1:
+            name = next(iter(given))
+            close = difflib.get_close_matches(str(name), STAGES, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            return f"unknown stage {name!r} (stages: {', '.join(STAGES)}){hint}"
+        return msg
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "literal_error":
+        return f"{msg}, got {error['input']!r}"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"{msg}, got {error['input']!r}"
+    return msg
+
+
+def _cross_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
+    out: list[tuple[tuple[Any, ...], str]] = []
+    names = [s.name for s in recipe.sources]
+    for i, name in enumerate(names):
+        if names.index(name) != i:
+            out.append((("sources", i, "name"), f"source name {name!r} is used twice"))
+    for i, (_, kind, params) in enumerate(recipe.stage_specs()):
+        for j, src in enumerate(params.only or []):
+            if src not in names:
+                out.append((("stages", i, kind, "only", j), f"no source named {src!r} (sources: {', '.join(names)})"))
+    return out
+
+
+def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
+    out: list[tuple[tuple[Any, ...], str]] = []
+    for i, source in enumerate(recipe.sources):
+        for j, pattern in enumerate(source.paths):
+            try:
+                if not io.expand(pattern):
+                    out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
+            except OSError as exc:
+                out.append((("sources", i, "paths", j), f"cannot list {pattern!r}: {exc}"))
+    return out
+
+
+def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True) -> Recipe:
+    """Validate a recipe; raise `RecipeError` listing every problem with its line and column."""
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise RecipeError([Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]) from None
+    if not isinstance(data, dict):
+        raise RecipeError([Problem(file, 1, 1, "", "a recipe is a YAML mapping (name:, sources:, stages: ...)")])
+    problems = _duplicate_keys(root, file)
+
+    def problem(loc: tuple[Any, ...], message: str, at_key: bool = False) -> Problem:
+        node, path = _locate(root, loc, at_key)
+        mark = node.start_mark if node is not None else None
+        return Problem(file, mark.line + 1 if mark else 1, mark.column + 1 if mark else 1, path, message)
+
+    try:
+        recipe = Recipe.model_validate(data)
+    except ValidationError as exc:
+        problems += [problem(e["loc"], _describe(e), e["type"] == "extra_forbidden") for e in exc.errors()]
+        raise RecipeError(problems) from None
+    checks = _cross_checks(recipe) + (_path_checks(recipe) if check_paths else [])
+    problems += [problem(loc, msg) for loc, msg in checks]
+    if problems:
+        raise RecipeError(problems)
+    return recipe
+
+
+def load_recipe(path: str | Path, *, check_paths: bool = True) -> Recipe:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RecipeError([Problem(str(path), 1, 1, "", f"cannot read the recipe: {exc.strerror}")]) from None
+    return parse_recipe(text, str(path), check_paths=check_paths)
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Recipe.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "curation recipe"
+    return schema

@@ -1,0 +1,57 @@
+"""The document batch contract shared by readers, stages and the job writer.
+
+A batch is a `pa.Table` with the document columns below. While a batch flows through a
+pipeline it also carries bookkeeping columns (prefix `_`): a row dropped by a stage stays in
+the batch, marked with the stage and reason, so that the writer can count it, sample it into
+`rejects/` and know when every row of an input shard has arrived.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
+
+DOCUMENT_FIELDS = [
+    pa.field("id", pa.string(), nullable=False),
+    pa.field("source", pa.string()),
+    pa.field("url", pa.string()),
+    pa.field("title", pa.string()),
+    pa.field("text", pa.string()),
+    pa.field("meta", pa.string()),  # JSON object: provenance and the input's other fields
+]
+
+# Raw page bytes, present between reading and extraction only.
+HTML = pa.field("html", pa.binary())
+
+SHARD = "_shard"  # the input shard a row came from
+STAGE = "_reject_stage"  # null while the row is kept
+REASON = "_reject_reason"
+DETAIL = "_reject_detail"
+SHARD_ROWS = "_shard_rows"  # set on the end-of-shard marker row only
+END_OF_SHARD = "_end_of_shard"  # REASON of that marker row
+SKIPPED = "skipped"  # REASON prefix of records that are counted but are not documents
+
+BOOKKEEPING_FIELDS = [
+    pa.field(SHARD, pa.string()),
+    pa.field(STAGE, pa.string()),
+    pa.field(REASON, pa.string()),
+    pa.field(DETAIL, pa.string()),
+    pa.field(SHARD_ROWS, pa.int64()),
+]
+
+READ_SCHEMA = pa.schema([*DOCUMENT_FIELDS, HTML, *BOOKKEEPING_FIELDS])
+
+
+def metric_column(kind: str, stage: str) -> str:
+    """Per-row measurement column a stage run adds: seconds, bytes in or bytes out."""
+    return f"_{kind}:{stage}"
+
+
+def document_id(uri: str, position: int) -> str:
+    """Stable id of the record at `position` of the input at `uri`: reruns give the same ids."""
+    return hashlib.blake2b(f"{uri}#{position}".encode(), digest_size=12).hexdigest()
+
+
+def is_bookkeeping(column: str) -> bool:
+    return column.startswith("_")

@@ -1,0 +1,96 @@
+"""The stage contract: a small class over an Arrow batch that knows nothing of Ray.
+
+A stage declares its recipe keys (a pydantic `Params` model), its resources, and the columns it
+reads and adds. `process` gets the rows it should handle and returns them (transformed, with its
+output columns) plus a reason per row: null keeps the row, a string drops it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class StageParams(BaseModel):
+    """Keys every stage accepts besides its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    only: list[str] | None = Field(
+        None, description="Apply the stage to documents of these sources only; others pass unchanged."
+    )
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the executor must give a stage; the executor never looks at what the stage does."""
+
+    cpus: float = 1.0
+    stateful: bool = False  # True: run in an actor pool so `setup` (a model load) happens once per actor
+    batch_rows: int = 256
+
+
+@dataclass
+class Processed:
+    table: pa.Table
+    reasons: pa.Array  # string per row; null keeps the row
+    details: pa.Array | None = None
+
+
+class Stage:
+    name: ClassVar[str]
+    Params: ClassVar[type[StageParams]] = StageParams
+    resources: ClassVar[Resources] = Resources()
+    input_columns: ClassVar[tuple[str, ...]] = ("text",)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {}
+
+    def __init__(self, **params: Any) -> None:  # noqa: ANN401
+        self.params = self.Params(**params)
+
+    @classmethod
+    def from_params(cls, params: StageParams) -> Stage:
+        stage = cls.__new__(cls)
+        stage.params = params
+        return stage
+
+    def setup(self) -> None:
+        """Load models or other state; called once per worker before the first batch."""
+
+    def process(self, batch: pa.Table) -> Processed:
+        raise NotImplementedError
+
+
+class DocumentFilter(Stage):
+    """A filter scores documents (columns of numbers) and keeps or drops each with a reason."""
+
+    class Params(StageParams):
+        keep_scores: bool = Field(False, description="Keep this filter's scores as columns of the output.")
+
+    def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """A boolean keep mask and, per row, the reason of a drop (None where kept)."""
+        raise NotImplementedError
+
+    def process(self, batch: pa.Table) -> Processed:
+        scores = self.score(batch)
+        mask, reasons = self.keep(scores)
+        table = batch
+        if self.params.keep_scores:
+            for column, values in scores.items():
+                table = table.append_column(column, pa.array(values, type=self.output_columns[column]))
+        return Processed(table, pa.array(np.where(mask, None, reasons), type=pa.string()))
+
+
+def first_reason(n: int, rules: list[tuple[np.ndarray, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Combine rules (bad-row mask, reason) in order: each dropped row reports the first rule it broke."""
+    reasons = np.full(n, None, dtype=object)
+    for bad, reason in reversed(rules):
+        reasons[bad] = reason
+    mask = np.array([r is None for r in reasons], dtype=bool)
+    return mask, reasons

@@ -1,0 +1,118 @@
+"""Main-content extraction from HTML with trafilatura, one time-limited call per page."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar, Literal
+
+import pyarrow as pa
+from pydantic import Field
+from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+from trafilatura import extract
+from trafilatura.metadata import extract_title
+from trafilatura.utils import load_html
+
+from curation.stages.base import Processed, Resources, Stage, StageParams
+from curation.timeout import TimeLimitExceeded, can_interrupt, time_limit
+
+
+class ExtractParams(StageParams):
+    engine: Literal["trafilatura"] = Field("trafilatura", description="Extraction library.")
+    timeout_s: float | None = Field(
+        2.0, gt=0, description="Per-page time limit in seconds; a page over it is dropped as `timeout`."
+    )
+    max_html_bytes: int = Field(
+        5_000_000, gt=0, description="Pages larger than this are dropped as `too_large` without parsing."
+    )
+    favor: Literal["balanced", "precision", "recall"] = Field(
+        "balanced", description="trafilatura's trade-off: favor_precision, favor_recall, or neither (its default)."
+    )
+    fast: bool = Field(False, description="Skip trafilatura's fallback extractors (faster, lower recall).")
+    include_comments: bool = Field(True, description="Keep the comment section (trafilatura's default).")
+    include_tables: bool = Field(True, description="Keep text inside tables (trafilatura's default).")
+
+
+def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
+    """Text of a page and the charset used: the HTTP one if it decodes, else detected (meta tag, content)."""
+    if declared:
+        try:
+            return body.decode(declared), declared.lower()
+        except (LookupError, UnicodeDecodeError):
+            pass
+    encoding = detect_encoding(body, from_html_meta=True)
+    return bytes_to_str(body, encoding), encoding
+
+
+class Extract(Stage):
+    """Turn the `html` of web pages into `text` and `title`; rows without html pass unchanged.
+
+    Drops: `no_text` (nothing extractable), `timeout`, `too_large`, `extract_error` (with the error).
+    """
+
+    name = "extract"
+    Params = ExtractParams
+    resources = Resources(cpus=1.0, batch_rows=32)
+    input_columns: ClassVar[tuple[str, ...]] = ("html", "url", "meta")
+    output_columns: ClassVar[dict[str, pa.DataType]] = {"text": pa.string(), "title": pa.string()}
+
+    def setup(self) -> None:
+        if self.params.timeout_s and not can_interrupt():
+            msg = "extract: timeout_s needs to run in a process's main thread (Ray tasks and actors do)"
+            raise RuntimeError(msg)
+
+    def extract_one(self, body: bytes, url: str | None, declared: str | None) -> tuple[str | None, str | None]:
+        """(text, title) of one page; raises TimeLimitExceeded past `timeout_s`."""
+        html, _ = decode_html(body, declared)
+        p = self.params
+        tree = load_html(html)
+        if tree is None:
+            return None, None
+        title = extract_title(tree)
+        text = extract(
+            tree,
+            url=url,
+            fast=p.fast,
+            favor_precision=p.favor == "precision",
+            favor_recall=p.favor == "recall",
+            include_comments=p.include_comments,
+            include_tables=p.include_tables,
+        )
+        return text, title
+
+    def process(self, batch: pa.Table) -> Processed:
+        if "html" not in batch.column_names:
+            return Processed(batch, pa.nulls(batch.num_rows, pa.string()))
+        htmls = batch.column("html").to_pylist()
+        urls = batch.column("url").to_pylist()
+        metas = batch.column("meta").to_pylist()
+        texts = batch.column("text").to_pylist()
+        titles = batch.column("title").to_pylist()
+        reasons: list[str | None] = [None] * batch.num_rows
+        details: list[str | None] = [None] * batch.num_rows
+        for i, body in enumerate(htmls):
+            if body is None:
+                continue
+            if len(body) > self.params.max_html_bytes:
+                reasons[i], details[i] = "too_large", f"{len(body)} bytes"
+                continue
+            declared = json.loads(metas[i]).get("http_charset") if metas[i] else None
+            try:
+                if self.params.timeout_s:
+                    with time_limit(self.params.timeout_s):
+                        text, title = self.extract_one(body, urls[i], declared)
+                else:
+                    text, title = self.extract_one(body, urls[i], declared)
+            except TimeLimitExceeded as exc:
+                reasons[i], details[i] = "timeout", str(exc)
+                continue
+            except Exception as exc:  # a page that breaks the parser is a reject, not a crash
+                reasons[i], details[i] = "extract_error", f"{type(exc).__name__}: {exc}"[:300]
+                continue
+            if not text or not text.strip():
+                reasons[i] = "no_text"
+                continue
+            texts[i], titles[i] = text, titles[i] or title
+        table = batch.drop_columns(["html"])
+        table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+        table = table.set_column(table.schema.get_field_index("title"), "title", pa.array(titles, pa.string()))
+        return Processed(table, pa.array(reasons, pa.string()), pa.array(details, pa.string()))

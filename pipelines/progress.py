@@ -1,0 +1,77 @@
+"""A live progress line while a job runs, and the funnel table at its end."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+from rich.table import Table
+
+from curation import schema
+
+
+class Progress:
+    """Shards done of total, documents read, documents/s; plain lines when not on a terminal."""
+
+    def __init__(self, total_shards: int, done_shards: int, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.total, self.done = total_shards, done_shards
+        self.rows = 0
+        self.started = time.time()
+        self.last_line = 0.0
+        self.console = Console(stderr=True)
+        self.bar = RichProgress(
+            TextColumn("shards"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(), console=self.console, transient=False,
+        ) if enabled and self.console.is_terminal else None
+        self.task = self.bar.add_task("run", total=total_shards, completed=done_shards, rate="") if self.bar else None
+
+    def __enter__(self) -> Progress:
+        if self.bar:
+            self.bar.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self.bar:
+            self.bar.stop()
+
+    def update(self, batch: pa.Table, shards_completed: int) -> None:
+        reasons = batch.column(schema.REASON).to_pylist()
+        self.rows += sum(1 for r in reasons if r != schema.END_OF_SHARD)
+        self.done += shards_completed
+        elapsed = max(time.time() - self.started, 1e-9)
+        rate = f"{self.rows:,} records, {self.rows / elapsed:,.1f}/s"
+        if self.bar:
+            self.bar.update(self.task, completed=self.done, rate=rate)
+        elif self.enabled and (time.time() - self.last_line > 5 or self.done == self.total):
+            self.last_line = time.time()
+            print(f"shards {self.done}/{self.total}  {rate}", file=sys.stderr, flush=True)
+
+
+def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None) -> None:
+    """The per-stage funnel, drop reasons and where the output is."""
+    console = console or Console()
+    table = Table(title=f"{stats['job']}: funnel", title_justify="left")
+    for column in ("stage", "in", "out", "kept %", "dropped (reason: count)", "MB in", "s"):
+        table.add_column(column, justify="left" if column in ("stage", "dropped (reason: count)") else "right")
+    for row in stats["stages"]:
+        kept = 100.0 * row["docs_out"] / row["docs_in"] if row["docs_in"] else 100.0
+        reasons = {**row["dropped"], **{f"skipped {k}": v for k, v in row["skipped"].items()}}
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])) or "-"
+        table.add_row(row["stage"], f"{row['docs_in']:,}", f"{row['docs_out']:,}", f"{kept:.1f}", why,
+                      f"{row['bytes_in'] / 1e6:.2f}", f"{row['seconds']:.2f}")
+    console.print(table)
+    shards = stats["shards"]
+    docs = stats["documents"]
+    console.print(
+        f"{docs['out']:,} documents kept of {docs['records_read']:,} records read "
+        f"from {shards['total']} shards ({shards['skipped_already_done']} already done) "
+        f"in {stats['wall_seconds']:.1f} s"
+    )
+    console.print(f"output: {job_dir}  (documents/, rejects/, stats.json, events.jsonl, recipe.yaml)")

@@ -1,0 +1,120 @@
+"""`curate run`: validate, start or join Ray, stream the plan into the job folder, summarise."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+import yaml
+
+from curation import io
+from curation.job import EventLog, JobWriter, funnel
+from curation.recipe import Recipe
+from curation.shards import list_shards
+from pipelines import plan
+from pipelines.progress import Progress
+
+VERSIONED = ("curation", "ray", "pyarrow", "trafilatura", "resiliparse", "fastwarc", "pydantic")
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def recipe_as_run(recipe: Recipe) -> str:
+    header = ["# recipe as run by curate; the comments record where and with what", f"# recipe hash: {recipe.fingerprint()}"]
+    header += [f"# {name}: {version}" for name, version in versions().items()]
+    body = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    return "\n".join(header) + "\n" + body
+
+
+@dataclass
+class RunResult:
+    job_dir: str
+    stats: dict[str, Any]
+    shards_skipped: int
+    finished: list[str] = field(default_factory=list)
+
+
+def _start_ray(recipe: Recipe, address: str | None) -> bool:
+    """Start an embedded Ray (or join a cluster); True when this call started it."""
+    if ray.is_initialized():
+        return False
+    address = address or recipe.ray.address
+    kwargs: dict[str, Any] = {"address": address, "logging_level": "WARNING", "log_to_driver": True}
+    if address is None:
+        kwargs.update(num_cpus=recipe.ray.num_cpus, include_dashboard=False)
+    ray.init(**kwargs)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False  # our own progress line says what a curation user needs
+    ctx.print_on_execution_start = False
+    return True
+
+
+def run(recipe: Recipe, *, address: str | None = None, output: str | None = None, quiet: bool = False) -> RunResult:
+    job_dir = recipe.job_dir(output)
+    shards = list_shards(recipe)
+    stage_names = [name for name, _, _ in recipe.stage_specs()]
+    writer = JobWriter(job_dir, stage_names, rejects_sample=recipe.rejects.sample,
+                       max_rejects_per_reason=recipe.rejects.max_per_reason)
+    done = writer.resume()
+    todo = [s for s in shards if s.name not in done]
+    io.write_bytes_atomic(io.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
+    events = EventLog(job_dir)
+    events.emit("job_started", shards=len(shards), already_done=len(shards) - len(todo), versions=versions())
+    started = time.time()
+    progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)
+    finished: list[str] = []
+    we_started = _start_ray(recipe, address) if todo else False
+    try:
+        if todo:
+            dataset = plan.build(recipe, todo)
+            with progress:
+                for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):
+                    completed = writer.add(batch)
+                    for name in completed:
+                        events.emit("shard_done", shard=name, documents=writer.done[name]["documents"])
+                    finished += completed
+                    progress.update(batch, len(completed))
+        if writer.incomplete():
+            msg = f"rows of these shards never arrived: {', '.join(writer.incomplete())}"
+            raise RuntimeError(msg)
+    except BaseException as exc:
+        events.emit("job_failed", error=f"{type(exc).__name__}: {exc}", shards_done=len(writer.done))
+        raise
+    finally:
+        if we_started:
+            ray.shutdown()
+    stats = _stats(recipe, writer, shards, time.time() - started, len(shards) - len(todo))
+    io.write_json_atomic(io.join(job_dir, "stats.json"), stats)
+    events.emit("job_done", documents=stats["documents"]["out"], seconds=stats["wall_seconds"])
+    return RunResult(job_dir, stats, len(shards) - len(todo), finished)
+
+
+def _stats(recipe: Recipe, writer: JobWriter, shards: list[Any], seconds: float, skipped: int) -> dict[str, Any]:
+    totals = writer.totals()
+    read = totals["read"]
+    return {
+        "job": recipe.name,
+        "recipe_hash": recipe.fingerprint(),
+        "seed": recipe.seed,
+        "wall_seconds": round(seconds, 3),
+        "shards": {"total": len(shards), "done": len(writer.done), "skipped_already_done": skipped},
+        "documents": {
+            "records_read": read["docs_in"],
+            "in": read["docs_out"],
+            "out": sum(r["documents"] for r in writer.done.values()),
+        },
+        "stages": funnel(totals),
+        "versions": versions(),
+    }

@@ -56,16 +56,19 @@ class Progress:
 
 def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None) -> None:
     """The per-stage funnel, drop reasons and where the output is."""
-    console = console or Console()
+    console = console or Console(width=None if Console().is_terminal else 120)
     table = Table(title=f"{stats['job']}: funnel", title_justify="left")
-    for column in ("stage", "in", "out", "kept %", "dropped (reason: count)", "MB in", "s"):
-        table.add_column(column, justify="left" if column in ("stage", "dropped (reason: count)") else "right")
+    for column in ("stage", "in", "out", "kept %", "dropped", "skipped (not documents)", "MB in", "s"):
+        table.add_column(column, justify="left" if column in ("stage", "dropped", "skipped (not documents)") else "right")
+
+    def reasons(counts: dict[str, int]) -> str:
+        return "\n".join(f"{k} {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "-"
+
     for row in stats["stages"]:
         kept = 100.0 * row["docs_out"] / row["docs_in"] if row["docs_in"] else 100.0
-        reasons = {**row["dropped"], **{f"skipped {k}": v for k, v in row["skipped"].items()}}
-        why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])) or "-"
-        table.add_row(row["stage"], f"{row['docs_in']:,}", f"{row['docs_out']:,}", f"{kept:.1f}", why,
-                      f"{row['bytes_in'] / 1e6:.2f}", f"{row['seconds']:.2f}")
+        table.add_row(row["stage"], f"{row['docs_in']:,}", f"{row['docs_out']:,}", f"{kept:.1f}",
+                      reasons(row["dropped"]), reasons(row["skipped"]), f"{row['bytes_in'] / 1e6:.2f}",
+                      f"{row['seconds']:.2f}")
     console.print(table)
     shards = stats["shards"]
     docs = stats["documents"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata
+import logging
+import os
 import platform
 import time
 from dataclasses import dataclass, field
@@ -54,10 +56,11 @@ def _start_ray(recipe: Recipe, address: str | None) -> bool:
     kwargs: dict[str, Any] = {"address": address, "logging_level": "WARNING", "log_to_driver": True}
     if address is None:
         kwargs.update(num_cpus=recipe.ray.num_cpus, include_dashboard=False)
+        # Embedded Ray is private to this process: its token-auth notice says nothing to act on.
+        logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     ray.init(**kwargs)
-    ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False  # our own progress line says what a curation user needs
-    ctx.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "bars disabled": we did that
     return True
 
 

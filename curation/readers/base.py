@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from curation import schema
+from curation import io, schema
 
 _FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)
 
@@ -87,6 +87,7 @@ def read_shard(
     reader: Reader, uri: str, *, source: str, shard: str, batch_rows: int = 64, max_batch_bytes: int = 32 << 20
 ) -> Iterator[pa.Table]:
     """Batches of one input shard, ending with the end-of-shard marker; never raises on bad input."""
+    uri = io.canonical(uri)
     rows: list[dict[str, Any]] = []
     size = 0
     emitted = 0

@@ -1,0 +1,197 @@
+"""Read+extract throughput of the pipeline against a plain trafilatura loop, per core.
+
+Measured in one run, on the same ~1,160 real pages:
+  (a) plain loop: `trafilatura.extract(html_bytes)` with its defaults for every page, one core,
+      pages read from their .html.gz files beforehand (only the extraction is timed);
+  (b) our pipeline, `pipelines.run.run` of a read+extract recipe over a WARC corpus of those pages
+      (8 .warc.gz files), embedded Ray with `ray.num_cpus: 1`;
+  (c) the same with `ray.num_cpus: 2`.
+For (b) and (c), docs/s is the extract stage's documents-in over the wall time of `run()` less
+Ray's start-up and shutdown (both timed here, around the calls `run()` makes). The ratio to the
+plain loop is (ours per core) / (plain per core); "Ray overhead per core" is 1 - ratio.
+The issue's target: overhead under 15% per core.
+
+    python benchmarks/read_extract_throughput.py [--files 8] [--pages N] [--cpus 1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+try:  # python benchmarks/read_extract_throughput.py puts benchmarks/ on sys.path
+    from corpus import DataMissing, build_warc_corpus, real_pages
+except ImportError:  # python -m benchmarks.read_extract_throughput
+    from benchmarks.corpus import DataMissing, build_warc_corpus, real_pages
+
+TARGET_OVERHEAD = 0.15
+
+RECIPE = """\
+name: bench-read-extract
+output: {output}
+ray: {{num_cpus: {cpus}}}
+sources:
+  - {{name: web, format: warc, paths: ["{corpus}/*.warc.gz"]}}
+stages:
+  - extract: {{}}
+"""
+
+
+@dataclass
+class Result:
+    config: str
+    cores: int
+    docs: int
+    seconds: float
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.docs / self.seconds
+
+    @property
+    def per_core(self) -> float:
+        return self.rate / self.cores
+
+
+def plain_loop(limit: int | None) -> Result:
+    """(a): trafilatura.extract with defaults on every page's bytes, one core, extraction timed only."""
+    import trafilatura
+
+    pages = [p.html() for p in real_pages(limit=limit)]
+    texts = 0
+    elapsed = 0.0
+    for html in pages:
+        started = time.perf_counter()
+        text = trafilatura.extract(html)
+        elapsed += time.perf_counter() - started
+        texts += bool(text and text.strip())
+    return Result("plain trafilatura loop", 1, len(pages), elapsed, {"with text": texts})
+
+
+@contextmanager
+def timed(owner: Any, name: str, into: dict[str, float]) -> Iterator[None]:
+    """Time every call of `owner.name` (summed into `into[name]`) while the block runs."""
+    original: Callable[..., Any] = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            into[name] = into.get(name, 0.0) + time.perf_counter() - started
+
+    setattr(owner, name, wrapper)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
+    """(b)/(c): `run()` of read+extract with an embedded Ray of `cpus` CPUs, start-up excluded."""
+    import ray
+
+    import pipelines.run as run_module
+    from curation.recipe import parse_recipe
+
+    if ray.is_initialized():
+        raise RuntimeError("a Ray already runs in this process: run() would not start (and time) its own")
+    recipe = parse_recipe(RECIPE.format(output=output, cpus=cpus, corpus=corpus), check_paths=True)
+    spent: dict[str, float] = {}
+    with timed(run_module, "_start_ray", spent), timed(run_module.ray, "shutdown", spent):
+        started = time.perf_counter()
+        result = run_module.run(recipe, output=str(output), quiet=True)
+        total = time.perf_counter() - started
+    if ray.is_initialized():
+        raise RuntimeError("run() left its embedded Ray running")
+    stats = result.stats
+    stages = {row["stage"]: row for row in stats["stages"]}
+    extract = stages["extract"]
+    net = total - spent.get("_start_ray", 0.0) - spent.get("shutdown", 0.0)
+    notes = {
+        "run() total s": round(total, 2),
+        "ray start s": round(spent.get("_start_ray", 0.0), 2),
+        "ray shutdown s": round(spent.get("shutdown", 0.0), 2),
+        "stats wall_seconds": stats["wall_seconds"],
+        "extract stage s (sum over workers)": round(extract["seconds"], 2),
+        "read stage s (sum over workers)": round(stages["read"]["seconds"], 2),
+        "kept": extract["docs_out"],
+        "dropped": extract["dropped"],
+    }
+    return Result(f"ours, read+extract, ray.num_cpus={cpus}", cpus, extract["docs_in"], net, notes)
+
+
+def table(results: list[Result], plain: Result) -> str:
+    head = ("config", "docs", "seconds", "docs/s", "docs/s per core", "ratio to plain loop")
+    rows = [head]
+    for r in results:
+        ratio = r.per_core / plain.per_core
+        cells = (f"{r.seconds:.2f}", f"{r.rate:.1f}", f"{r.per_core:.1f}", f"{ratio:.3f}")
+        rows.append((r.config, str(r.docs), *cells))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    def line(row: tuple[str, ...]) -> str:
+        cells = [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+        return " | ".join([row[0].ljust(widths[0]), *cells])
+
+    lines = [line(row) for row in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--files", type=int, default=8, help="number of .warc.gz files (shards) of the corpus")
+    p.add_argument("--pages", type=int, default=None, help="use an evenly spread subset of this many pages")
+    p.add_argument("--cpus", default="1,2", help="ray.num_cpus values to run, comma-separated")
+    args = p.parse_args(argv)
+    try:
+        real_pages()
+    except DataMissing as exc:
+        print(f"read_extract_throughput: {exc}; skipped")
+        return 0
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    with tempfile.TemporaryDirectory(prefix="bench-read-extract-") as tmp:
+        corpus = Path(tmp) / "corpus"
+        started = time.perf_counter()
+        paths = build_warc_corpus(corpus, copies=1, files=args.files, pages=args.pages)
+        size = sum(p.stat().st_size for p in paths) / 1e6
+        print(f"corpus: {len(real_pages(limit=args.pages))} real pages as WARC responses in {len(paths)} "
+              f"files, {size:.1f} MB gzip (built and verified in {time.perf_counter() - started:.1f} s)")
+        plain = plain_loop(args.pages)
+        results = [plain]
+        for cpus in (int(c) for c in args.cpus.split(",")):
+            results.append(pipeline(corpus, Path(tmp) / f"out-{cpus}", cpus))
+    print()
+    print(table(results, plain))
+    print()
+    print(f"plain loop: {plain.notes['with text']} of {plain.docs} pages gave text; "
+          f"{1000 * plain.seconds / plain.docs:.1f} ms per page")
+    for r in results[1:]:
+        n = r.notes
+        ratio = r.per_core / plain.per_core
+        verdict = "meets" if 1 - ratio < TARGET_OVERHEAD else "misses"
+        print(f"{r.config}:")
+        print(f"  seconds above = run() {n['run() total s']} s - Ray start-up {n['ray start s']} s "
+              f"- Ray shutdown {n['ray shutdown s']} s")
+        print(f"  stats.json wall_seconds = {n['stats wall_seconds']} s (includes Ray start-up and shutdown)")
+        print(f"  extract: {r.docs} in, {n['kept']} kept, dropped {n['dropped'] or 'none'}")
+        in_stage, read = n["extract stage s (sum over workers)"], n["read stage s (sum over workers)"]
+        print(f"  time inside the extract stage: {in_stage} s ({1000 * in_stage / r.docs:.1f} ms per page, "
+              f"plain loop {1000 * plain.seconds / plain.docs:.1f}); read stage {read} s; "
+              f"core-seconds available {r.seconds * r.cores:.1f}")
+        target = f"{verdict} the target of under {TARGET_OVERHEAD:.0%}"
+        print(f"  Ray overhead per core: {1 - ratio:.1%} ({target})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Shared fixtures: the third-party test data and one local Ray cluster per test session."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "recipes" / "sample"
+DATA = Path(os.environ.get("CURATION_TESTDATA", ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def testdata() -> Path:
+    if not (DATA / "README.md").is_file():
+        pytest.skip(f"third-party test data not found at {DATA} (set CURATION_TESTDATA to its folder)")
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray for the whole session: starting Ray costs seconds."""
+    import pipelines  # noqa: F401  (sets Ray Data's environment before Ray is imported)
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    ray.shutdown()
+
+
+def warc_response(url: str, body: bytes, content_type: str = "text/html") -> bytes:
+    """One gzip member holding a WARC response record (for pages made up inside a test)."""
+    http = f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+    head = (
+        "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-%012d>\r\n"
+        "WARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Target-URI: %s\r\n"
+        "Content-Type: application/http; msgtype=response\r\nContent-Length: %d\r\n\r\n"
+    ) % (abs(hash(url)) % 10**12, url, len(http))
+    return gzip.compress(head.encode() + http + b"\r\n\r\n", mtime=0)

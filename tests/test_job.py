@@ -1,0 +1,101 @@
+"""The stage wrapper and the job writer, without Ray: marking, sampling, counting, atomic shards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from curation import schema
+from curation.apply import run_stage, sampled
+from curation.job import JobWriter
+from curation.readers import JsonlReader, read_shard
+from curation.stages import Length
+from tests.conftest import SAMPLE
+
+
+def shard_batches(name: str = "notes", batch_rows: int = 2) -> list[pa.Table]:
+    return list(read_shard(JsonlReader(), str(SAMPLE / "notes.jsonl.gz"), source="notes", shard=name,
+                           batch_rows=batch_rows))
+
+
+def test_run_stage_marks_drops_and_passes_earlier_drops_through():
+    table = pa.concat_tables(shard_batches())
+    out = run_stage(Length(min_words=50, keep_scores=True), table)
+    assert out.num_rows == table.num_rows  # nothing disappears: drops are marked
+    rows = {r["id"]: r for r in out.to_pylist()}
+    before = {r["id"]: r for r in table.to_pylist()}
+    for rid, row in rows.items():
+        if before[rid][schema.REASON] is not None:  # read-stage drops are untouched
+            assert row[schema.STAGE] == "read" and row["_sec:length"] is None
+    short = [r for r in rows.values() if r[schema.STAGE] == "length"]
+    assert [r[schema.REASON] for r in short] == ["too_few_words"]
+    assert short[0]["n_words"] == 4
+    kept = [r for r in rows.values() if r[schema.REASON] is None]
+    assert len(kept) == 3 and all(r["n_words"] >= 50 for r in kept)
+
+
+def test_only_limits_a_stage_to_named_sources():
+    table = pa.concat_tables(shard_batches())
+    out = run_stage(Length(min_words=10_000, only=["web"]), table)
+    assert pc.sum(pc.equal(out.column(schema.STAGE), "length")).as_py() in (None, 0)
+
+
+def test_rejects_sampling_is_deterministic_and_forgets_text():
+    ids = pa.array([schema.document_id("file", i) for i in range(2000)])
+    a, b = sampled(ids, 0.25), sampled(ids, 0.25)
+    assert (a == b).all() and 0.2 < a.mean() < 0.3
+    table = pa.concat_tables(shard_batches())
+    out = run_stage(Length(min_words=10_000), table, rejects_sample=0.0)
+    dropped = out.filter(pc.equal(out.column(schema.STAGE), "length"))
+    assert dropped.num_rows == 4 and dropped.column("text").null_count == 4
+
+
+def test_writer_commits_a_shard_only_when_all_rows_arrived(tmp_path: Path):
+    stage = Length(min_words=50)
+    batches = [run_stage(stage, b) for b in shard_batches(batch_rows=2)]
+    writer = JobWriter(str(tmp_path), ["length"])
+    for batch in reversed(batches[1:]):  # out of order, the marker first
+        assert writer.add(batch) == []
+    assert not (tmp_path / "documents").exists() or not list((tmp_path / "documents").glob("*.parquet"))
+    assert list(tmp_path.rglob("*.tmp"))  # written so far under temporary names only
+    assert writer.add(batches[0]) == ["notes"]
+    assert not list(tmp_path.rglob("*.tmp"))
+    docs = pq.read_table(tmp_path / "documents" / "notes.parquet")
+    assert docs.num_rows == 3
+    assert not [c for c in docs.column_names if c.startswith("_")]
+    record = json.loads((tmp_path / "_shards" / "notes.json").read_text())
+    counters = record["counters"]
+    assert counters["read"]["docs_in"] == 6 and counters["read"]["docs_out"] == 4
+    assert counters["read"]["dropped"] == {"bad_json": 1, "no_text_field": 1}
+    assert counters["length"] == {**counters["length"], "docs_in": 4, "docs_out": 3, "dropped": {"too_few_words": 1}}
+    rejects = pq.read_table(tmp_path / "rejects" / "stage=length" / "reason=too_few_words" / "notes.parquet")
+    assert rejects.column("text").to_pylist() == ["Too short to keep."]
+    read_rejects = pq.read_table(tmp_path / "rejects" / "stage=read" / "reason=bad_json" / "notes.parquet")
+    assert "Unterminated string" in read_rejects.column("detail")[0].as_py()
+
+
+def test_resume_forgets_half_written_files_and_knows_done_shards(tmp_path: Path):
+    stage = Length(min_words=50)
+    writer = JobWriter(str(tmp_path), ["length"])
+    for batch in shard_batches("done"):
+        writer.add(run_stage(stage, batch))
+    half = shard_batches("half")
+    writer.add(run_stage(stage, half[0]))  # a crash here leaves temporaries behind
+    assert list(tmp_path.rglob("*.tmp"))
+    again = JobWriter(str(tmp_path), ["length"])
+    assert set(again.resume()) == {"done"}
+    assert not list(tmp_path.rglob("*.tmp"))
+    assert again.totals()["length"]["docs_out"] == 3
+
+
+def test_rejects_are_capped_per_reason_and_shard(tmp_path: Path):
+    writer = JobWriter(str(tmp_path), ["length"], max_rejects_per_reason=1)
+    for batch in shard_batches():
+        writer.add(run_stage(Length(min_words=10_000), batch))
+    rejects = pq.read_table(tmp_path / "rejects" / "stage=length" / "reason=too_few_words" / "notes.parquet")
+    assert rejects.num_rows == 1
+    assert writer.totals()["length"]["dropped"]["too_few_words"] == 4  # counted in full all the same

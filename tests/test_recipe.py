@@ -1,0 +1,121 @@
+"""Recipes: every problem reported with file, line, column, key path and what was expected."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from curation.recipe import RecipeError, json_schema, load_recipe, parse_recipe
+from tests.conftest import ROOT
+
+GOOD = """\
+name: ok
+sources:
+  - {name: web, format: warc, paths: ["recipes/sample/*.warc.gz"]}
+stages:
+  - extract: {timeout_s: 1}
+  - length:
+"""
+
+
+def problems(text: str, **kw) -> list[str]:
+    with pytest.raises(RecipeError) as err:
+        parse_recipe(text, "r.yaml", **kw)
+    return [str(p) for p in err.value.problems]
+
+
+def test_valid_recipe_parses_with_defaults(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    recipe = parse_recipe(GOOD, "r.yaml")
+    names = [(name, kind) for name, kind, _ in recipe.stage_specs()]
+    assert names == [("extract", "extract"), ("length", "length")]
+    assert recipe.stage_specs()[0][2].timeout_s == 1
+    assert recipe.stage_specs()[1][2].min_words == 50  # `- length:` with no value means its defaults
+
+
+def test_unknown_key_points_at_the_key():
+    text = GOOD.replace("timeout_s: 1", "timeout_s: 1, tiemout: 3")
+    assert problems(text, check_paths=False) == [
+        "r.yaml:5:29: stages[0].extract.tiemout: unknown key (not part of the recipe schema; see `curate schema`)"
+    ]
+
+
+def test_every_problem_is_reported_with_line_and_expectation():
+    text = """\
+name: bad name
+sources:
+  - {name: web, format: warcc, paths: []}
+stages:
+  - extract: {timeout_s: -1}
+  - lenght: {}
+  - length: {min_words: many}
+rejects: {sample: 2}
+"""
+    found = problems(text, check_paths=False)
+    assert found[0].startswith("r.yaml:1:7: name: String should match pattern")
+    assert "r.yaml:3:25: sources[0].format: Input should be 'warc', 'wet', 'jsonl' or 'parquet', got 'warcc'" in found
+    assert any(p.startswith("r.yaml:3:39: sources[0].paths: List should have at least 1 item") for p in found)
+    assert "r.yaml:5:26: stages[0].extract.timeout_s: Input should be greater than 0" in found
+    assert any(p.startswith("r.yaml:6:5: stages[1]: unknown stage 'lenght'") and "did you mean 'length'" in p
+               for p in found)
+    assert any(p.startswith("r.yaml:7:25: stages[2].length.min_words: Input should be a valid integer") for p in found)
+    assert "r.yaml:8:19: rejects.sample: Input should be less than or equal to 1" in found
+    assert len(found) == 7
+
+
+def test_missing_required_key_names_it():
+    assert problems("name: x\nstages: []\n") == ["r.yaml:1:1: sources: required key is missing"]
+
+
+def test_duplicate_keys_and_yaml_syntax_errors():
+    assert any("key given twice" in p for p in problems(GOOD + "name: again\n", check_paths=False))
+    assert problems("name: [unclosed\n")[0].startswith("r.yaml:2:1: not valid YAML")
+
+
+def test_cross_references_and_paths_are_checked_before_work(tmp_path):
+    text = GOOD.replace("timeout_s: 1", "only: [nosuch]").replace("recipes/sample/*.warc.gz", f"{tmp_path}/*.warc")
+    found = problems(text)
+    assert any("stages[0].extract.only[0]: no source named 'nosuch' (sources: web)" in p for p in found)
+    assert any(p.startswith("r.yaml:3:39: sources[0].paths[0]: no file matches") for p in found)
+
+
+def test_fingerprint_ignores_where_a_job_runs(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    a = parse_recipe(GOOD, "r.yaml")
+    b = parse_recipe(GOOD + "output: /elsewhere\nray: {address: auto}\n", "r.yaml")
+    c = parse_recipe(GOOD + "seed: 7\n", "r.yaml")
+    assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+
+
+def test_schema_documents_every_stage_and_key():
+    schema = json_schema()
+    text = json.dumps(schema)
+    for key in ("extract", "length", "timeout_s", "min_words", "max_per_reason", "text_field"):
+        assert key in text
+    assert schema["properties"]["sources"]["type"] == "array"
+    assert "description" in schema["$defs"]["Source"]["properties"]["paths"]
+
+
+@pytest.mark.parametrize("recipe", sorted((ROOT / "recipes").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_recipes_are_valid(recipe: Path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    load_recipe(recipe)
+
+
+def test_cli_validate_and_schema(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("timeout_s: 1", "timeout_s: soon"))
+    cli = [sys.executable, "-m", "pipelines.cli"]
+    out = subprocess.run([*cli, "validate", str(bad)], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2
+    assert f"{bad}:5:26: stages[0].extract.timeout_s: Input should be a valid number" in out.stderr
+    ok = subprocess.run([*cli, "validate", "recipes/quickstart.yaml"], capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0, ok.stderr
+    schema = subprocess.run([*cli, "schema"], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(schema.stdout)["title"] == "curation recipe"
+    run = subprocess.run([*cli, "run", str(bad)], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 2 and "nothing was run" in run.stderr

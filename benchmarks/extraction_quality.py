@@ -41,7 +41,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,9 +100,12 @@ def extract_all(pages: list[Page], stage: Extract) -> None:
     if pages:  # warm-up, untimed: the first call of each pays for lazy imports and caches
         stage.extract_one(pages[0].body, pages[0].url, None)
         trafilatura.extract(pages[0].body, url=pages[0].url)
-    for page in pages:
+    for i, page in enumerate(pages):  # alternate who goes first, so neither gains from warm caches
+        if i % 2:
+            page.peer = timed(lambda p=page: trafilatura.extract(p.body, url=p.url))
         page.ours = timed(lambda p=page: stage.extract_one(p.body, p.url, None)[0])
-        page.peer = timed(lambda p=page: trafilatura.extract(p.body, url=p.url))
+        if not i % 2:
+            page.peer = timed(lambda p=page: trafilatura.extract(p.body, url=p.url))
 
 
 def empty(text: str | None) -> bool:
@@ -240,9 +243,7 @@ def diagnose(page: Page) -> str:
     ours_html, ours_charset = decode_html(page.body, None)
     peer_html = trafilatura.utils.decode_file(page.body)
     if ours_html != peer_html:
-        n = sum(a != b for a, b in zip(ours_html, peer_html, strict=False)) + abs(
-            len(ours_html) - len(peer_html)
-        )
+        n = sum(a != b for a, b in zip(ours_html, peer_html, strict=False)) + abs(len(ours_html) - len(peer_html))
         peer = peer_charset(page.body)
         return f"decoding differs: ours {ours_charset}, trafilatura {peer} ({n} chars differ)"
     return "same decoded text: the extraction call differs"
@@ -257,7 +258,7 @@ def ratio(ours: float, peer: float) -> str:
     return f"{ours / peer:.4f}"
 
 
-def table(title: str, rows: Iterator[tuple[str, float, float, str]]) -> None:
+def table(title: str, rows: Iterable[tuple[str, float, float, str]]) -> None:
     print(f"\n{title}")
     print(f"  {'metric':<28} | {'ours':>10} | {'trafilatura defaults':>20} | {'ratio':>7}")
     print(f"  {'-' * 28}-+-{'-' * 10}-+-{'-' * 20}-+-{'-' * 7}")
@@ -279,16 +280,17 @@ def speed_rows(pages: list[Page]) -> Iterator[tuple[str, float, float, str]]:
         sum(p.peer.error is not None for p in pages),
         "d",
     )
-    yield "pages/s (1 core)", len(pages) / ours_s, len(pages) / peer_s, ".1f"
+    yield "pages/s (1 core, wall)", len(pages) / ours_s, len(pages) / peer_s, ".1f"
 
 
-def report_differences(label: str, pages: list[Page], show: int) -> None:
+def report_differences(label: str, pages: list[Page], show: int, effect: Callable[[Page], str]) -> None:
+    """List pages whose output differs, why (decoding or the call), and what it does to their score."""
     differ = [p for p in pages if (p.ours.text or "") != (p.peer.text or "")]
     slow = [p for p in pages if p.ours.seconds > DEFAULT_TIMEOUT_S]
     print(f"  output differs from trafilatura defaults on {len(differ)}/{len(pages)} {label} pages", end="")
     print(f"; {len(slow)} page(s) took ours > {DEFAULT_TIMEOUT_S:g} s (dropped under the default timeout)")
     for page in differ[:show]:
-        print(f"    - {page.name[:90]}: {diagnose(page)}")
+        print(f"    - {page.name[:90]}\n        {diagnose(page)}; {effect(page)}")
     if len(differ) > show:
         print(f"    ... and {len(differ) - show} more (--show-diffs N)")
     for page in pages:
@@ -328,9 +330,19 @@ def main() -> int:
     table(
         f"1. trafilatura evaldata: {len(pages)} pages ({missing} missing), {snippets} snippets, "
         "whitespace-normalised substring match",
-        iter([*((k, mo[k], mp[k], ".4f") for k in mo), *speed_rows(pages)]),
+        [*((k, mo[k], mp[k], ".4f") for k in mo), *speed_rows(pages)],
     )
-    report_differences("evaldata", pages, args.show_diffs)
+
+    def snippet_effect(page: Page) -> str:
+        item = annotations[page.name]
+        counts = []
+        for run in (page.ours, page.peer):
+            c = Confusion()
+            c.add(item, run.text)
+            counts.append(f"with {c.tp}/{c.tp + c.fn}, without {c.fp}/{c.fp + c.tn}")
+        return "snippets found: ours {}; trafilatura {}".format(*counts)
+
+    report_differences("evaldata", pages, args.show_diffs, snippet_effect)
 
     rpages, expected = readability_pages(readability_root, args.limit)
     extract_all(rpages, stage)
@@ -340,20 +352,21 @@ def main() -> int:
             rows = [tp_fp_fn(expected[p.name], getattr(p, who).text or "", n) for p in rpages]
             scores[who, n] = overlap_scores(rows)
     names = ("precision", "recall", "F1")
-    token_rows = [
-        (f"token {m}", scores["ours", 1][i], scores["peer", 1][i], ".4f") for i, m in enumerate(names)
-    ]
+    token_rows = [(f"token {m}", scores["ours", 1][i], scores["peer", 1][i], ".4f") for i, m in enumerate(names)]
     table(
         f"2. readability test pages: {len(rpages)} pages, \\w+ tokens vs text of expected.html",
-        iter(
-            [
-                *token_rows,
-                ("4-shingle F1 (ScrapingHub)", scores["ours", 4][2], scores["peer", 4][2], ".4f"),
-                *speed_rows(rpages),
-            ]
-        ),
+        [
+            *token_rows,
+            ("4-shingle F1 (ScrapingHub)", scores["ours", 4][2], scores["peer", 4][2], ".4f"),
+            *speed_rows(rpages),
+        ],
     )
-    report_differences("readability", rpages, args.show_diffs)
+
+    def token_effect(page: Page) -> str:
+        f1s = [overlap_scores([tp_fp_fn(expected[page.name], run.text or "", 1)])[2] for run in (page.ours, page.peer)]
+        return "page token F1: ours {:.4f}, trafilatura {:.4f}".format(*f1s)
+
+    report_differences("readability", rpages, args.show_diffs, token_effect)
 
     f1_eval = mo["F1"] / mp["F1"] if mp["F1"] else float("inf")
     f1_read = scores["ours", 1][2] / scores["peer", 1][2] if scores["peer", 1][2] else float("inf")

@@ -55,6 +55,9 @@ def run_stage(
     active = pc.is_null(batch.column(schema.REASON))
     if only is not None:
         active = pc.and_(active, pc.is_in(batch.column("source"), pa.array(only, pa.string())))
+    handles = stage.applies(batch)
+    if handles is not None:
+        active = pc.and_(active, handles)
     metrics = {
         schema.metric_column("sec", name): pa.float64(),
         schema.metric_column("bin", name): pa.int64(),

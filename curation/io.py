@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -134,4 +133,4 @@ def remove_temporaries(folder: str) -> int:
 
 
 def join(base: str, *parts: str) -> str:
-    return "/".join([base.rstrip("/"), *parts]) if "://" in base else os.path.join(base, *parts)
+    return "/".join([base.rstrip("/"), *parts]) if "://" in base else str(Path(base).joinpath(*parts))

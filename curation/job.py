@@ -159,7 +159,8 @@ class JobWriter:
         if not rejects.num_rows or self.max_rejects == 0:
             return
         rejects = rejects.filter(pa.array(sampled(rejects.column("id"), self.rejects_sample)))
-        keys = list(zip(rejects.column(schema.STAGE).to_pylist(), rejects.column(schema.REASON).to_pylist()))
+        stages, reasons = rejects.column(schema.STAGE).to_pylist(), rejects.column(schema.REASON).to_pylist()
+        keys = list(zip(stages, reasons, strict=True))
         for key in dict.fromkeys(keys):
             room = self.max_rejects - shard.reject_counts[key]
             if room <= 0:
@@ -218,7 +219,7 @@ class EventLog:
                 with fs.open_input_stream(path) as f:
                     self.lines = f.read().decode().splitlines()
 
-    def emit(self, event: str, **fields: Any) -> None:  # noqa: ANN401
+    def emit(self, event: str, **fields: Any) -> None:
         line = json.dumps({"time": round(time.time(), 3), "event": event, **fields}, default=str)
         if self.local:
             fs, path = io.resolve(self.uri)

@@ -27,13 +27,15 @@ class Source(_Strict):
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", description="Source name, unique in the recipe.")
     format: Literal["warc", "wet", "jsonl", "parquet"] = Field(..., description="Input file format.")
     paths: list[str] = Field(
-        ..., min_length=1, description="Files, globs (`*`, `**`) or URIs (s3://, gs://, file://); one file is one shard."
+        ...,
+        min_length=1,
+        description="Files, globs (`*`, `**`) or URIs (s3://, gs://, file://); one file is one shard.",
     )
     text_field: str = Field("text", description="jsonl/parquet: the field holding the document text.")
     url_field: str = Field("url", description="jsonl/parquet: the field holding the document URL, if any.")
     max_record_bytes: int = Field(10 << 20, gt=0, description="Records larger than this are rejects (`too_large`).")
 
-    def reader(self) -> Any:  # noqa: ANN401
+    def reader(self) -> Any:
         return READERS[self.format](
             text_field=self.text_field, url_field=self.url_field, max_record_bytes=self.max_record_bytes
         )
@@ -53,7 +55,7 @@ class Rejects(_Strict):
     )
 
 
-def _stage_tag(value: Any) -> str | None:  # noqa: ANN401
+def _stage_tag(value: Any) -> str | None:
     if isinstance(value, dict) and len(value) == 1:
         return next(iter(value))
     if isinstance(value, BaseModel):
@@ -61,7 +63,7 @@ def _stage_tag(value: Any) -> str | None:  # noqa: ANN401
     return None
 
 
-def _none_is_empty(value: Any) -> Any:  # noqa: ANN401
+def _none_is_empty(value: Any) -> Any:
     return {} if value is None else value  # `- normalize:` with nothing after it means defaults
 
 
@@ -88,7 +90,9 @@ StageEntry = Annotated[
 class Recipe(_Strict):
     """A curation job: where documents come from, what stages they pass, where the output goes."""
 
-    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", description="Job name; the job folder is output/<name>-<hash>.")
+    name: str = Field(
+        ..., pattern=r"^[A-Za-z0-9_.-]+$", description="Job name; the job folder is output/<name>-<hash>."
+    )
     output: str = Field("./jobs", description="Folder or URI under which the job folder is made.")
     seed: int = Field(42, description="Seed of every random choice (sampling, shuffles).")
     ray: RayConfig = Field(default_factory=RayConfig)

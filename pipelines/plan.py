@@ -32,7 +32,7 @@ def _stage(name: str, kind: str, params: StageParams) -> Stage:
 
 
 def read_batches(batch: dict[str, Any], sources: dict[str, Source], batch_rows: int) -> Iterator[pa.Table]:
-    for uri, source, shard in zip(batch["uri"], batch["source"], batch["shard"]):
+    for uri, source, shard in zip(batch["uri"], batch["source"], batch["shard"], strict=True):
         spec = sources[str(source)]
         yield from read_shard(spec.reader(), str(uri), source=spec.name, shard=str(shard), batch_rows=batch_rows)
 

@@ -59,7 +59,8 @@ def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None)
     console = console or Console(width=None if Console().is_terminal else 120)
     table = Table(title=f"{stats['job']}: funnel", title_justify="left")
     for column in ("stage", "in", "out", "kept %", "dropped", "skipped (not documents)", "MB in", "s"):
-        table.add_column(column, justify="left" if column in ("stage", "dropped", "skipped (not documents)") else "right")
+        left = column in ("stage", "dropped", "skipped (not documents)")
+        table.add_column(column, justify="left" if left else "right")
 
     def reasons(counts: dict[str, int]) -> str:
         return "\n".join(f"{k} {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "-"

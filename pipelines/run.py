@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
-import os
 import platform
 import time
 from dataclasses import dataclass, field
@@ -34,7 +33,10 @@ def versions() -> dict[str, str]:
 
 
 def recipe_as_run(recipe: Recipe) -> str:
-    header = ["# recipe as run by curate; the comments record where and with what", f"# recipe hash: {recipe.fingerprint()}"]
+    header = [
+        "# recipe as run by curate; the comments record where and with what",
+        f"# recipe hash: {recipe.fingerprint()}",
+    ]
     header += [f"# {name}: {version}" for name, version in versions().items()]
     body = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
     return "\n".join(header) + "\n" + body

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,9 @@ def testdata() -> Path:
 @pytest.fixture(scope="session")
 def ray_session():
     """One local Ray for the whole session: starting Ray costs seconds."""
-    import pipelines  # noqa: F401  (sets Ray Data's environment before Ray is imported)
     import ray
+
+    import pipelines  # noqa: F401  (sets Ray Data's environment before Ray is imported)
 
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
     yield ray
@@ -34,9 +36,10 @@ def ray_session():
 def warc_response(url: str, body: bytes, content_type: str = "text/html") -> bytes:
     """One gzip member holding a WARC response record (for pages made up inside a test)."""
     http = f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+    record_id = uuid.uuid5(uuid.NAMESPACE_URL, url)
     head = (
-        "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-%012d>\r\n"
-        "WARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Target-URI: %s\r\n"
-        "Content-Type: application/http; msgtype=response\r\nContent-Length: %d\r\n\r\n"
-    ) % (abs(hash(url)) % 10**12, url, len(http))
+        f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{record_id}>\r\n"
+        f"WARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Target-URI: {url}\r\n"
+        f"Content-Type: application/http; msgtype=response\r\nContent-Length: {len(http)}\r\n\r\n"
+    )
     return gzip.compress(head.encode() + http + b"\r\n\r\n", mtime=0)

@@ -40,7 +40,7 @@ class JsonlReader(Reader):
             return Record(position, reason="bad_json", detail=str(exc)[:300], raw_bytes=size)
         return self.from_mapping(position, obj, size)
 
-    def from_mapping(self, position: int, obj: Any, size: int) -> Record:  # noqa: ANN401
+    def from_mapping(self, position: int, obj: Any, size: int) -> Record:
         if not isinstance(obj, dict):
             return Record(position, reason="not_an_object", detail=type(obj).__name__, raw_bytes=size)
         text = obj.pop(self.text_field, None)

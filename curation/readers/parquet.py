@@ -8,8 +8,8 @@ from typing import ClassVar
 import pyarrow.parquet as pq
 
 from curation import io
-from curation.readers.jsonl import JsonlReader
 from curation.readers.base import Record
+from curation.readers.jsonl import JsonlReader
 
 
 class ParquetReader(JsonlReader):

@@ -48,7 +48,7 @@ class Stage:
     input_columns: ClassVar[tuple[str, ...]] = ("text",)
     output_columns: ClassVar[dict[str, pa.DataType]] = {}
 
-    def __init__(self, **params: Any) -> None:  # noqa: ANN401
+    def __init__(self, **params: Any) -> None:
         self.params = self.Params(**params)
 
     @classmethod
@@ -59,6 +59,10 @@ class Stage:
 
     def setup(self) -> None:
         """Load models or other state; called once per worker before the first batch."""
+
+    def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
+        """Which rows this stage handles (None: all); the others pass through uncounted."""
+        return None
 
     def process(self, batch: pa.Table) -> Processed:
         raise NotImplementedError

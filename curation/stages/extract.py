@@ -6,6 +6,7 @@ import json
 from typing import ClassVar, Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import Field
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from trafilatura import extract
@@ -44,7 +45,7 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
 
 
 class Extract(Stage):
-    """Turn the `html` of web pages into `text` and `title`; rows without html pass unchanged.
+    """Turn the `html` of web pages into `text` and `title`; rows without html (JSONL, WET) pass unchanged.
 
     Drops: `no_text` (nothing extractable), `timeout`, `too_large`, `extract_error` (with the error).
     """
@@ -59,6 +60,11 @@ class Extract(Stage):
         if self.params.timeout_s and not can_interrupt():
             msg = "extract: timeout_s needs to run in a process's main thread (Ray tasks and actors do)"
             raise RuntimeError(msg)
+
+    def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
+        if "html" not in batch.column_names:
+            return pa.chunked_array([pa.nulls(batch.num_rows, pa.bool_()).fill_null(False)])
+        return pc.is_valid(batch.column("html"))
 
     def extract_one(self, body: bytes, url: str | None, declared: str | None) -> tuple[str | None, str | None]:
         """(text, title) of one page; raises TimeLimitExceeded past `timeout_s`."""
@@ -80,8 +86,6 @@ class Extract(Stage):
         return text, title
 
     def process(self, batch: pa.Table) -> Processed:
-        if "html" not in batch.column_names:
-            return Processed(batch, pa.nulls(batch.num_rows, pa.string()))
         htmls = batch.column("html").to_pylist()
         urls = batch.column("url").to_pylist()
         metas = batch.column("meta").to_pylist()
@@ -90,8 +94,6 @@ class Extract(Stage):
         reasons: list[str | None] = [None] * batch.num_rows
         details: list[str | None] = [None] * batch.num_rows
         for i, body in enumerate(htmls):
-            if body is None:
-                continue
             if len(body) > self.params.max_html_bytes:
                 reasons[i], details[i] = "too_large", f"{len(body)} bytes"
                 continue

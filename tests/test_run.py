@@ -1,0 +1,137 @@
+"""Recipes run end to end through the session's local Ray."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+from curation import schema
+from curation.readers import WarcReader, read_shard
+from curation.recipe import load_recipe, parse_recipe
+from pipelines.run import run
+from tests.conftest import ROOT, warc_response
+
+pytestmark = pytest.mark.ray
+
+
+def documents(job_dir: str) -> list[str]:
+    files = sorted(Path(job_dir, "documents").glob("*.parquet"))
+    return sorted(i for f in files for i in pq.read_table(f, columns=["id"]).column("id").to_pylist())
+
+
+def stage(stats: dict, name: str) -> dict:
+    return next(s for s in stats["stages"] if s["stage"] == name)
+
+
+@pytest.fixture(scope="module")
+def quickstart(ray_session, tmp_path_factory):
+    out = tmp_path_factory.mktemp("jobs")
+    recipe = load_recipe(ROOT / "recipes" / "quickstart.yaml")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)  # the recipe's paths are relative to where `curate` runs, as in the README
+        result = run(recipe, output=str(out), quiet=True)
+    return recipe, out, result
+
+
+def test_quickstart_funnel_and_job_folder(quickstart):
+    recipe, _, result = quickstart
+    stats = json.loads(Path(result.job_dir, "stats.json").read_text())
+    assert stats == result.stats
+    assert stats["documents"] == {"records_read": 31, "in": 13, "out": 10}
+    assert stage(stats, "read")["skipped"] == {"request": 11, "warcinfo": 1, "not_html": 1, "http_status": 1,
+                                               "revisit": 1}
+    assert stage(stats, "read")["dropped"] == {"truncated_record": 1, "bad_json": 1, "no_text_field": 1}
+    assert stage(stats, "extract")["docs_in"] == 9 and stage(stats, "extract")["seconds"] > 0
+    assert stage(stats, "length") == {**stage(stats, "length"), "docs_in": 13, "docs_out": 10,
+                                      "dropped": {"too_few_words": 3}}
+    job = Path(result.job_dir)
+    assert job.name == f"quickstart-{recipe.fingerprint()[:10]}"
+    as_run = (job / "recipe.yaml").read_text()
+    assert "# ray: " in as_run and "# trafilatura: " in as_run and "seed: 42" in as_run
+    events = [json.loads(line)["event"] for line in (job / "events.jsonl").read_text().splitlines()]
+    assert events[0] == "job_started" and events[-1] == "job_done" and events.count("shard_done") == 3
+    rejects = pads.dataset(job / "rejects", format="parquet", partitioning="hive").to_table()
+    assert Counter(rejects.column("reason").to_pylist()) == {"too_few_words": 3, "truncated_record": 1,
+                                                             "bad_json": 1, "no_text_field": 1}
+    docs = pq.read_table(job / "documents")
+    assert set(docs.column_names) >= {"id", "source", "url", "title", "text", "meta"}
+    assert "Café culture along the old canal" in " ".join(t or "" for t in docs.column("title").to_pylist())
+    assert len(documents(result.job_dir)) == 10
+
+
+def test_rerun_skips_done_shards_and_redoes_a_lost_one(quickstart, monkeypatch):
+    recipe, out, first = quickstart
+    monkeypatch.chdir(ROOT)
+    before = documents(first.job_dir)
+    again = run(recipe, output=str(out), quiet=True)
+    assert again.shards_skipped == 3 and again.finished == []
+    assert documents(again.job_dir) == before
+    assert again.stats["stages"] == first.stats["stages"]
+    # A shard whose completion record is lost (a crash before it was written) is done again, once.
+    lost = next(Path(first.job_dir, "_shards").glob("web-crawl-00001*.json"))
+    lost.unlink()
+    third = run(recipe, output=str(out), quiet=True)
+    assert third.shards_skipped == 2 and third.finished == [lost.stem]
+    assert documents(third.job_dir) == before  # same ids, nothing doubled
+    assert third.stats["documents"] == first.stats["documents"]
+
+
+def test_real_warc_files_every_html_response_is_accounted_for(ray_session, testdata, tmp_path):
+    text = f"""
+name: shared-warc
+sources:
+  - {{name: web, format: warc, paths: ["{testdata}/warc/**/*.warc*", "{testdata}/warc/**/*.arc*"]}}
+stages:
+  - extract: {{timeout_s: 5}}
+"""
+    recipe = parse_recipe(text)
+    result = run(recipe, output=str(tmp_path), quiet=True)
+    html = 0
+    for path in sorted((testdata / "warc").glob("**/*.warc*")):
+        for batch in read_shard(WarcReader(), str(path), source="web", shard="x"):
+            html += batch.column("html").drop_null().length()
+    extract = stage(result.stats, "extract")
+    assert extract["docs_in"] == html > 100
+    assert extract["docs_out"] + sum(extract["dropped"].values()) == html
+    read = stage(result.stats, "read")
+    assert read["dropped"]["unreadable_input"] >= 4  # the ARC files and the truncated WARC
+    assert read["dropped"]["truncated_record"] == 1  # the clipped record
+    assert result.stats["shards"]["done"] == result.stats["shards"]["total"] == 26
+    assert len(documents(result.job_dir)) == result.stats["documents"]["out"] == extract["docs_out"] + 1  # + WET
+
+
+def test_timeout_holds_inside_ray_workers(ray_session, tmp_path):
+    heavy = ("<html><body>" + "".join(
+        f"<div><p>Paragraph {i} with words.</p><table><tr><td>cell {i}</td></tr></table></div>" for i in range(6000)
+    ) + "</body></html>").encode()
+    good = b"<html><body><article><p>" + b"An ordinary paragraph of prose. " * 30 + b"</p></article></body></html>"
+    path = tmp_path / "in.warc.gz"
+    path.write_bytes(warc_response("https://x/heavy", heavy) + warc_response("https://x/good", good))
+    recipe = parse_recipe(f"""
+name: slow
+sources: [{{name: web, format: warc, paths: ["{path}"]}}]
+stages: [{{extract: {{timeout_s: 0.1}}}}]
+""")
+    result = run(recipe, output=str(tmp_path / "out"), quiet=True)
+    assert stage(result.stats, "extract")["dropped"] == {"timeout": 1}
+    assert result.stats["documents"]["out"] == 1
+
+
+def test_cli_run_prints_the_funnel(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "run", "recipes/quickstart.yaml", "--output", str(tmp_path), "--quiet"],
+        capture_output=True, text=True, cwd=ROOT, timeout=240,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "quickstart: funnel" in out.stdout
+    assert "too_few_words 3" in out.stdout
+    assert "10 documents kept of 31 records read from 3 shards" in out.stdout
+    assert f"output: {tmp_path}" in out.stdout
+    assert schema.END_OF_SHARD not in out.stdout

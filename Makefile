@@ -18,11 +18,11 @@ demo: $(STAMP)
 	$(BIN)/curate run recipes/quickstart.yaml
 
 test: $(STAMP)
-	$(BIN)/ruff check curation pipelines tests benchmarks
+	$(BIN)/ruff check curation pipelines tests benchmarks recipes
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check curation pipelines tests benchmarks
+	$(BIN)/ruff check curation pipelines tests benchmarks recipes
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/extraction_quality.py

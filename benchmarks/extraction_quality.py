@@ -239,13 +239,24 @@ def peer_charset(body: bytes) -> str:
     return "utf-8 (errors=replace)"
 
 
+def ours_charset(body: bytes) -> str:
+    """The charset our `decode_html` detects, and the one that really decoded the page if it fell back."""
+    html, detected = decode_html(body, None)
+    for codec in (detected, "utf-8", "cp1252"):  # resiliparse's bytes_to_str fallbacks
+        try:
+            if body.decode(codec) == html:
+                return detected if codec == detected else f"{detected} (invalid, bytes_to_str fell back to {codec})"
+        except (LookupError, UnicodeDecodeError):
+            continue
+    return detected
+
+
 def diagnose(page: Page) -> str:
-    ours_html, ours_charset = decode_html(page.body, None)
+    ours_html, _ = decode_html(page.body, None)
     peer_html = trafilatura.utils.decode_file(page.body)
     if ours_html != peer_html:
         n = sum(a != b for a, b in zip(ours_html, peer_html, strict=False)) + abs(len(ours_html) - len(peer_html))
-        peer = peer_charset(page.body)
-        return f"decoding differs: ours {ours_charset}, trafilatura {peer} ({n} chars differ)"
+        return f"decoding differs ({n} chars): ours {ours_charset(page.body)}, trafilatura {peer_charset(page.body)}"
     return "same decoded text: the extraction call differs"
 
 
@@ -314,7 +325,7 @@ def main() -> int:
     logging.disable(logging.ERROR)  # trafilatura logs every unparsable page; the counts are reported
     stage = Extract(timeout_s=None)
     stage.setup()
-    print(f"trafilatura {trafilatura.__version__}; data: {root}")
+    print(f"trafilatura {trafilatura.__version__}; data: {root}; load average {os.getloadavg()[0]:.2f} at start")
     print("ours: Extract(timeout_s=None).extract_one(body, url, declared=None)")
     print("peer: trafilatura.extract(body, url=url)  (all defaults)")
 

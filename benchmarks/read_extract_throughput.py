@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 try:  # python benchmarks/read_extract_throughput.py puts benchmarks/ on sys.path
     from corpus import DataMissing, build_warc_corpus, real_pages
 except ImportError:  # python -m benchmarks.read_extract_throughput
@@ -68,32 +70,73 @@ def plain_loop(limit: int | None) -> Result:
 
     pages = [p.html() for p in real_pages(limit=limit)]
     texts = 0
-    elapsed = 0.0
+    elapsed = cpu = 0.0
     for html in pages:
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         text = trafilatura.extract(html)
         elapsed += time.perf_counter() - started
+        cpu += time.process_time() - started_cpu
         texts += bool(text and text.strip())
-    return Result("plain trafilatura loop", 1, len(pages), elapsed, {"with text": texts})
+    notes = {"with text": texts, "cpu seconds": {"driver": cpu}, "load average after": round(os.getloadavg()[0], 2)}
+    return Result("plain trafilatura loop", 1, len(pages), elapsed, notes)
 
 
 @contextmanager
-def timed(owner: Any, name: str, into: dict[str, float]) -> Iterator[None]:
-    """Time every call of `owner.name` (summed into `into[name]`) while the block runs."""
+def timed(
+    owner: Any, name: str, into: dict[str, float], *, before: Callable[[], None] | None = None,
+    after: Callable[[], None] | None = None,
+) -> Iterator[None]:
+    """Time every call of `owner.name` (summed into `into[name]`) while the block runs.
+
+    `before` runs just before each call and `after` just after it, both outside the time.
+    """
     original: Callable[..., Any] = getattr(owner, name)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if before:
+            before()
         started = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
             into[name] = into.get(name, 0.0) + time.perf_counter() - started
+            if after:
+                after()
 
     setattr(owner, name, wrapper)
     try:
         yield
     finally:
         setattr(owner, name, original)
+
+
+def _group(proc: psutil.Process) -> str:
+    if proc.pid == os.getpid():
+        return "driver"
+    cmdline = " ".join(proc.cmdline())
+    agent = any(a in cmdline for a in ("Agent", "agent.py", "agent/main.py"))
+    return "Ray workers" if ("default_worker.py" in cmdline or "ray::" in cmdline) and not agent else "Ray daemons"
+
+
+def cpu_seconds() -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) so far of this process and each descendant (the embedded Ray's)."""
+    me = psutil.Process()
+    out = {}
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+            out[proc.pid] = (_group(proc), t.user + t.system)
+        except psutil.Error:
+            continue
+    return out
+
+
+def cpu_used(start: dict[int, tuple[str, float]], end: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds per process group between two snapshots (processes born in between count from 0)."""
+    used: dict[str, float] = {}
+    for pid, (group, seconds) in end.items():
+        used[group] = used.get(group, 0.0) + seconds - start.get(pid, (group, 0.0))[1]
+    return used
 
 
 def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
@@ -107,7 +150,15 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
         raise RuntimeError("a Ray already runs in this process: run() would not start (and time) its own")
     recipe = parse_recipe(RECIPE.format(output=output, cpus=cpus, corpus=corpus), check_paths=True)
     spent: dict[str, float] = {}
-    with timed(run_module, "_start_ray", spent), timed(run_module.ray, "shutdown", spent):
+    cpu: dict[str, dict[int, tuple[str, float]]] = {}
+
+    def snapshot(key: str) -> Callable[[], None]:
+        return lambda: cpu.__setitem__(key, cpu_seconds())
+
+    with (
+        timed(run_module, "_start_ray", spent, after=snapshot("started")),
+        timed(run_module.ray, "shutdown", spent, before=snapshot("stopping")),
+    ):
         started = time.perf_counter()
         result = run_module.run(recipe, output=str(output), quiet=True)
         total = time.perf_counter() - started
@@ -124,6 +175,8 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
         "stats wall_seconds": stats["wall_seconds"],
         "extract stage s (sum over workers)": round(extract["seconds"], 2),
         "read stage s (sum over workers)": round(stages["read"]["seconds"], 2),
+        "cpu seconds": cpu_used(cpu["started"], cpu["stopping"]),
+        "load average after": round(os.getloadavg()[0], 2),
         "kept": extract["docs_out"],
         "dropped": extract["dropped"],
     }
@@ -173,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(results, plain))
     print()
+    plain_cpu = plain.notes["cpu seconds"]["driver"]
     print(f"plain loop: {plain.notes['with text']} of {plain.docs} pages gave text; "
-          f"{1000 * plain.seconds / plain.docs:.1f} ms per page")
+          f"{1000 * plain.seconds / plain.docs:.1f} ms per page wall, {1000 * plain_cpu / plain.docs:.1f} ms CPU; "
+          f"load average after {plain.notes['load average after']}")
     for r in results[1:]:
         n = r.notes
         ratio = r.per_core / plain.per_core
@@ -188,6 +243,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  time inside the extract stage: {in_stage} s ({1000 * in_stage / r.docs:.1f} ms per page, "
               f"plain loop {1000 * plain.seconds / plain.docs:.1f}); read stage {read} s; "
               f"core-seconds available {r.seconds * r.cores:.1f}")
+        used = n["cpu seconds"]
+        total = sum(used.values())
+        parts = ", ".join(f"{g} {v:.1f}" for g, v in sorted(used.items()))
+        print(f"  CPU seconds from Ray up to Ray shutdown: {total:.1f} ({parts}); "
+              f"{1000 * total / r.docs:.1f} ms CPU per page, plain loop {1000 * plain_cpu / plain.docs:.1f} "
+              f"(CPU efficiency ratio {plain_cpu / total:.3f}); load average after {n['load average after']}")
         target = f"{verdict} the target of under {TARGET_OVERHEAD:.0%}"
         print(f"  Ray overhead per core: {1 - ratio:.1%} ({target})")
     return 0

@@ -12,6 +12,8 @@ from typing import Any
 import pyarrow as pa
 import ray
 from ray.data import ActorPoolStrategy, Dataset
+from ray.data.block import BlockMetadata
+from ray.data.datasource import Datasource, ReadTask
 
 from curation.apply import run_stage
 from curation.readers import read_shard
@@ -31,10 +33,27 @@ def _stage(name: str, kind: str, params: StageParams) -> Stage:
     return _STAGE_CACHE[key]
 
 
-def read_batches(batch: dict[str, Any], sources: dict[str, Source], batch_rows: int) -> Iterator[pa.Table]:
-    for uri, source, shard in zip(batch["uri"], batch["source"], batch["shard"], strict=True):
-        spec = sources[str(source)]
-        yield from read_shard(spec.reader(), str(uri), source=spec.name, shard=str(shard), batch_rows=batch_rows)
+class ShardSource(Datasource):
+    """One read task per input shard, streaming its Arrow batches: a shard is never split or merged."""
+
+    def __init__(self, shards: list[Shard], sources: dict[str, Source], batch_rows: int) -> None:
+        self.shards, self.sources, self.batch_rows = shards, sources, batch_rows
+
+    def estimate_inmemory_data_size(self) -> int | None:
+        return None
+
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
+    ) -> list[ReadTask]:
+        return [self._task(shard) for shard in self.shards]
+
+    def _task(self, shard: Shard) -> ReadTask:
+        spec, batch_rows = self.sources[shard.source], self.batch_rows
+
+        def read() -> Iterator[pa.Table]:
+            yield from read_shard(spec.reader(), shard.uri, source=spec.name, shard=shard.name, batch_rows=batch_rows)
+
+        return ReadTask(read, BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None, input_files=(shard.uri,)))
 
 
 def stage_task(batch: pa.Table, name: str, kind: str, params: StageParams, rejects_sample: float) -> pa.Table:
@@ -54,12 +73,8 @@ class StageActor:
 
 
 def build(recipe: Recipe, shards: list[Shard], *, read_batch_rows: int = 32) -> Dataset:
-    items = [{"uri": s.uri, "source": s.source, "shard": s.name} for s in shards]
-    ds = ray.data.from_items(items, override_num_blocks=max(len(items), 1))
     sources = {s.name: s for s in recipe.sources}
-    ds = ds.map_batches(
-        read_batches, batch_size=1, batch_format="numpy", fn_kwargs={"sources": sources, "batch_rows": read_batch_rows}
-    )
+    ds = ray.data.read_datasource(ShardSource(shards, sources, read_batch_rows), override_num_blocks=len(shards))
     cpus = ray.available_resources().get("CPU", 1.0)
     for name, kind, params in recipe.stage_specs():
         res = STAGES[kind].resources
@@ -71,11 +86,11 @@ def build(recipe: Recipe, shards: list[Shard], *, read_batch_rows: int = 32) -> 
                 # one CPU stays free for the read tasks: a pool that takes every CPU starves them and hangs
                 compute=ActorPoolStrategy(min_size=1, max_size=max(1, int((cpus - 1) // res.cpus))),
                 num_cpus=res.cpus,
-                batch_size=res.batch_rows,
+                batch_size=None,
                 batch_format="pyarrow",
             )
         else:
             ds = ds.map_batches(
-                stage_task, fn_kwargs=args, num_cpus=res.cpus, batch_size=res.batch_rows, batch_format="pyarrow"
+                stage_task, fn_kwargs=args, num_cpus=res.cpus, batch_size=None, batch_format="pyarrow"
             )
     return ds

@@ -19,6 +19,7 @@ from curation.shards import list_shards
 from pipelines import plan
 from pipelines.progress import Progress
 
+BLOCK_BYTES = 8 << 20
 VERSIONED = ("curation", "ray", "pyarrow", "trafilatura", "resiliparse", "fastwarc", "pydantic")
 
 
@@ -83,6 +84,9 @@ def run(recipe: Recipe, *, address: str | None = None, output: str | None = None
     we_started = _start_ray(recipe, address) if todo else False
     try:
         if todo:
+            # Small blocks stream: each reaches the writer (and the progress line) seconds after it
+            # was read, and memory holds a few blocks per worker, not whole shards.
+            ray.data.DataContext.get_current().target_max_block_size = BLOCK_BYTES
             dataset = plan.build(recipe, todo)
             with progress:
                 for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):

@@ -34,13 +34,24 @@ class ExtractParams(StageParams):
 
 
 def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
-    """Text of a page and the charset used: the HTTP one if it decodes, else detected (meta tag, content)."""
+    """Text of a page and the charset used.
+
+    Valid UTF-8 is UTF-8 whatever a header says (servers default to iso-8859-1, pages go stale);
+    then the declared charset if it decodes; else detection (meta tag, content). UTF-8 with a few
+    stray bytes keeps UTF-8 and replaces them rather than reading the page as cp1252.
+    """
+    try:
+        return body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
     if declared:
         try:
             return body.decode(declared), declared.lower()
         except (LookupError, UnicodeDecodeError):
             pass
     encoding = detect_encoding(body, from_html_meta=True)
+    if encoding == "utf-8":
+        return body.decode("utf-8", errors="replace"), encoding
     return bytes_to_str(body, encoding), encoding
 
 

@@ -19,18 +19,17 @@ from curation.apply import run_stage
 from curation.readers import read_shard
 from curation.recipe import Recipe, Source
 from curation.shards import Shard
-from curation.stages import STAGES, Stage, StageParams
+from curation.stages import STAGES, Stage
 
-_STAGE_CACHE: dict[str, Stage] = {}  # per worker process: tasks reuse a stage across batches
+_READY: dict[str, Stage] = {}  # per worker process: tasks set a stage up once and reuse it
 
 
-def _stage(name: str, kind: str, params: StageParams) -> Stage:
-    key = f"{name}:{params.model_dump_json()}"
-    if key not in _STAGE_CACHE:
-        stage = STAGES[kind].from_params(params)
+def _ready(name: str, stage: Stage) -> Stage:
+    key = f"{type(stage).__module__}.{type(stage).__qualname__}:{name}:{stage.params.model_dump_json()}"
+    if key not in _READY:
         stage.setup()
-        _STAGE_CACHE[key] = stage
-    return _STAGE_CACHE[key]
+        _READY[key] = stage
+    return _READY[key]
 
 
 class ShardSource(Datasource):
@@ -56,29 +55,35 @@ class ShardSource(Datasource):
         return ReadTask(read, BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None, input_files=(shard.uri,)))
 
 
-def stage_task(batch: pa.Table, name: str, kind: str, params: StageParams, rejects_sample: float) -> pa.Table:
-    return run_stage(_stage(name, kind, params), batch, name=name, rejects_sample=rejects_sample)
+def stage_task(batch: pa.Table, name: str, stage: Stage, rejects_sample: float) -> pa.Table:
+    return run_stage(_ready(name, stage), batch, name=name, rejects_sample=rejects_sample)
 
 
 class StageActor:
-    """A stateful stage in an actor pool: its model is loaded once, in `__init__`."""
+    """A stateful stage in an actor pool: its model is loaded once per actor, in `__init__`."""
 
-    def __init__(self, name: str, kind: str, params: StageParams, rejects_sample: float) -> None:
-        self.name, self.rejects_sample = name, rejects_sample
-        self.stage = STAGES[kind].from_params(params)
+    def __init__(self, name: str, stage: Stage, rejects_sample: float) -> None:
+        self.name, self.stage, self.rejects_sample = name, stage, rejects_sample
         self.stage.setup()
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         return run_stage(self.stage, batch, name=self.name, rejects_sample=self.rejects_sample)
 
 
-def build(recipe: Recipe, shards: list[Shard], *, read_batch_rows: int = 32) -> Dataset:
+def recipe_stages(recipe: Recipe) -> list[tuple[str, Stage]]:
+    """(unique name, stage) in recipe order; stages are set up where they run, not here."""
+    return [(name, STAGES[kind].from_params(params)) for name, kind, params in recipe.stage_specs()]
+
+
+def build(
+    recipe: Recipe, shards: list[Shard], stages: list[tuple[str, Stage]] | None = None, *, read_batch_rows: int = 32
+) -> Dataset:
     sources = {s.name: s for s in recipe.sources}
     ds = ray.data.read_datasource(ShardSource(shards, sources, read_batch_rows), override_num_blocks=len(shards))
     cpus = ray.available_resources().get("CPU", 1.0)
-    for name, kind, params in recipe.stage_specs():
-        res = STAGES[kind].resources
-        args = {"name": name, "kind": kind, "params": params, "rejects_sample": recipe.rejects.sample}
+    for name, stage in recipe_stages(recipe) if stages is None else stages:
+        res = stage.resources
+        args = {"name": name, "stage": stage, "rejects_sample": recipe.rejects.sample}
         if res.stateful:
             ds = ds.map_batches(
                 StageActor,
@@ -90,7 +95,5 @@ def build(recipe: Recipe, shards: list[Shard], *, read_batch_rows: int = 32) -> 
                 batch_format="pyarrow",
             )
         else:
-            ds = ds.map_batches(
-                stage_task, fn_kwargs=args, num_cpus=res.cpus, batch_size=None, batch_format="pyarrow"
-            )
+            ds = ds.map_batches(stage_task, fn_kwargs=args, num_cpus=res.cpus, batch_size=None, batch_format="pyarrow")
     return ds

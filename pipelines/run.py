@@ -16,6 +16,7 @@ from curation import io
 from curation.job import EventLog, JobWriter, funnel
 from curation.recipe import Recipe
 from curation.shards import list_shards
+from curation.stages import Stage
 from pipelines import plan
 from pipelines.progress import Progress
 
@@ -67,10 +68,19 @@ def _start_ray(recipe: Recipe, address: str | None) -> bool:
     return True
 
 
-def run(recipe: Recipe, *, address: str | None = None, output: str | None = None, quiet: bool = False) -> RunResult:
+def run(
+    recipe: Recipe,
+    *,
+    address: str | None = None,
+    output: str | None = None,
+    quiet: bool = False,
+    stages: list[tuple[str, Stage]] | None = None,
+) -> RunResult:
+    """Run a validated recipe to completion; `stages` replaces the recipe's (tests, custom stages)."""
     job_dir = recipe.job_dir(output)
     shards = list_shards(recipe)
-    stage_names = [name for name, _, _ in recipe.stage_specs()]
+    stages = plan.recipe_stages(recipe) if stages is None else stages
+    stage_names = [name for name, _ in stages]
     writer = JobWriter(job_dir, stage_names, rejects_sample=recipe.rejects.sample,
                        max_rejects_per_reason=recipe.rejects.max_per_reason)
     done = writer.resume()
@@ -87,7 +97,7 @@ def run(recipe: Recipe, *, address: str | None = None, output: str | None = None
             # Small blocks stream: each reaches the writer (and the progress line) seconds after it
             # was read, and memory holds a few blocks per worker, not whole shards.
             ray.data.DataContext.get_current().target_max_block_size = BLOCK_BYTES
-            dataset = plan.build(recipe, todo)
+            dataset = plan.build(recipe, todo, stages)
             with progress:
                 for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):
                     completed = writer.add(batch)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -15,6 +16,7 @@ import pytest
 from curation import schema
 from curation.readers import WarcReader, read_shard
 from curation.recipe import load_recipe, parse_recipe
+from pipelines import plan
 from pipelines.run import run
 from tests.conftest import ROOT, warc_response
 
@@ -135,3 +137,19 @@ def test_cli_run_prints_the_funnel(tmp_path):
     assert "10 documents kept of 31 records read from 3 shards" in out.stdout
     assert f"output: {tmp_path}" in out.stdout
     assert schema.END_OF_SHARD not in out.stdout
+
+
+def test_stateful_stage_runs_in_an_actor_pool_set_up_once_per_actor(ray_session, tmp_path, monkeypatch):
+    from tests.support.stages import SetupCounter
+
+    monkeypatch.chdir(ROOT)
+    recipe = load_recipe(ROOT / "recipes" / "quickstart.yaml")
+    log = tmp_path / "setups.log"
+    stages = [*plan.recipe_stages(recipe), ("counter", SetupCounter(log=str(log)))]
+    result = run(recipe, output=str(tmp_path), quiet=True, stages=stages)
+    setups = log.read_text().split()
+    pids = set(pq.read_table(Path(result.job_dir, "documents")).column("worker_pid").to_pylist())
+    assert stage(result.stats, "counter")["docs_in"] == 10
+    assert len(setups) == len(set(setups))  # never twice in one actor
+    assert pids <= {int(p) for p in setups}  # every batch went through an actor that was set up
+    assert int(setups[0]) != os.getpid()

@@ -1,0 +1,31 @@
+"""A stateful stage for tests: records where and how often its `setup` ran."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow as pa
+from pydantic import Field
+
+from curation.stages import Processed, Resources, Stage, StageParams
+
+
+class SetupCounter(Stage):
+    """Keeps every row; each `setup` appends the worker's pid to a file, as a model load would run."""
+
+    name = "setup_counter"
+    resources = Resources(cpus=0.5, stateful=True)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {"worker_pid": pa.int64()}
+
+    class Params(StageParams):
+        log: str = Field(..., description="File that gets one line per setup.")
+
+    def setup(self) -> None:
+        with Path(self.params.log).open("a") as f:
+            f.write(f"{os.getpid()}\n")
+
+    def process(self, batch: pa.Table) -> Processed:
+        pids = pa.array([os.getpid()] * batch.num_rows, pa.int64())
+        return Processed(batch.append_column("worker_pid", pids), pa.nulls(batch.num_rows, pa.string()))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -144,6 +145,7 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
     import ray
 
     import pipelines.run as run_module
+    from curation.job import JobWriter
     from curation.recipe import parse_recipe
 
     if ray.is_initialized():
@@ -152,11 +154,18 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
     spent: dict[str, float] = {}
     cpu: dict[str, dict[int, tuple[str, float]]] = {}
 
+    moments: dict[str, float] = {}
+
     def snapshot(key: str) -> Callable[[], None]:
-        return lambda: cpu.__setitem__(key, cpu_seconds())
+        def take() -> None:
+            moments.setdefault(key, time.perf_counter())
+            cpu.setdefault(key, cpu_seconds())
+
+        return take
 
     with (
         timed(run_module, "_start_ray", spent, after=snapshot("started")),
+        timed(JobWriter, "add", spent, before=lambda: moments.setdefault("first batch", time.perf_counter())),
         timed(run_module.ray, "shutdown", spent, before=snapshot("stopping")),
     ):
         started = time.perf_counter()
@@ -172,6 +181,8 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
         "run() total s": round(total, 2),
         "ray start s": round(spent.get("_start_ray", 0.0), 2),
         "ray shutdown s": round(spent.get("shutdown", 0.0), 2),
+        "first batch s": round(moments["first batch"] - moments["started"], 2),
+        "writer s": round(spent.get("add", 0.0), 2),
         "stats wall_seconds": stats["wall_seconds"],
         "extract stage s (sum over workers)": round(extract["seconds"], 2),
         "read stage s (sum over workers)": round(stages["read"]["seconds"], 2),
@@ -181,6 +192,18 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
         "dropped": extract["dropped"],
     }
     return Result(f"ours, read+extract, ray.num_cpus={cpus}", cpus, extract["docs_in"], net, notes)
+
+
+def code_version() -> str:
+    """The checkout's commit, and whether its tracked files have changes."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True)
+    except OSError:
+        return "unknown (no git)"
+    return f"{head.stdout.strip() or 'unknown'}{' with uncommitted changes' if dirty.stdout.strip() else ''}"
 
 
 def table(results: list[Result], plain: Result) -> str:
@@ -211,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     except DataMissing as exc:
         print(f"read_extract_throughput: {exc}; skipped")
         return 0
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; code {code_version()}")
     with tempfile.TemporaryDirectory(prefix="bench-read-extract-") as tmp:
         corpus = Path(tmp) / "corpus"
         started = time.perf_counter()
@@ -238,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  seconds above = run() {n['run() total s']} s - Ray start-up {n['ray start s']} s "
               f"- Ray shutdown {n['ray shutdown s']} s")
         print(f"  stats.json wall_seconds = {n['stats wall_seconds']} s (includes Ray start-up and shutdown)")
+        print(f"  first batch reached the driver {n['first batch s']} s after Ray was up; "
+              f"the driver's JobWriter.add took {n['writer s']} s in all")
         print(f"  extract: {r.docs} in, {n['kept']} kept, dropped {n['dropped'] or 'none'}")
         in_stage, read = n["extract stage s (sum over workers)"], n["read stage s (sum over workers)"]
         print(f"  time inside the extract stage: {in_stage} s ({1000 * in_stage / r.docs:.1f} ms per page, "

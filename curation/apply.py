@@ -65,7 +65,8 @@ def run_stage(
     }
     # Stages declare the columns they add; every batch gets them (null where not computed) so that
     # all batches of a job share one schema whatever mix of rows they hold.
-    added = {**stage.output_columns, **metrics}
+    counts = {schema.count_column(name, key): pa.int64() for key in stage.count_keys}
+    added = {**stage.output_columns, **metrics, **counts}
     todo = batch.filter(active)
     rest = batch.filter(pc.invert(active))
     if todo.num_rows == 0:
@@ -88,6 +89,10 @@ def run_stage(
     out = out.append_column(schema.metric_column("sec", name), pa.array(np.full(n, seconds / n)))
     out = out.append_column(schema.metric_column("bin", name), pa.array(text_bytes(todo), pa.int64()))
     out = out.append_column(schema.metric_column("bout", name), pa.array(out_bytes, pa.int64()))
+    for key in stage.count_keys:
+        values = (result.counts or {}).get(key)
+        column = pa.array(values if values is not None else np.zeros(n, np.int64), pa.int64())
+        out = out.append_column(schema.count_column(name, key), column)
 
     forget = dropped & ~sampled(out.column("id"), rejects_sample)
     if forget.any():

@@ -29,7 +29,8 @@ SHARDS = "_shards"
 
 def empty_counters(stages: list[str]) -> dict[str, dict[str, Any]]:
     return {
-        s: {"docs_in": 0, "docs_out": 0, "dropped": {}, "skipped": {}, "bytes_in": 0, "bytes_out": 0, "seconds": 0.0}
+        s: {"docs_in": 0, "docs_out": 0, "dropped": {}, "skipped": {}, "counts": {}, "bytes_in": 0, "bytes_out": 0,
+            "seconds": 0.0}
         for s in stages
     }
 
@@ -151,6 +152,10 @@ class JobWriter:
                 short = reason.split(":", 1)[1] if key == "skipped" else reason
                 counts[key][short] = counts[key].get(short, 0) + n
             counts["docs_out"] = counts["docs_in"] - sum(counts["dropped"].values()) - sum(counts["skipped"].values())
+            prefix = schema.count_column(stage, "")
+            for column in (c for c in processed.column_names if c.startswith(prefix)):
+                key = column[len(prefix) :]
+                counts["counts"][key] = counts["counts"].get(key, 0) + (pc.sum(processed.column(column)).as_py() or 0)
 
     def _rejects(self, shard: _Shard, rows: pa.Table) -> None:
         reason = rows.column(schema.REASON)

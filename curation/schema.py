@@ -48,6 +48,11 @@ def metric_column(kind: str, stage: str) -> str:
     return f"_{kind}:{stage}"
 
 
+def count_column(stage: str, key: str) -> str:
+    """Per-row tally a stage reports (summed into its `counts` in stats.json)."""
+    return f"_n:{stage}:{key}"
+
+
 def document_id(uri: str, position: int) -> str:
     """Stable id of the record at `position` of the input at `uri`: reruns give the same ids."""
     return hashlib.blake2b(f"{uri}#{position}".encode(), digest_size=12).hexdigest()

@@ -99,3 +99,31 @@ def test_rejects_are_capped_per_reason_and_shard(tmp_path: Path):
     rejects = pq.read_table(tmp_path / "rejects" / "stage=length" / "reason=too_few_words" / "notes.parquet")
     assert rejects.num_rows == 1
     assert writer.totals()["length"]["dropped"]["too_few_words"] == 4  # counted in full all the same
+
+
+def test_stage_tallies_are_summed_into_stats(tmp_path: Path):
+    import numpy as np
+
+    from curation.stages import Processed, Stage
+
+    class CountVowels(Stage):
+        name = "vowels"
+        count_keys = ("a", "e")
+
+        def process(self, batch: pa.Table) -> Processed:
+            texts = batch.column("text").to_pylist()
+            return Processed(batch, pa.nulls(batch.num_rows, pa.string()),
+                             counts={"a": np.array([t.count("a") for t in texts]),
+                                     "e": np.array([t.count("e") for t in texts])})
+
+    writer = JobWriter(str(tmp_path), ["vowels"])
+    batches = shard_batches()
+    for batch in batches:
+        writer.add(run_stage(CountVowels(), batch))
+    texts = [t for b in batches for t, r in zip(b.column("text").to_pylist(), b.column(schema.REASON).to_pylist(),
+                                                   strict=True) if r is None]
+    counts = writer.totals()["vowels"]["counts"]
+    assert counts == {"a": sum(t.count("a") for t in texts), "e": sum(t.count("e") for t in texts)}
+    assert counts["e"] > 50
+    docs = pq.read_table(tmp_path / "documents" / "notes.parquet")
+    assert not [c for c in docs.column_names if c.startswith("_n:")]

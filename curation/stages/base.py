@@ -39,6 +39,7 @@ class Processed:
     table: pa.Table
     reasons: pa.Array  # string per row; null keeps the row
     details: pa.Array | None = None
+    counts: dict[str, np.ndarray] | None = None  # per-row tallies (e.g. redactions), keys in `count_keys`
 
 
 class Stage:
@@ -47,6 +48,7 @@ class Stage:
     resources: ClassVar[Resources] = Resources()
     input_columns: ClassVar[tuple[str, ...]] = ("text",)
     output_columns: ClassVar[dict[str, pa.DataType]] = {}
+    count_keys: ClassVar[tuple[str, ...]] = ()  # tallies summed into stats.json under the stage's `counts`
 
     def __init__(self, **params: Any) -> None:
         self.params = self.Params(**params)

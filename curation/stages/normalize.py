@@ -1,0 +1,89 @@
+"""Text normalization: mojibake repair (ftfy), Unicode normalization, control characters, whitespace."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from ftfy import TextFixerConfig, fix_text
+from ftfy.badness import is_bad
+from pydantic import Field
+
+from curation.stages.base import Processed, Resources, Stage, StageParams
+
+# Encoding repair only: curly quotes, full-width forms and ligatures are real text a model should see.
+_FTFY = TextFixerConfig(
+    unescape_html=False,
+    uncurl_quotes=False,
+    fix_character_width=False,
+    fix_latin_ligatures=False,
+    normalization=None,
+    explain=False,
+)
+# UTF-8 bytes read as cp1252/latin-1 leave a lead character (Â..ô) followed by a continuation byte
+# shown as a latin-1 symbol or a cp1252 punctuation mark: a columnar pre-check before ftfy's slower one.
+_MOJIBAKE_HINT = (
+    r"[\x{c2}-\x{f4}][\x{80}-\x{bf}\x{152}\x{153}\x{160}\x{161}\x{178}\x{17d}\x{17e}\x{192}\x{2c6}"
+    r"\x{2dc}\x{2013}\x{2014}\x{2018}-\x{201e}\x{2020}-\x{2022}\x{2026}\x{2030}\x{2039}\x{203a}\x{20ac}\x{2122}]"
+)
+# C0/C1 controls except tab and newline, zero-width characters and the byte-order mark.
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{200b}-\x{200d}\x{2060}\x{feff}]"
+
+
+class NormalizeParams(StageParams):
+    fix_encoding: bool = Field(True, description="Repair mojibake (UTF-8 read as cp1252 and the like) with ftfy.")
+    form: Literal["NFC", "NFKC", "none"] = Field(
+        "NFC", description="Unicode normalization form; NFC keeps the text as written (the web's norm, W3C)."
+    )
+    remove_control: bool = Field(True, description="Remove control, zero-width and byte-order-mark characters.")
+    collapse_whitespace: bool = Field(
+        True, description="Runs of spaces, tabs and no-break spaces become one space; line ends are trimmed."
+    )
+    max_blank_lines: int = Field(1, ge=0, description="At most this many empty lines in a row (paragraphs stay).")
+
+
+class Normalize(Stage):
+    """Clean text without changing what it says; a document left empty is dropped as `empty`.
+
+    Columnar (pyarrow compute) except the ftfy repair, which runs only on documents holding the
+    character pairs that mojibake leaves. Tallies: `encoding_fixed`, `changed`.
+    """
+
+    name = "normalize"
+    Params = NormalizeParams
+    resources = Resources(cpus=0.5)
+    count_keys = ("encoding_fixed", "changed")
+
+    def process(self, batch: pa.Table) -> Processed:
+        p = self.params
+        before = pc.fill_null(batch.column("text"), "").combine_chunks()
+        text = before
+        fixed = np.zeros(len(text), dtype=np.int64)
+        if p.fix_encoding:
+            hint = pc.match_substring_regex(text, _MOJIBAKE_HINT).to_numpy(zero_copy_only=False)
+            values = text.to_pylist()
+            for i in np.flatnonzero(hint):
+                if not is_bad(values[i]):  # ftfy's own mojibake detector: a regex, far cheaper than a repair
+                    continue
+                repaired = fix_text(values[i], _FTFY)
+                if repaired != values[i]:
+                    values[i], fixed[i] = repaired, 1
+            text = pa.array(values, pa.string())
+        if p.form != "none":
+            text = pc.utf8_normalize(text, p.form)
+        text = pc.replace_substring_regex(text, r"\r\n?", "\n")
+        if p.remove_control:
+            text = pc.replace_substring_regex(text, _CONTROL, "")
+        if p.collapse_whitespace:
+            text = pc.replace_substring_regex(text, r"[ \t\x{a0}\x{2000}-\x{200a}\x{3000}]+", " ")
+            text = pc.replace_substring_regex(text, r" ?\n ?", "\n")
+        blank_run = r"\n{" + str(p.max_blank_lines + 2) + ",}"
+        text = pc.replace_substring_regex(text, blank_run, "\n" * (p.max_blank_lines + 1))
+        text = pc.utf8_trim_whitespace(text)
+        empty = pc.equal(pc.utf8_length(text), 0).to_numpy(zero_copy_only=False)
+        changed = pc.invert(pc.equal(text, before)).to_numpy(zero_copy_only=False).astype(np.int64)
+        table = batch.set_column(batch.schema.get_field_index("text"), "text", text)
+        reasons = pa.array(np.where(empty, "empty", None), pa.string())
+        return Processed(table, reasons, counts={"encoding_fixed": fixed, "changed": changed})

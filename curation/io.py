@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -10,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 _WILDCARD = re.compile(r"[*?\[]")
@@ -20,10 +23,23 @@ def is_remote(uri: str) -> bool:
 
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem and the path inside it for a local path or a URI."""
+    """The filesystem and the path inside it for a local path or a URI.
+
+    `s3://` honours AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL (MinIO, Ceph, R2 and other S3-compatible
+    stores), as the AWS SDKs and CLI do; credentials and region come from the usual AWS variables.
+    """
     if "://" not in uri:
         return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if uri.startswith("s3://") and endpoint and "?" not in uri:
+        scheme, _, host = endpoint.partition("://")
+        return _s3(host or scheme, scheme if host else "https"), uri[len("s3://") :]
     return pafs.FileSystem.from_uri(uri)
+
+
+@functools.lru_cache(maxsize=8)
+def _s3(endpoint: str, scheme: str) -> pafs.S3FileSystem:
+    return pafs.S3FileSystem(endpoint_override=endpoint, scheme=scheme, allow_bucket_creation=True)
 
 
 def canonical(uri: str) -> str:
@@ -84,6 +100,17 @@ def expand(pattern: str) -> list[str]:
         if info.type == pafs.FileType.File and regex.match(info.path)
     ]
     return sorted(found)
+
+
+_CODECS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".lz4": "lz4"}
+
+
+def open_text_stream(uri: str) -> pa.NativeFile:
+    """A sequential stream of a file's bytes, decompressed by its extension (same for every filesystem)."""
+    fs, path = resolve(uri)
+    stream = fs.open_input_stream(path, compression=None)
+    codec = next((c for ext, c in _CODECS.items() if path.endswith(ext)), None)
+    return pa.CompressedInputStream(stream, codec) if codec else stream
 
 
 def write_bytes_atomic(uri: str, data: bytes) -> None:

@@ -16,8 +16,7 @@ class JsonlReader(Reader):
     format: ClassVar[str] = "jsonl"
 
     def records(self, uri: str) -> Iterator[Record]:
-        fs, path = io.resolve(uri)
-        with fs.open_input_stream(path, compression="detect") as stream:
+        with io.open_text_stream(uri) as stream:
             pending = b""
             position = 0
             while chunk := stream.read(1 << 14):  # small reads salvage more of a truncated file

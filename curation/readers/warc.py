@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
+from fastwarc.stream_io import GzipReader, Lz4Reader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from curation import io
@@ -20,11 +21,17 @@ _SKIPPED = {
 }
 
 
+_CODECS = {".gz": GzipReader, ".lz4": Lz4Reader, ".zst": ZstdReader, ".zstd": ZstdReader}
+
+
 def _open(uri: str) -> object:
+    """A path for local files (fastwarc detects the codec); a decoding reader over a remote file."""
     if not io.is_remote(uri):
         return io.canonical(uri)
     fs, path = io.resolve(uri)
-    return fs.open_input_file(path)  # fastwarc needs a seekable file
+    file = fs.open_input_file(path)  # fastwarc needs a seekable file
+    codec = next((c for ext, c in _CODECS.items() if path.endswith(ext)), None)
+    return codec(file) if codec else file
 
 
 def _looks_like_html(body: bytes) -> bool:

@@ -23,6 +23,7 @@ from curation import io, schema
 from curation.apply import sampled
 
 DOCUMENTS = "documents"
+WORK_DOCUMENTS = "_work/documents"  # documents before corpus stages, when a recipe has any
 REJECTS = "rejects"
 SHARDS = "_shards"
 
@@ -84,8 +85,9 @@ def _public(table: pa.Table) -> pa.Table:
 
 class JobWriter:
     def __init__(self, job_dir: str, stages: list[str], *, rejects_sample: float = 1.0,
-                 max_rejects_per_reason: int = 1000) -> None:
+                 max_rejects_per_reason: int = 1000, documents: str = DOCUMENTS) -> None:
         self.dir = job_dir
+        self.documents = documents  # DOCUMENTS, or WORK_DOCUMENTS when corpus stages follow
         self.stages = ["read", *stages]
         self.rejects_sample = rejects_sample
         self.max_rejects = max_rejects_per_reason
@@ -130,7 +132,7 @@ class JobWriter:
         if kept.num_rows:
             docs = _public(kept)
             if shard.documents is None:
-                shard.documents = _ParquetFile(io.join(self.dir, DOCUMENTS, f"{shard.name}.parquet"), docs.schema)
+                shard.documents = _ParquetFile(io.join(self.dir, self.documents, f"{shard.name}.parquet"), docs.schema)
             shard.documents.write(docs)
         self._rejects(shard, rows)
 
@@ -160,25 +162,8 @@ class JobWriter:
     def _rejects(self, shard: _Shard, rows: pa.Table) -> None:
         reason = rows.column(schema.REASON)
         dropped = pc.and_(pc.is_valid(reason), pc.invert(pc.fill_null(pc.starts_with(reason, schema.SKIPPED), False)))
-        rejects = rows.filter(dropped)
-        if not rejects.num_rows or self.max_rejects == 0:
-            return
-        rejects = rejects.filter(pa.array(sampled(rejects.column("id"), self.rejects_sample)))
-        stages, reasons = rejects.column(schema.STAGE).to_pylist(), rejects.column(schema.REASON).to_pylist()
-        keys = list(zip(stages, reasons, strict=True))
-        for key in dict.fromkeys(keys):
-            room = self.max_rejects - shard.reject_counts[key]
-            if room <= 0:
-                continue
-            mask = pa.array([k == key for k in keys])
-            chosen = rejects.filter(mask).slice(0, room)
-            table = _public(chosen).append_column("detail", chosen.column(schema.DETAIL))
-            if key not in shard.rejects:
-                stage, why = key
-                uri = io.join(self.dir, REJECTS, f"stage={stage}", f"reason={why}", f"{shard.name}.parquet")
-                shard.rejects[key] = _ParquetFile(uri, table.schema)
-            shard.rejects[key].write(table)
-            shard.reject_counts[key] += chosen.num_rows
+        write_rejects(self.dir, shard.name, rows.filter(dropped), shard.rejects, shard.reject_counts,
+                      sample=self.rejects_sample, cap=self.max_rejects)
 
     def _commit(self, shard: _Shard) -> None:
         if shard.documents is not None:
@@ -204,6 +189,53 @@ class JobWriter:
 
     def incomplete(self) -> list[str]:
         return sorted(self.open)
+
+
+def write_rejects(job_dir: str, shard: str, rejects: pa.Table, files: dict[tuple[str, str], _ParquetFile],
+                  counts: Counter, *, sample: float, cap: int) -> None:
+    """Append dropped rows (with stage, reason and detail columns) to their rejects/ files, sampled and capped."""
+    if not rejects.num_rows or cap == 0:
+        return
+    rejects = rejects.filter(pa.array(sampled(rejects.column("id"), sample)))
+    stages, reasons = rejects.column(schema.STAGE).to_pylist(), rejects.column(schema.REASON).to_pylist()
+    keys = list(zip(stages, reasons, strict=True))
+    for key in dict.fromkeys(keys):
+        room = cap - counts[key]
+        if room <= 0:
+            continue
+        chosen = rejects.filter(pa.array([k == key for k in keys])).slice(0, room)
+        table = _public(chosen).append_column("detail", chosen.column(schema.DETAIL))
+        if key not in files:
+            stage, why = key
+            uri = io.join(job_dir, REJECTS, f"stage={stage}", f"reason={why}", f"{shard}.parquet")
+            files[key] = _ParquetFile(uri, table.schema)
+        files[key].write(table)
+        counts[key] += chosen.num_rows
+
+
+def finalize_shard(job_dir: str, shard: str, removed: pa.Table, *, sample: float, cap: int) -> dict[str, Any]:
+    """Write a shard's final documents: its pre-corpus documents less `removed` (id, stage, reason,
+    detail), the removed ones into rejects/; return the per-stage counts of removals in this shard."""
+    source = io.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet")
+    fs, path = io.resolve(source)
+    table = pq.read_table(path, filesystem=fs)
+    gone = pc.is_in(table.column("id"), removed.column("id"))
+    kept = table.filter(pc.invert(gone))
+    if kept.num_rows:
+        out = _ParquetFile(io.join(job_dir, DOCUMENTS, f"{shard}.parquet"), kept.schema)
+        out.write(kept)
+        out.commit()
+    dropped = table.filter(gone).join(removed, "id")
+    names = {"stage": schema.STAGE, "reason": schema.REASON, "detail": schema.DETAIL}
+    dropped = dropped.rename_columns([names.get(c, c) for c in dropped.column_names])
+    files: dict[tuple[str, str], _ParquetFile] = {}
+    write_rejects(job_dir, shard, dropped, files, Counter(), sample=sample, cap=cap)
+    for file in files.values():
+        file.commit()
+    record = {"shard": shard, "documents": kept.num_rows,
+              "removed": dict(Counter(dropped.column(schema.STAGE).to_pylist()))}
+    io.write_json_atomic(io.join(job_dir, "_work", "final", f"{shard}.json"), record)
+    return record
 
 
 def funnel(counters: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,8 +13,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
 
 from curation import io
+from curation.corpus import CORPUS_STAGES
 from curation.readers import READERS
 from curation.stages import STAGES, StageParams
+
+ALL_STAGES = {**STAGES, **CORPUS_STAGES}
 
 
 class _Strict(BaseModel):
@@ -71,18 +74,18 @@ def _entry_model(name: str, params: type[StageParams]) -> type[BaseModel]:
     return create_model(
         f"{name.title().replace('_', '')}Stage",
         __config__=ConfigDict(extra="forbid"),
-        __doc__=(STAGES[name].__doc__ or "").strip(),
+        __doc__=(ALL_STAGES[name].__doc__ or "").strip(),
         __validators__={"none_is_empty": field_validator(name, mode="before")(_none_is_empty)},
         **{name: (params, Field(default_factory=params))},
     )
 
 
 StageEntry = Annotated[
-    Union[tuple(Annotated[_entry_model(n, s.Params), Tag(n)] for n, s in STAGES.items())],  # noqa: UP007
+    Union[tuple(Annotated[_entry_model(n, s.Params), Tag(n)] for n, s in ALL_STAGES.items())],  # noqa: UP007
     Discriminator(
         _stage_tag,
         custom_error_type="stage_name",
-        custom_error_message=f"a stage is a mapping with one key, the stage name: one of {', '.join(STAGES)}",
+        custom_error_message=f"a stage is a mapping with one key, the stage name: one of {', '.join(ALL_STAGES)}",
     ),
 ]
 
@@ -183,9 +186,9 @@ def _describe(error: dict[str, Any]) -> str:
         given = error["input"]
         if isinstance(given, dict) and len(given) == 1:
             name = next(iter(given))
-            close = difflib.get_close_matches(str(name), STAGES, n=1)
+            close = difflib.get_close_matches(str(name), ALL_STAGES, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            return f"unknown stage {name!r} (stages: {', '.join(STAGES)}){hint}"
+            return f"unknown stage {name!r} (stages: {', '.join(ALL_STAGES)}){hint}"
         return msg
     if kind == "missing":
         return "required key is missing"
@@ -202,8 +205,14 @@ def _cross_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
     for i, name in enumerate(names):
         if names.index(name) != i:
             out.append((("sources", i, "name"), f"source name {name!r} is used twice"))
+    seen_corpus = None
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
-        for j, src in enumerate(params.only or []):
+        if kind in CORPUS_STAGES:
+            seen_corpus = seen_corpus or kind
+        elif seen_corpus:
+            out.append((("stages", i, kind), f"document stage {kind!r} after corpus stage {seen_corpus!r}: "
+                        "corpus stages (deduplication) come after all document stages"))
+        for j, src in enumerate(getattr(params, "only", None) or []):
             if src not in names:
                 out.append((("stages", i, kind, "only", j), f"no source named {src!r} (sources: {', '.join(names)})"))
     return out

@@ -40,6 +40,71 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_classifier(args: argparse.Namespace) -> int:
+    from curation.classify import (
+        Corpus,
+        Hyperparameters,
+        format_report,
+        read_jsonl_texts,
+        recipe_texts,
+        train_classifier,
+    )
+
+    def gather(files: list[str], recipes: list[str]) -> Corpus:
+        corpus = Corpus([])
+        parts = [read_jsonl_texts(files, args.text_field, args.max_docs)] if files else []
+        parts += [recipe_texts(r, args.max_docs) for r in recipes]
+        for part in parts:
+            corpus.texts += part.texts
+            corpus.sources += part.sources
+            corpus.skipped += part.skipped
+        return corpus
+
+    if not (args.positive or args.positive_recipe) or not (args.negative or args.negative_recipe):
+        print(
+            "train-classifier: give positives (--positive/--positive-recipe) and negatives "
+            "(--negative/--negative-recipe)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        positives = gather(args.positive, args.positive_recipe)
+        negatives = gather(args.negative, args.negative_recipe)
+        calibration = gather(args.calibration, []) if args.calibration else None
+        hp = Hyperparameters(
+            lr=args.lr,
+            dim=args.dim,
+            ws=args.ws,
+            epoch=args.epoch,
+            minCount=args.min_count,
+            wordNgrams=args.word_ngrams,
+            loss=args.loss,
+            bucket=args.bucket,
+            thread=args.threads,
+        )
+        sidecar = train_classifier(
+            positives,
+            negatives,
+            args.output,
+            label=args.label,
+            negative_label=args.negative_label,
+            seed=args.seed,
+            holdout=args.holdout,
+            lowercase=not args.keep_case,
+            balance=args.balance,
+            calibration=calibration,
+            hyperparameters=hp,
+        )
+    except RecipeError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"train-classifier: {exc}", file=sys.stderr)
+        return 2
+    print(format_report(sidecar, args.output))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curate", description="Data-curation pipelines for LLM pre-training, on Ray.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -54,6 +119,62 @@ def parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=_validate)
     schema = sub.add_parser("schema", help="print the recipe JSON Schema (for editor completion)")
     schema.set_defaults(func=_schema)
+    train = sub.add_parser(
+        "train-classifier",
+        help="train a fastText classifier (quality, toxicity) from labelled JSONL; writes the model and its sidecar",
+        description="Train a fastText supervised model on positives vs negatives, evaluate it on a seeded "
+        "held-out split and write MODEL and its sidecar MODEL.json (labels, hyper-parameters, held-out metrics, "
+        "score quantiles for the classifier stage's top_fraction). Defaults follow DCLM (wordNgrams 2, lr 0.1, "
+        "dim 100, epoch 5).",
+    )
+    train.add_argument("--positive", nargs="+", default=[], metavar="JSONL", help="positive examples (files, globs)")
+    train.add_argument("--negative", nargs="+", default=[], metavar="JSONL", help="negative examples (files, globs)")
+    train.add_argument(
+        "--positive-recipe",
+        nargs="+",
+        default=[],
+        metavar="RECIPE",
+        help="positives: the documents these recipes keep (sources through stages, without Ray)",
+    )
+    train.add_argument(
+        "--negative-recipe", nargs="+", default=[], metavar="RECIPE", help="negatives: the documents these recipes keep"
+    )
+    train.add_argument(
+        "--calibration",
+        nargs="+",
+        default=[],
+        metavar="JSONL",
+        help="unlabelled sample of the pool to filter: its score quantiles make top_fraction exact",
+    )
+    train.add_argument("--output", required=True, help="model file to write, e.g. models/quality.bin")
+    train.add_argument("--text-field", default="text", help="JSONL field holding the text (default: text)")
+    train.add_argument("--label", default="hq", help="positive label (default: hq, i.e. __label__hq as in DCLM)")
+    train.add_argument("--negative-label", default="cc", help="negative label (default: cc)")
+    train.add_argument("--seed", type=int, default=42, help="seed of the split, shuffling and fastText (default: 42)")
+    train.add_argument("--holdout", type=float, default=0.1, help="held-out share per class (default: 0.1)")
+    train.add_argument("--max-docs", type=int, default=None, help="read at most this many documents per input group")
+    train.add_argument("--balance", action="store_true", help="down-sample the larger class in training")
+    train.add_argument("--keep-case", action="store_true", help="do not lowercase (DCLM's own models keep case)")
+    train.add_argument("--lr", type=float, default=0.1, help="learning rate (default: 0.1)")
+    train.add_argument("--dim", type=int, default=100, help="vector size (default: 100)")
+    train.add_argument("--ws", type=int, default=5, help="context window (default: 5)")
+    train.add_argument("--epoch", type=int, default=5, help="epochs (default: 5)")
+    train.add_argument("--min-count", type=int, default=1, help="minimal word count (default: 1)")
+    train.add_argument("--word-ngrams", type=int, default=2, help="word n-gram length (default: 2, DCLM)")
+    train.add_argument("--loss", default="softmax", choices=["softmax", "hs", "ova"], help="loss (default: softmax)")
+    train.add_argument(
+        "--bucket",
+        type=int,
+        default=None,
+        help="n-gram hash buckets (default: min(2M, 2 x training tokens); the 2M of fastText and DCLM: 800 MB)",
+    )
+    train.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="training threads (default: 1, reproducible; more is faster but not deterministic)",
+    )
+    train.set_defaults(func=_train_classifier)
     return p
 
 

@@ -16,6 +16,7 @@ from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
 from curation.apply import run_stage
+from curation.corpus import CORPUS_STAGES, CorpusStage
 from curation.readers import read_shard
 from curation.recipe import Recipe, Source
 from curation.shards import Shard
@@ -71,8 +72,14 @@ class StageActor:
 
 
 def recipe_stages(recipe: Recipe) -> list[tuple[str, Stage]]:
-    """(unique name, stage) in recipe order; stages are set up where they run, not here."""
-    return [(name, STAGES[kind].from_params(params)) for name, kind, params in recipe.stage_specs()]
+    """Document stages as (unique name, stage) in recipe order; set up where they run, not here."""
+    return [(name, STAGES[kind].from_params(params)) for name, kind, params in recipe.stage_specs() if kind in STAGES]
+
+
+def recipe_corpus_stages(recipe: Recipe) -> list[tuple[str, CorpusStage]]:
+    """Corpus stages (deduplication) as (unique name, stage), which run after all document stages."""
+    return [(name, CORPUS_STAGES[kind].from_params(params))
+            for name, kind, params in recipe.stage_specs() if kind in CORPUS_STAGES]
 
 
 def build(

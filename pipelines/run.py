@@ -13,11 +13,12 @@ import ray
 import yaml
 
 from curation import io
-from curation.job import EventLog, JobWriter, funnel
+from curation.job import DOCUMENTS, WORK_DOCUMENTS, EventLog, JobWriter, funnel
 from curation.recipe import Recipe
 from curation.shards import list_shards
 from curation.stages import Stage
 from pipelines import plan
+from pipelines.corpus import run_corpus_stages
 from pipelines.progress import Progress
 
 BLOCK_BYTES = 8 << 20
@@ -80,9 +81,11 @@ def run(
     job_dir = recipe.job_dir(output)
     shards = list_shards(recipe)
     stages = plan.recipe_stages(recipe) if stages is None else stages
+    corpus_stages = plan.recipe_corpus_stages(recipe)
     stage_names = [name for name, _ in stages]
     writer = JobWriter(job_dir, stage_names, rejects_sample=recipe.rejects.sample,
-                       max_rejects_per_reason=recipe.rejects.max_per_reason)
+                       max_rejects_per_reason=recipe.rejects.max_per_reason,
+                       documents=WORK_DOCUMENTS if corpus_stages else DOCUMENTS)
     done = writer.resume()
     todo = [s for s in shards if s.name not in done]
     io.write_bytes_atomic(io.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
@@ -91,7 +94,8 @@ def run(
     started = time.time()
     progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)
     finished: list[str] = []
-    we_started = _start_ray(recipe, address) if todo else False
+    corpus_counters: dict[str, dict[str, Any]] = {}
+    we_started = _start_ray(recipe, address) if todo or corpus_stages else False
     try:
         if todo:
             # Small blocks stream: each reaches the writer (and the progress line) seconds after it
@@ -108,21 +112,29 @@ def run(
         if writer.incomplete():
             msg = f"rows of these shards never arrived: {', '.join(writer.incomplete())}"
             raise RuntimeError(msg)
+        if corpus_stages:
+            events.emit("corpus_stages_started", stages=[name for name, _ in corpus_stages])
+            corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards],
+                                                rejects_sample=recipe.rejects.sample,
+                                                max_rejects=recipe.rejects.max_per_reason)
     except BaseException as exc:
         events.emit("job_failed", error=f"{type(exc).__name__}: {exc}", shards_done=len(writer.done))
         raise
     finally:
         if we_started:
             ray.shutdown()
-    stats = _stats(recipe, writer, shards, time.time() - started, len(shards) - len(todo))
+    stats = _stats(recipe, writer, shards, time.time() - started, len(shards) - len(todo), corpus_counters)
     io.write_json_atomic(io.join(job_dir, "stats.json"), stats)
     events.emit("job_done", documents=stats["documents"]["out"], seconds=stats["wall_seconds"])
     return RunResult(job_dir, stats, len(shards) - len(todo), finished)
 
 
-def _stats(recipe: Recipe, writer: JobWriter, shards: list[Any], seconds: float, skipped: int) -> dict[str, Any]:
-    totals = writer.totals()
+def _stats(recipe: Recipe, writer: JobWriter, shards: list[Any], seconds: float, skipped: int,
+           corpus: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    totals = {**writer.totals(), **corpus}
     read = totals["read"]
+    out = sum(r["documents"] for r in writer.done.values())
+    out -= sum(sum(c["dropped"].values()) for c in corpus.values())
     return {
         "job": recipe.name,
         "recipe_hash": recipe.fingerprint(),
@@ -132,7 +144,7 @@ def _stats(recipe: Recipe, writer: JobWriter, shards: list[Any], seconds: float,
         "documents": {
             "records_read": read["docs_in"],
             "in": read["docs_out"],
-            "out": sum(r["documents"] for r in writer.done.values()),
+            "out": out,
         },
         "stages": funnel(totals),
         "versions": versions(),

@@ -153,3 +153,35 @@ def test_stateful_stage_runs_in_an_actor_pool_set_up_once_per_actor(ray_session,
     assert len(setups) == len(set(setups))  # never twice in one actor
     assert pids <= {int(p) for p in setups}  # every batch went through an actor that was set up
     assert int(setups[0]) != os.getpid()
+
+
+def test_exact_dedup_across_shards_is_deterministic_and_resumable(ray_session, tmp_path):
+    para = "Paragraph {i} of a document that is long enough to pass the length filter without trouble. " * 8
+    texts = [para.format(i=i) for i in range(6)]
+    shard_a = [{"text": t, "url": f"https://a/{i}"} for i, t in enumerate(texts)]
+    shard_b = [{"text": texts[i].upper() if i % 2 else texts[i], "url": f"https://b/{i}"} for i in range(0, 6, 2)]
+    shard_b.append({"text": texts[1], "url": "https://b/1"})
+    for name, rows in (("a", shard_a), ("b", shard_b)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def dedup_run(paths: str, out: str):
+        recipe = parse_recipe(f"""
+name: dedup
+sources: [{{name: docs, format: jsonl, paths: {paths}}}]
+stages: [{{length: {{min_words: 20}}}}, {{exact_dedup: {{}}}}]
+""")
+        return run(recipe, output=str(tmp_path / out), quiet=True)
+
+    first = dedup_run(f'["{tmp_path}/a.jsonl", "{tmp_path}/b.jsonl"]', "one")
+    assert stage(first.stats, "exact_dedup") == {**stage(first.stats, "exact_dedup"), "docs_in": 10, "docs_out": 6,
+                                                 "dropped": {"duplicate": 4}}
+    assert first.stats["documents"]["out"] == 6 == len(documents(first.job_dir))
+    rejects = pq.read_table(Path(first.job_dir, "rejects", "stage=exact_dedup", "reason=duplicate"))
+    assert rejects.num_rows == 4 and all(d.startswith("kept ") for d in rejects.column("detail").to_pylist())
+    kept = set(documents(first.job_dir))
+    assert {d.removeprefix("kept ") for d in rejects.column("detail").to_pylist()} <= kept
+    swapped = dedup_run(f'["{tmp_path}/b.jsonl", "{tmp_path}/a.jsonl"]', "two")
+    assert documents(swapped.job_dir) == documents(first.job_dir)  # shard order does not matter
+    again = dedup_run(f'["{tmp_path}/a.jsonl", "{tmp_path}/b.jsonl"]', "one")
+    assert again.shards_skipped == 2 and documents(again.job_dir) == documents(first.job_dir)
+    assert again.stats["documents"] == first.stats["documents"]

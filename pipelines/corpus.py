@@ -1,0 +1,97 @@
+"""Corpus stages on Ray: a shuffle by key over all curated documents, then the final documents.
+
+Runs after the document stages have written every shard to `_work/documents/`. Each corpus stage
+maps documents to (id, key, score) rows, hash-partitions them by key so that every copy of a key
+meets in one partition, and asks the stage which documents to remove. Its removals are written to
+`_work/removed/<stage>.parquet` once complete (a rerun reuses them); later stages see only the
+survivors of earlier ones. Finally every shard is rewritten to `documents/` without the removed
+documents, which go to `rejects/` with the survivor's id as their detail.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import ray
+
+from curation import io
+from curation.corpus import REMOVALS, CorpusStage
+from curation.job import WORK_DOCUMENTS, finalize_shard
+
+PARTITIONS_PER_CPU = 4
+
+
+def _keys(batch: pa.Table, stage: CorpusStage, partitions: int, removed: pa.Array) -> pa.Table:
+    only = getattr(stage.params, "only", None)
+    if only is not None:
+        batch = batch.filter(pc.is_in(batch.column("source"), pa.array(only, pa.string())))
+    batch = batch.filter(pc.invert(pc.is_in(batch.column("id"), removed)))
+    keys = stage.keys(batch)
+    part = [zlib.crc32(k.encode()) % partitions for k in keys.column("key").to_pylist()]
+    return keys.append_column("partition", pa.array(part, pa.int32()))
+
+
+def _removals(rows: pa.Table, stage: CorpusStage) -> pa.Table:
+    return stage.removals(rows.drop_columns(["partition"]))
+
+
+def removals(files: list[str], name: str, stage: CorpusStage, earlier: pa.Table) -> tuple[pa.Table, int]:
+    """(id, reason, detail) of the documents `stage` removes among `files`, and how many it saw."""
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    columns = sorted({*stage.columns(), "source"})
+    ds = ray.data.read_parquet(files, columns=columns)
+    keyed = ds.map_batches(_keys, batch_format="pyarrow", fn_kwargs={
+        "stage": stage, "partitions": cpus * PARTITIONS_PER_CPU, "removed": earlier.column("id").combine_chunks()})
+    keyed = keyed.materialize()  # small rows (id, key, score); counted and shuffled without a second read
+    seen = keyed.count()
+    removed = keyed.groupby("partition").map_groups(_removals, batch_format="pyarrow", fn_kwargs={"stage": stage})
+    tables = [t for t in ray.get(removed.to_arrow_refs()) if t.num_rows]
+    table = pa.concat_tables(tables).cast(REMOVALS) if tables else REMOVALS.empty_table()
+    return table.sort_by("id"), seen
+
+
+@ray.remote(num_cpus=0.5)
+def _finalize(job_dir: str, shard: str, removed: pa.Table, sample: float, cap: int) -> dict[str, Any]:
+    return finalize_shard(job_dir, shard, removed, sample=sample, cap=cap)
+
+
+def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shards: list[str], *,
+                      rejects_sample: float, max_rejects: int) -> dict[str, dict[str, Any]]:
+    """Run every corpus stage, then write the final documents; return the stages' counters."""
+    shards = [s for s in shards if _exists(io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet"))]  # some keep nothing
+    files = [io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet") for s in shards]
+    removed = pa.table({"id": pa.array([], pa.string()), "stage": pa.array([], pa.string()),
+                        "reason": pa.array([], pa.string()), "detail": pa.array([], pa.string())})
+    counters: dict[str, dict[str, Any]] = {}
+    for name, stage in stages:
+        started = time.perf_counter()
+        out = io.join(job_dir, "_work", "removed", f"{name}.parquet")
+        fs, path = io.resolve(out)
+        if _exists(out):
+            table = pq.read_table(path, filesystem=fs)
+            seen = int(pq.read_metadata(path, filesystem=fs).metadata[b"documents_seen"])
+        else:
+            table, seen = removals(files, name, stage, removed) if files else (REMOVALS.empty_table(), 0)
+            table = table.replace_schema_metadata({"documents_seen": str(seen)})
+            with io.temp_path(out) as tmp:
+                pq.write_table(table, tmp, filesystem=fs)
+        reasons = dict(zip(*np.unique(table.column("reason").to_pylist(), return_counts=True), strict=True))
+        counters[name] = {"docs_in": seen, "docs_out": seen - table.num_rows,
+                          "dropped": {str(k): int(v) for k, v in reasons.items()}, "skipped": {}, "counts": {},
+                          "bytes_in": 0, "bytes_out": 0, "seconds": time.perf_counter() - started}
+        stage_column = pa.array([name] * table.num_rows, pa.string())
+        removed = pa.concat_tables([removed, table.append_column("stage", stage_column).select(removed.column_names)])
+    pending = [s for s in shards if not _exists(io.join(job_dir, "_work", "final", f"{s}.json"))]
+    ray.get([_finalize.remote(job_dir, s, removed, rejects_sample, max_rejects) for s in pending])
+    return counters
+
+
+def _exists(uri: str) -> bool:
+    fs, path = io.resolve(uri)
+    return fs.get_file_info(path).type == pa.fs.FileType.File

@@ -10,14 +10,13 @@ number of workers and any shard order give the same survivors.
 
 from __future__ import annotations
 
-import hashlib
 from typing import ClassVar
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from curation.dedup.exact import choose_survivors, content_hash
 from curation.stages.base import StageParams
 
 REMOVALS = pa.schema([("id", pa.string()), ("reason", pa.string()), ("detail", pa.string())])
@@ -50,28 +49,15 @@ class CorpusStage:
         raise NotImplementedError
 
 
-def survivors_first(rows: pa.Table, reason: str) -> pa.Table:
-    """Per key keep the highest score, then the smallest id; every other row is removed.
+def removals_from_survivors(keys: pa.Table, reason: str) -> pa.Table:
+    """Per key keep the highest score, then the smallest id; every other row becomes a removal.
 
-    `rows` may hold many keys (a whole shuffle partition): one sort, no per-group Python.
+    `keys` may hold many keys (a whole shuffle partition): one vectorised pass, no per-group Python.
     """
-    if rows.num_rows == 0:
-        return REMOVALS.empty_table()
-    score = pc.fill_null(rows.column("score").cast(pa.float64()), -np.inf)
-    rows = rows.set_column(rows.schema.get_field_index("score"), "score", pc.negate(score))
-    rows = rows.sort_by([("key", "ascending"), ("score", "ascending"), ("id", "ascending")])
-    keys = rows.column("key").to_numpy(zero_copy_only=False)
-    first = np.ones(len(keys), dtype=bool)
-    first[1:] = keys[1:] != keys[:-1]
-    survivor = np.asarray(rows.column("id").to_pylist(), dtype=object)[np.maximum.accumulate(
-        np.where(first, np.arange(len(keys)), 0))]
-    removed = ~first
-    return pa.table(
-        {"id": rows.column("id").filter(pa.array(removed)),
-         "reason": pa.array([reason] * int(removed.sum()), pa.string()),
-         "detail": pa.array([f"kept {k}" for k in survivor[removed]], pa.string())},
-        schema=REMOVALS,
-    )
+    removed = choose_survivors(keys.column("key"), keys.column("id"), keys.column("score"))
+    detail = pc.binary_join_element_wise("kept ", removed.column("survivor_id"), "")
+    return pa.table({"id": removed.column("id"), "reason": pa.array([reason] * removed.num_rows, pa.string()),
+                     "detail": detail}, schema=REMOVALS)
 
 
 class ExactDedupParams(StageParams):
@@ -90,16 +76,14 @@ class ExactDedup(CorpusStage):
     Params = ExactDedupParams
 
     def keys(self, documents: pa.Table) -> pa.Table:
-        text = pc.fill_null(documents.column("text"), "")
-        if self.params.normalize:
-            text = pc.utf8_trim_whitespace(pc.replace_substring_regex(pc.utf8_lower(text), r"\s+", " "))
-        digests = [hashlib.blake2b(t.encode(), digest_size=16).hexdigest() for t in text.to_pylist()]
+        normalize = self.params.normalize
+        digests = content_hash(documents.column("text"), lowercase=normalize, collapse_whitespace=normalize)
         score = (documents.column(self.params.score_column).cast(pa.float64()) if self.params.score_column
                  else pa.nulls(documents.num_rows, pa.float64()))
-        return pa.table({"id": documents.column("id"), "key": pa.array(digests, pa.string()), "score": score})
+        return pa.table({"id": documents.column("id"), "key": digests, "score": score})
 
     def removals(self, rows: pa.Table) -> pa.Table:
-        return survivors_first(rows, "duplicate")
+        return removals_from_survivors(rows, "duplicate")
 
 
 CORPUS_STAGES: dict[str, type[CorpusStage]] = {s.name: s for s in (ExactDedup,)}

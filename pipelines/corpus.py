@@ -11,7 +11,6 @@ documents, which go to `rejects/` with the survivor's id as their detail.
 from __future__ import annotations
 
 import time
-import zlib
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ import ray
 
 from curation import io
 from curation.corpus import REMOVALS, CorpusStage
+from curation.dedup.bloom import shard_of as partition_of
 from curation.job import WORK_DOCUMENTS, finalize_shard
 
 PARTITIONS_PER_CPU = 4
@@ -33,8 +33,7 @@ def _keys(batch: pa.Table, stage: CorpusStage, partitions: int, removed: pa.Arra
         batch = batch.filter(pc.is_in(batch.column("source"), pa.array(only, pa.string())))
     batch = batch.filter(pc.invert(pc.is_in(batch.column("id"), removed)))
     keys = stage.keys(batch)
-    part = [zlib.crc32(k.encode()) % partitions for k in keys.column("key").to_pylist()]
-    return keys.append_column("partition", pa.array(part, pa.int32()))
+    return keys.append_column("partition", pa.array(partition_of(keys.column("key"), partitions), pa.int32()))
 
 
 def _removals(rows: pa.Table, stage: CorpusStage) -> pa.Table:

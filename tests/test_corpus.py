@@ -6,7 +6,7 @@ import random
 
 import pyarrow as pa
 
-from curation.corpus import ExactDedup, survivors_first
+from curation.corpus import ExactDedup, removals_from_survivors
 
 
 def docs(texts: list[str], scores: list[float] | None = None) -> pa.Table:
@@ -40,9 +40,9 @@ def test_survivor_is_highest_score_then_smallest_id_whatever_the_order():
         assert stage.removals(keys.take(order)).sort_by("id").to_pylist() == expected
 
 
-def test_survivors_first_on_empty_and_single_rows():
+def test_removals_on_empty_and_single_rows():
     empty = pa.table({"id": pa.array([], pa.string()), "key": pa.array([], pa.string()),
                       "score": pa.array([], pa.float64())})
-    assert survivors_first(empty, "duplicate").num_rows == 0
+    assert removals_from_survivors(empty, "duplicate").num_rows == 0
     one = pa.table({"id": ["a"], "key": ["k"], "score": pa.array([None], pa.float64())})
-    assert survivors_first(one, "duplicate").num_rows == 0
+    assert removals_from_survivors(one, "duplicate").num_rows == 0

@@ -113,6 +113,12 @@ def open_text_stream(uri: str) -> pa.NativeFile:
     return pa.CompressedInputStream(stream, codec) if codec else stream
 
 
+def exists(uri: str) -> bool:
+    """Whether a file is at this path or URI (a folder does not count)."""
+    fs, path = resolve(uri)
+    return fs.get_file_info(path).type == pafs.FileType.File
+
+
 def write_bytes_atomic(uri: str, data: bytes) -> None:
     """Write under a temporary name, then rename: readers never see half a file."""
     fs, path = resolve(uri)

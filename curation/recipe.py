@@ -219,6 +219,7 @@ def _cross_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
 
 
 def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
+    """Inputs and models a recipe names must exist before any work starts."""
     out: list[tuple[tuple[Any, ...], str]] = []
     for i, source in enumerate(recipe.sources):
         for j, pattern in enumerate(source.paths):
@@ -227,6 +228,10 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
                     out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
             except OSError as exc:
                 out.append((("sources", i, "paths", j), f"cannot list {pattern!r}: {exc}"))
+    for i, (_, kind, params) in enumerate(recipe.stage_specs()):
+        model = getattr(params, "model", None)
+        if isinstance(model, str) and not io.exists(model):
+            out.append((("stages", i, kind, "model"), f"no model file at {model!r}"))
     return out
 
 

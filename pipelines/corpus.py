@@ -63,7 +63,7 @@ def _finalize(job_dir: str, shard: str, removed: pa.Table, sample: float, cap: i
 def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shards: list[str], *,
                       rejects_sample: float, max_rejects: int) -> dict[str, dict[str, Any]]:
     """Run every corpus stage, then write the final documents; return the stages' counters."""
-    shards = [s for s in shards if _exists(io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet"))]  # some keep nothing
+    shards = [s for s in shards if io.exists(io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet"))]  # some keep nothing
     files = [io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet") for s in shards]
     removed = pa.table({"id": pa.array([], pa.string()), "stage": pa.array([], pa.string()),
                         "reason": pa.array([], pa.string()), "detail": pa.array([], pa.string())})
@@ -72,7 +72,7 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
         started = time.perf_counter()
         out = io.join(job_dir, "_work", "removed", f"{name}.parquet")
         fs, path = io.resolve(out)
-        if _exists(out):
+        if io.exists(out):
             table = pq.read_table(path, filesystem=fs)
             seen = int(pq.read_metadata(path, filesystem=fs).metadata[b"documents_seen"])
         else:
@@ -86,11 +86,8 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
                           "bytes_in": 0, "bytes_out": 0, "seconds": time.perf_counter() - started}
         stage_column = pa.array([name] * table.num_rows, pa.string())
         removed = pa.concat_tables([removed, table.append_column("stage", stage_column).select(removed.column_names)])
-    pending = [s for s in shards if not _exists(io.join(job_dir, "_work", "final", f"{s}.json"))]
+    pending = [s for s in shards if not io.exists(io.join(job_dir, "_work", "final", f"{s}.json"))]
     ray.get([_finalize.remote(job_dir, s, removed, rejects_sample, max_rejects) for s in pending])
     return counters
 
 
-def _exists(uri: str) -> bool:
-    fs, path = io.resolve(uri)
-    return fs.get_file_info(path).type == pa.fs.FileType.File

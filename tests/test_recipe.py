@@ -119,3 +119,9 @@ def test_cli_validate_and_schema(tmp_path):
     assert json.loads(schema.stdout)["title"] == "curation recipe"
     run = subprocess.run([*cli, "run", str(bad)], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 2 and "nothing was run" in run.stderr
+
+
+def test_missing_model_file_is_reported_before_work(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    text = GOOD + "  - classifier: {model: models/nothing-here.bin, threshold: 0.5}\n"
+    assert "r.yaml:7:25: stages[2].classifier.model: no model file at 'models/nothing-here.bin'" in problems(text)

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from curation.stages.base import DocumentFilter, Processed, Resources, Stage, StageParams
+from curation.stages.classifier import FastTextClassifier
 from curation.stages.extract import Extract
 from curation.stages.length import Length
 from curation.stages.normalize import Normalize
+from curation.stages.pii import PiiRedaction
+from curation.stages.toxicity import FlaggedWords
 
-STAGES: dict[str, type[Stage]] = {s.name: s for s in (Extract, Normalize, Length)}
+STAGES: dict[str, type[Stage]] = {
+    s.name: s for s in (Extract, Normalize, Length, FlaggedWords, FastTextClassifier, PiiRedaction)
+}
 
 __all__ = [
-    "STAGES", "DocumentFilter", "Extract", "Length", "Normalize", "Processed", "Resources", "Stage", "StageParams",
+    "STAGES", "DocumentFilter", "Extract", "FastTextClassifier", "FlaggedWords", "Length", "Normalize",
+    "PiiRedaction", "Processed", "Resources", "Stage", "StageParams",
 ]

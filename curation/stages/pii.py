@@ -1,0 +1,268 @@
+"""PII redaction: e-mail addresses, IP addresses (v4, v6) and phone numbers become placeholders.
+
+Precision first: a placeholder where there was no PII damages the text for good, so every kind is
+found by a regex (compiled once) and then confirmed.
+
+- E-mail: a syntactically valid address whose top-level domain is a real one (the Public Suffix
+  List shipped by `tld`, which trafilatura's `courlan` installs), so `logo@2x.png` stays.
+- IP: candidates are confirmed by `ipaddress`; by default (`ip_policy: global`) only globally
+  routable unicast addresses are redacted, as in BigCode's StarCoder PII pipeline: private,
+  loopback, link-local, shared (CGNAT), documentation, multicast and reserved ranges, and the
+  well-known public DNS resolvers, identify no one and are kept (`ip_policy: all` redacts every
+  valid address). A dotted quad is not an IP where context says version or section: after
+  `v`, `version`, `build`, `release`, `firmware`, a `Product/` user-agent token, `section`,
+  `§`, `Art.`...; and a quad of single digits (1.2.3.4, an outline number) needs a network word
+  nearby (ip, dns, server, host, ping, ...), as BigCode does for short quads.
+- Phone: a run of digits and separators with 7-15 digits (E.164 allows at most 15) counts only
+  when its shape or context says phone: `+` and a country code; the North American 3-3-4 shape
+  with valid area and exchange codes; a national number written `(030) 123456` or `030/123456`;
+  or any shape right after a phone word (Tel., phone, Fax, mobile, Handy, téléphone, ☎...).
+  Dates, ISBNs, prices, coordinates, long bare numbers and year ranges have none of these; a
+  number after `Order #`, `invoice no.`, `ZIP`, `IBAN`... is not a phone number in any shape.
+
+References: BigCode's `pii/utils/emails_ip_addresses_detection.py` (StarCoder, Li et al. 2023)
+and NeMo Curator's PII modifier (Presidio recognizers for EMAIL_ADDRESS, IP_ADDRESS,
+PHONE_NUMBER) - read for their policies, no code taken.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import ipaddress
+import re
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import Field
+
+from curation.stages.base import Processed, Resources, Stage, StageParams
+
+Kind = Literal["email", "ip", "phone"]
+KINDS: tuple[Kind, ...] = ("email", "ip", "phone")
+
+_EMAIL = re.compile(
+    r"(?<![\w.%+-])"
+    r"[\w%+-]+(?:\.[\w%+-]+)*"  # local part: no leading, trailing or doubled dot
+    r"@"
+    r"(?:[^\W_](?:(?:[^\W_]|-){0,61}[^\W_])?\.)+"  # domain labels
+    r"([^\W\d_]{2,24})"  # top-level domain: letters
+    r"(?![\w-]|\.[^\W_])"
+)
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_IPV4 = re.compile(rf"(?<![\w.])(?:{_OCTET}\.){{3}}{_OCTET}(?!\w|\.\w|-[A-Za-z])")
+_IPV6 = re.compile(
+    r"(?<![\w:.])((?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?)(?![\w:]|\.\w)"
+)
+_PHONE = re.compile(r"(?<![\w+/@.,-])(?:\+|\(\+?)?\d[\d \u00a0().\/\u2013-]{5,30}\d(?!\w|[.,]\d|[-\u2013]\d|@)")
+
+_VERSION_BEFORE = re.compile(
+    r"(?i)(?:\b(?:v|ver|vers|version|versions|versão|release|rel|build|rev|revision|firmware|fw|bios|"
+    r"update|patch|sdk|api|kernel|driver|windows|android|ios|macos|chrome|firefox|safari|python|java|"
+    r"section|sec|chapter|chap|ch|art|article|para|paragraph|clause|rule|figure|fig|table|step|item|"
+    r"abschnitt|kapitel|ziffer|nr|no)\.?\s*[:#=]?\s*|§\s*|[A-Za-z]/)$"
+)
+_NETWORK_WORDS = re.compile(
+    r"(?i)\b(?:ip|ips|ipv4|ip-adresse|address|addresses|addr|adresse|dns|server|servers|host|hostname|ping|"
+    r"gateway|router|proxy|subnet|netmask|nameserver|firewall|tcp|udp|ssh|vpn|lan|wan|whois|traceroute)\b"
+)
+# Well-known public DNS resolvers: infrastructure everyone types into configs, not anyone's address.
+_PUBLIC_RESOLVERS = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "8.8.8.8", "8.8.4.4", "1.1.1.1", "1.0.0.1", "9.9.9.9", "149.112.112.112", "208.67.222.222",
+        "208.67.220.220", "4.2.2.1", "4.2.2.2", "64.6.64.6", "64.6.65.6", "94.140.14.14", "94.140.15.15",
+        "76.76.19.19", "8.26.56.26", "8.20.247.20", "2001:4860:4860::8888", "2001:4860:4860::8844",
+        "2606:4700:4700::1111", "2606:4700:4700::1001", "2620:fe::fe", "2620:fe::9",
+    )
+)  # fmt: skip
+
+_PHONE_WORD_BEFORE = re.compile(
+    r"(?i)(?:\b(?:tel|tele|telefon|telephone|telefone|telefono|teléfono|tél|téléphone|phone|phones|ph|fon|"
+    r"fone|fax|telefax|mobil|mobile|mob|handy|cell|cellphone|call|ring|whatsapp|sms|hotline|rufnummer|"
+    r"telefonnummer|numéro|contact|kontakt)\b|☎|📞|✆)"
+    r"[\s.:#+\-]*(?:(?:number|no|nr|nummer|num)\b\.?[\s.:]*)?(?:\([^()]{1,12}\)[\s.:]*)?$"
+)
+_NANP = re.compile(r"^(?:\+?1[ .-]?)?(?:\(([2-9]\d\d)\) ?|([2-9]\d\d)([ .-]))[2-9]\d\d([ .-])\d{4}$")
+_NATIONAL = re.compile(r"^(?:\(0[1-9]\d{0,4}\) ?|0[1-9]\d{0,4} ?/ ?)\d[\d \u2013-]*\d$")
+_DATE = re.compile(  # 2024-01-15, 15.01.2024, 01/15/24, 1990-2000, optionally with a time
+    r"^(?:\d{4}[./-]\d{1,2}[./-]\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4} ?[-/] ?\d{2,4})"
+    r"(?:[ T]\d{1,2}(?:[:.]\d\d)*)?$"
+)
+_MONEY_BEFORE = re.compile(r"(?i)(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|jpy|rs|inr)\.?)\s*$")
+_MONEY_AFTER = re.compile(r"(?i)^\s*(?:[$€£¥₹%]|(?:usd|eur|euro|euros|dollars?|gbp|chf|jpy|kr|zł)\b)")
+_COUNTRY = re.compile(r"\+\s?(\d+)")
+_ISBN_BEFORE = re.compile(r"(?i)\b(?:isbn|issn|ean|doi|isbn-1[03])\b[\s:#-]*$")
+_ID_BEFORE = re.compile(  # order, invoice, case, account numbers shaped like phone numbers
+    r"(?i)(?:#|\b(?:order|invoice|ref|reference|id|no|nr|art|item|sku|case|ticket|account|acct|kto|iban|blz|"
+    r"patent|zip|plz|serial|aktenzeichen|az|rechnung|bestellung|kundennummer)\b\.?)\s*[:#.-]?\s*$"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def top_level_domains() -> frozenset[str] | None:
+    """Top-level domains of the Public Suffix List that `tld` ships; None if it is not installed."""
+    try:
+        resource = importlib.resources.files("tld") / "res" / "effective_tld_names_public_only.dat.txt"
+        lines = resource.read_text(encoding="utf-8").splitlines()
+    except (ModuleNotFoundError, FileNotFoundError, OSError):
+        return None
+    return frozenset(
+        line.strip().rsplit(".", 1)[-1].lstrip("*!").lower()
+        for line in lines
+        if line.strip() and not line.startswith("//")
+    )
+
+
+def find_emails(text: str) -> list[tuple[int, int]]:
+    """Spans of e-mail addresses with a real top-level domain."""
+    tlds = top_level_domains()
+    return [m.span() for m in _EMAIL.finditer(text) if tlds is None or m.group(1).lower() in tlds]
+
+
+def _keep_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, policy: str) -> bool:
+    if policy == "all":
+        return True
+    return ip.is_global and not ip.is_multicast and not ip.is_reserved and ip not in _PUBLIC_RESOLVERS
+
+
+def find_ips(text: str, policy: str = "global") -> list[tuple[int, int]]:
+    """Spans of IPv4 and IPv6 addresses that parse, are not versions or section numbers, and the policy redacts."""
+    spans = []
+    for m in _IPV4.finditer(text):
+        start, end = m.span()
+        value = m.group(0)
+        line_start = text.rfind("\n", 0, start) + 1
+        if _VERSION_BEFORE.search(text, max(line_start, start - 24), start):
+            continue
+        if all(len(octet) == 1 for octet in value.split(".")):
+            window = text[max(0, start - 80) : end + 80]
+            if not _NETWORK_WORDS.search(window):
+                continue
+        if _keep_ip(ipaddress.IPv4Address(value), policy):
+            spans.append((start, end))
+    for m in _IPV6.finditer(text):
+        value = m.group(1)
+        if value.count(":") < 2 or not any(c.isdigit() for c in value):
+            continue
+        try:
+            ip = ipaddress.IPv6Address(value)
+        except ValueError:
+            continue
+        if _keep_ip(ip, policy):
+            spans.append(m.span(1))
+    return spans
+
+
+def _is_phone(text: str, start: int, end: int) -> bool:
+    value = text[start:end]
+    digits = sum(c.isdigit() for c in value)
+    if not 7 <= digits <= 15 or "  " in value or value.count("(") != value.count(")") or "()" in value:
+        return False
+    if _DATE.match(value) or _ISBN_BEFORE.search(text, max(0, start - 12), start):
+        return False
+    if _MONEY_BEFORE.search(text, max(0, start - 6), start) or _MONEY_AFTER.match(text, end, end + 8):
+        return False
+    if value.startswith("+"):
+        first = _COUNTRY.match(value)
+        return digits >= 8 and first is not None and first.group(1)[0] != "0"
+    line_start = text.rfind("\n", 0, start) + 1
+    if _PHONE_WORD_BEFORE.search(text, max(line_start, start - 40), start):
+        return True
+    if _ID_BEFORE.search(text, max(line_start, start - 24), start):
+        return False
+    nanp = _NANP.match(value)
+    if nanp:
+        separators = {s for s in (nanp.group(3), nanp.group(4)) if s}
+        return len(separators) == 1 or nanp.group(1) is not None  # 415-555-2671, (415) 555-2671; not 415.555-2671
+    return bool(_NATIONAL.match(value)) and 9 <= digits <= 12
+
+
+def find_phones(text: str) -> list[tuple[int, int]]:
+    """Spans of phone numbers: digit runs whose shape or preceding word says phone (see the module doc)."""
+    return [m.span() for m in _PHONE.finditer(text) if _is_phone(text, *m.span())]
+
+
+_FINDERS = {"email": find_emails, "phone": find_phones}
+
+
+class PiiParams(StageParams):
+    redact: list[Kind] = Field(
+        default_factory=lambda: list(KINDS), description="Kinds of PII to redact: email, ip, phone."
+    )
+    placeholders: dict[Kind, str] = Field(
+        default_factory=dict, description="Replacement per kind (default <EMAIL>, <IP>, <PHONE>)."
+    )
+    ip_policy: Literal["global", "all"] = Field(
+        "global",
+        description="global: only globally routable unicast addresses (not private, reserved, documentation, "
+        "multicast or public DNS resolvers; BigCode's policy); all: every valid address.",
+    )
+    max_redactions: int | None = Field(
+        None, ge=0, description="Drop documents with more redactions than this (`too_much_pii`); default: never drop."
+    )
+
+
+DEFAULT_PLACEHOLDERS: dict[str, str] = {"email": "<EMAIL>", "ip": "<IP>", "phone": "<PHONE>"}
+
+# Cheap column-wise tests: only rows that could hold a kind go through its Python regex.
+_MAY_HOLD = {
+    "email": ("@", False),
+    "ip": (r"\d\.\d{1,3}\.\d|[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:", True),
+    "phone": (r"\d[\d \x{a0}().\/-]{5,}\d", True),
+}
+
+
+class PiiRedaction(Stage):
+    """Replace e-mail addresses, IP addresses and phone numbers with placeholders; never drops by default.
+
+    Tallies per kind (`email`, `ip`, `phone`) go to stats.json under the stage's `counts`.
+    """
+
+    name = "pii"
+    Params = PiiParams
+    resources = Resources(cpus=0.5, batch_rows=512)
+    count_keys = KINDS
+
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        """Non-overlapping (start, end, kind) of the PII to redact, in text order (e-mail > ip > phone)."""
+        found: list[tuple[int, int, str]] = []
+        for kind in KINDS:
+            if kind not in self.params.redact:
+                continue
+            hits = find_ips(text, self.params.ip_policy) if kind == "ip" else _FINDERS[kind](text)
+            for start, end in hits:
+                if not any(start < e and s < end for s, e, _ in found):
+                    found.append((start, end, kind))
+        return sorted(found)
+
+    def process(self, batch: pa.Table) -> Processed:
+        p = self.params
+        placeholders = {**DEFAULT_PLACEHOLDERS, **p.placeholders}
+        column = pc.fill_null(batch.column("text"), "")
+        candidates = np.zeros(batch.num_rows, dtype=bool)
+        for kind in p.redact:
+            pattern, is_regex = _MAY_HOLD[kind]
+            test = pc.match_substring_regex if is_regex else pc.match_substring
+            candidates |= test(column, pattern).to_numpy(zero_copy_only=False)
+        counts = {kind: np.zeros(batch.num_rows, dtype=np.int64) for kind in KINDS}
+        texts = batch.column("text").to_pylist()
+        for i in np.flatnonzero(candidates):
+            text = texts[i]
+            spans = self.spans(text)
+            if not spans:
+                continue
+            parts, at = [], 0
+            for start, end, kind in spans:
+                parts += [text[at:start], placeholders[kind]]
+                at = end
+                counts[kind][i] += 1
+            texts[i] = "".join(parts) + text[at:]
+        table = batch.set_column(batch.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+        reasons = pa.nulls(batch.num_rows, pa.string())
+        if p.max_redactions is not None:
+            total = sum(counts.values())
+            reasons = pa.array(np.where(total > p.max_redactions, "too_much_pii", None), pa.string())
+        return Processed(table, reasons, counts=counts)

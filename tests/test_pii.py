@@ -1,0 +1,114 @@
+"""PII redaction: e-mail, IP and phone placeholders, counts, and the traps that must stay untouched."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from curation import schema
+from curation.apply import run_stage
+from curation.stages.pii import PiiRedaction
+
+
+def _batch(texts: list[str | None]) -> pa.Table:
+    n = len(texts)
+    return pa.table(
+        {
+            "id": [f"{i:08x}" for i in range(n)],
+            "source": ["web"] * n,
+            "text": texts,
+            schema.STAGE: pa.nulls(n, pa.string()),
+            schema.REASON: pa.nulls(n, pa.string()),
+            schema.DETAIL: pa.nulls(n, pa.string()),
+        }
+    )
+
+
+def redact(text: str, **params: object) -> str:
+    return run_stage(PiiRedaction(**params), _batch([text])).column("text")[0].as_py()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Write to jane.doe+news@mail.example.co.uk today.", "Write to <EMAIL> today."),
+        ("<a href='mailto:Max.Müller@gmx.de'>", "<a href='mailto:<EMAIL>'>"),
+        ("contact: info@exämple.de.", "contact: <EMAIL>."),
+        ("Server at 93.184.216.34, port 80", "Server at <IP>, port 80"),
+        ("http://203.0.114.7:8080/admin", "http://<IP>:8080/admin"),
+        ("ping 1.2.3.4 failed", "ping <IP> failed"),  # a short quad with a network word
+        ("IPv6 2a00:1450:4001:80b::200e works", "IPv6 <IP> works"),
+        ("[2606:2800:220:1:248:1893:25c8:1946]:443", "[<IP>]:443"),
+        ("Call +49 30 12345678 now", "Call <PHONE> now"),
+        ("Ruf an: +44 20 7946 0958.", "Ruf an: <PHONE>."),
+        ("Office (415) 555-2671 or 415-555-2671", "Office <PHONE> or <PHONE>"),
+        ("toll free 1-800-555-0199", "toll free <PHONE>"),
+        ("Tel.: 030 12345678, Fax 030/1234567", "Tel.: <PHONE>, Fax <PHONE>"),
+        ("Telefon (089) 123 456-78", "Telefon <PHONE>"),
+        ("☎ 06 12 34 56 78", "☎ <PHONE>"),
+    ],
+)
+def test_pii_is_redacted(text: str, expected: str):
+    assert redact(text) == expected
+
+
+TRAPS = [
+    "Released as version 10.0.0.1 and v1.2.3.4, build 4.0.30319.1",
+    "Mozilla/5.0 Chrome/120.0.0.0 Safari/537.36",
+    "See section 4.1.2.3 and § 1.2.3.4; table 2.1.1.4",
+    "Outline item 1.2.3.4 of the plan",  # a short quad without a network word
+    "Dates 2024-01-15, 15.01.2024, 01/15/2024 and 2024/01/15 10:30",
+    "ISBN 978-3-16-148410-0 and ISBN 0-306-40615-2",
+    "Price $1,299.99 or 1.299,00 € or EUR 12 345 678",
+    "Serial 12345678901234 and order 4839201",
+    "Coordinates 52.5200, 13.4050 and 40.7128 -74.0060",
+    "Years 1990-2000, 2000 - 2010 and 1914/1918",
+    "Times 12:30:45, 10:15 and the ratio 3:2:1",
+    "C++ std::vector, Python a[1::2], and hex dead::beef",
+    "Retina logo@2x.png and icon@3x.jpg, user@localhost, @handle",
+    "Private 192.168.1.1, 10.0.0.1, 127.0.0.1, 172.16.5.4, fe80::1, 2001:db8::1",
+    "Public resolvers 8.8.8.8 and 1.1.1.1 in the DNS settings",
+    "Broadcast 255.255.255.255 and netmask 255.255.255.0",
+    "MAC 00:1A:2B:3C:4D:5E",
+    "Score 3 - 1, pages 123-456, population 8 336 817",
+    "Bank code 370 400 44, a credit card 4111 1111 1111 1111",
+    "Order #415-555-2671, invoice no. 212-555-0148, ZIP 94043-1351, SSN-like 123-45-6789",
+]
+
+
+@pytest.mark.parametrize("text", TRAPS)
+def test_false_positive_traps_stay_untouched(text: str):
+    assert redact(text) == text
+
+
+def test_counts_per_kind_and_never_drops():
+    texts = [
+        "a@b.example.org and c@d.example.org, call +1 415 555 2671",
+        "nothing to see",
+        None,
+        "server 93.184.216.34",
+    ]
+    out = run_stage(PiiRedaction(), _batch(texts))
+    assert out.column(schema.REASON).to_pylist() == [None] * 4
+    assert out.column("text").to_pylist() == [
+        "<EMAIL> and <EMAIL>, call <PHONE>",
+        "nothing to see",
+        None,
+        "server <IP>",
+    ]
+    counts = {k: out.column(schema.count_column("pii", k)).to_pylist() for k in ("email", "ip", "phone")}
+    assert counts == {"email": [2, 0, 0, 0], "ip": [0, 0, 0, 1], "phone": [1, 0, 0, 0]}
+
+
+def test_kinds_placeholders_policy_and_drop_option():
+    text = "mail x@y.com, ip 93.184.216.34, lan 192.168.0.1, tel +49 30 1234567"
+    assert redact(text, redact=["email"]) == "mail <EMAIL>, ip 93.184.216.34, lan 192.168.0.1, tel +49 30 1234567"
+    assert redact(text, placeholders={"ip": "[IP]"}, ip_policy="all") == (
+        "mail <EMAIL>, ip [IP], lan [IP], tel <PHONE>"
+    )
+    out = run_stage(PiiRedaction(max_redactions=2), _batch([text, "x@y.com"]))
+    assert out.column(schema.REASON).to_pylist() == ["too_much_pii", None]
+
+
+def test_an_email_wins_over_the_ip_or_phone_inside_it():
+    assert redact("user@[93.184.216.34] and +49301234567@sms.example.com") == "user@[<IP>] and <EMAIL>"

@@ -35,9 +35,9 @@ from pathlib import Path
 import psutil
 
 try:  # python benchmarks/memory_scaling.py puts benchmarks/ on sys.path
-    from corpus import DataMissing, build_warc_corpus, real_pages
+    from corpus import DataMissing, build_warc_corpus, code_version, real_pages
 except ImportError:  # python -m benchmarks.memory_scaling
-    from benchmarks.corpus import DataMissing, build_warc_corpus, real_pages
+    from benchmarks.corpus import DataMissing, build_warc_corpus, code_version, real_pages
 
 TARGET_RATIO = 1.3
 INTERVAL_S = 0.2
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     fast = not args.full_extract
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; "
-          f"sampling every {INTERVAL_S} s")
+          f"sampling every {INTERVAL_S} s; code {code_version()}")
     k = args.factor
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         plans = [("1x", 1, args.files)]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,9 +30,9 @@ from typing import Any
 import psutil
 
 try:  # python benchmarks/read_extract_throughput.py puts benchmarks/ on sys.path
-    from corpus import DataMissing, build_warc_corpus, real_pages
+    from corpus import DataMissing, build_warc_corpus, code_version, real_pages
 except ImportError:  # python -m benchmarks.read_extract_throughput
-    from benchmarks.corpus import DataMissing, build_warc_corpus, real_pages
+    from benchmarks.corpus import DataMissing, build_warc_corpus, code_version, real_pages
 
 TARGET_OVERHEAD = 0.15
 
@@ -152,8 +151,7 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
         raise RuntimeError("a Ray already runs in this process: run() would not start (and time) its own")
     recipe = parse_recipe(RECIPE.format(output=output, cpus=cpus, corpus=corpus), check_paths=True)
     spent: dict[str, float] = {}
-    cpu: dict[str, dict[int, tuple[str, float]]] = {}
-
+    cpu: dict[str, dict[int, tuple[str, float]]] = {}  # snapshots when Ray is up and before shutdown
     moments: dict[str, float] = {}
 
     def snapshot(key: str) -> Callable[[], None]:
@@ -194,18 +192,6 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
     return Result(f"ours, read+extract, ray.num_cpus={cpus}", cpus, extract["docs_in"], net, notes)
 
 
-def code_version() -> str:
-    """The checkout's commit, and whether its tracked files have changes."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True)
-    except OSError:
-        return "unknown (no git)"
-    return f"{head.stdout.strip() or 'unknown'}{' with uncommitted changes' if dirty.stdout.strip() else ''}"
-
-
 def table(results: list[Result], plain: Result) -> str:
     head = ("config", "docs", "seconds", "docs/s", "docs/s per core", "ratio to plain loop")
     rows = [head]
@@ -214,6 +200,7 @@ def table(results: list[Result], plain: Result) -> str:
         cells = (f"{r.seconds:.2f}", f"{r.rate:.1f}", f"{r.per_core:.1f}", f"{ratio:.3f}")
         rows.append((r.config, str(r.docs), *cells))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+
     def line(row: tuple[str, ...]) -> str:
         cells = [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
         return " | ".join([row[0].ljust(widths[0]), *cells])

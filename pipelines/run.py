@@ -95,7 +95,9 @@ def run(
     progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)
     finished: list[str] = []
     corpus_counters: dict[str, dict[str, Any]] = {}
+    ray_started = time.time()
     we_started = _start_ray(recipe, address) if todo or corpus_stages else False
+    ray_seconds = time.time() - ray_started
     try:
         if todo:
             # Small blocks stream: each reaches the writer (and the progress line) seconds after it
@@ -103,7 +105,9 @@ def run(
             ray.data.DataContext.get_current().target_max_block_size = BLOCK_BYTES
             dataset = plan.build(recipe, todo, stages)
             with progress:
-                for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=2):
+                # No prefetch: a prefetching iterator holds a finished block back until more exist,
+                # which delays shard commits (and resume points) by whole shards; writing is cheap.
+                for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
                     completed = writer.add(batch)
                     for name in completed:
                         events.emit("shard_done", shard=name, documents=writer.done[name]["documents"])
@@ -124,6 +128,7 @@ def run(
         if we_started:
             ray.shutdown()
     stats = _stats(recipe, writer, shards, time.time() - started, len(shards) - len(todo), corpus_counters)
+    stats["ray_start_seconds"] = round(ray_seconds, 3)  # part of wall_seconds
     io.write_json_atomic(io.join(job_dir, "stats.json"), stats)
     events.emit("job_done", documents=stats["documents"]["out"], seconds=stats["wall_seconds"])
     return RunResult(job_dir, stats, len(shards) - len(todo), finished)

@@ -1,0 +1,268 @@
+"""Language-ID accuracy and speed: fastText alone, ours (fastText + lingua second opinion), lingua alone.
+
+Data (third-party, read from `$CURATION_TESTDATA` or else `../shared/data` relative to the project root;
+the script exits 0 with a message when it is absent):
+
+1. `langid/sentences/<iso639-1>.txt`: 100 sentences for each of 75 languages (lingua's test set, from the
+   Leipzig corpora). Accuracy per language = share of its sentences labelled with the file's code;
+   macro = mean over languages. "Supported" languages are those the bundled model (lid.176.ftz) can name:
+   66 of the 75, plus `nb` (lid.176's `no` is reported as `nb`); the 8 others (lg mi sn st tn ts xh zu) are
+   marked and count only in the all-75 macro. The issue's target: macro over supported >= 0.96 at
+   >= 5,000 sentences/s per core.
+   - (a) fastText alone: `LangId(second_opinion=False)` (script check + lid.176, k=10).
+   - (b) ours: `LangId()` defaults. Its thresholds were chosen on the even-numbered sentences of each
+     file; the odd-numbered ones are held out, and both halves are printed.
+   - (c) lingua, all 75 languages, high-accuracy mode (the peer the issue quotes): on every 4th sentence
+     (25 per language) unless `--lingua-all` (it labels ~700 sentences/s and loads ~1.3 GB of models, ~30 s).
+   - (d) lingua, all 75 languages, low-accuracy mode, on everything.
+   Speed: sentences per CPU-second of this process (`time.process_time`), one thread, after a warm-up
+   pass, so that other work on a shared machine inflates the figure less than wall time would; wall
+   time is printed beside it. Also the raw `model.predict` rate of lid.176 (the floor of (a) and (b)).
+2. Web pages, `html/readability/pages/*/expected-metadata.json`: its `lang` is the page's declared
+   `<html lang>` (not a human label); text from our `Extract().extract_one(body, None, None)`. Agreement =
+   our `lang` equals the declared primary subtag.
+3. `webtext/dolma_ccnet/*.jsonl.gz`: documents whose `metadata.language` (CCNet's lid.176.bin label) is
+   present: agreement with ours, and the correlation of our `lang_score` with CCNet's `language_score`.
+
+Run from the project root: `.venv/bin/python benchmarks/langid_accuracy.py [--lingua-all]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from curation.stages.langid import LID176_LABELS, LangId, normalize_label
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+TARGET_MACRO = 0.96
+TARGET_RATE = 5000.0
+LID176_CODES = frozenset(normalize_label(label)[0] for label in LID176_LABELS)  # `no` counts as `nb`
+
+
+def data_root() -> Path:
+    env = os.environ.get("CURATION_TESTDATA")
+    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
+
+
+def load_sentences(root: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Sentences, their gold codes, and their position in their file (for the even/odd split)."""
+    texts: list[str] = []
+    gold: list[str] = []
+    position: list[int] = []
+    for path in sorted((root / "langid" / "sentences").glob("*.txt")):
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        texts += lines
+        gold += [path.stem] * len(lines)
+        position += range(len(lines))
+    return texts, np.array(gold, dtype=object), np.array(position)
+
+
+def timed(fn: Callable[[], np.ndarray], n: int) -> tuple[np.ndarray, float, float]:
+    """Labels, sentences per CPU-second and per wall-second of one call."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    labels = fn()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return labels, n / max(cpu, 1e-9), n / max(wall, 1e-9)
+
+
+def per_language(labels: np.ndarray, gold: np.ndarray, mask: np.ndarray | None = None) -> dict[str, float]:
+    mask = np.ones(len(gold), dtype=bool) if mask is None else mask
+    return {code: float(np.mean(labels[mask & (gold == code)] == code)) for code in sorted(set(gold[mask]))}
+
+
+def macro(accuracy: dict[str, float], codes: list[str]) -> float:
+    return float(np.mean([accuracy[c] for c in codes if c in accuracy]))
+
+
+def lingua_labels(texts: list[str], low: bool) -> np.ndarray:
+    from lingua import LanguageDetectorBuilder
+
+    builder = LanguageDetectorBuilder.from_all_languages().with_preloaded_language_models()
+    detector = (builder.with_low_accuracy_mode() if low else builder).build()
+    out = []
+    for text in texts:
+        language = detector.detect_language_of(text)
+        out.append(language.iso_code_639_1.name.lower() if language is not None else "unknown")
+    return np.array(out, dtype=object)
+
+
+def sentences_report(root: Path, lingua_all: bool) -> None:
+    texts, gold, position = load_sentences(root)
+    codes = sorted(set(gold))
+    supported = [c for c in codes if c in LID176_CODES]
+    others = sorted(set(codes) - set(supported))
+    array = pa.array(texts, pa.string())
+    print(f"== Leipzig sentences: {len(texts)} sentences, {len(codes)} languages, {len(supported)} supported by "
+          f"lid.176 ({' '.join(others)} are not)")
+
+    fasttext_only, ours = LangId(second_opinion=False), LangId()
+    fasttext_only.setup()
+    ours.setup()
+    flat = [t.replace("\n", " ") for t in texts]
+    fasttext_only._model.predict(flat[:200])
+    _, raw_rate, raw_wall = timed(lambda: np.array(fasttext_only._model.predict(flat, k=1)[0]), len(texts))
+    fasttext_only.identify(array)
+    ft, ft_rate, ft_wall = timed(lambda: fasttext_only.identify(array).lang, len(texts))
+    ours.identify(array)  # warm-up: lingua loads the n-gram models a language needs on first use
+    opinion_holder: dict[str, object] = {}
+
+    def run_ours() -> np.ndarray:
+        opinion = ours.identify(array)
+        opinion_holder["o"] = opinion
+        return opinion.lang
+
+    ou, ou_rate, ou_wall = timed(run_ours, len(texts))
+    routes = opinion_holder["o"].route  # type: ignore[attr-defined]
+
+    step = 1 if lingua_all else 4
+    subset = np.flatnonzero(position % step == 0)
+    sub_texts = [texts[i] for i in subset]
+    lingua_labels(sub_texts[:50], low=False)  # warm: load every model (~30 s, ~1.3 GB)
+    li, li_rate, li_wall = timed(lambda: lingua_labels(sub_texts, low=False), len(sub_texts))
+    lo, lo_rate, lo_wall = timed(lambda: lingua_labels(texts, low=True), len(texts))
+
+    acc_ft, acc_ou = per_language(ft, gold), per_language(ou, gold)
+    acc_lo = per_language(lo, gold)
+    li_full = np.full(len(texts), None, dtype=object)
+    li_full[subset] = li
+    in_subset = np.zeros(len(texts), dtype=bool)
+    in_subset[subset] = True
+    acc_li = per_language(li_full, gold, in_subset)
+
+    print(f"\n{'lang':5s} {'fastText':>8s} {'ours':>6s} {'lingua':>7s} {'lingua':>7s}   (lingua high: {len(subset)} "
+          f"sentences, every {step}{'st' if step == 1 else 'th'} one)")
+    print(f"{'':5s} {'':>8s} {'':>6s} {'high':>7s} {'low':>7s}")
+    for code in codes:
+        mark = "  (not in lid.176)" if code in others else ""
+        print(f"{code:5s} {acc_ft[code]:8.2f} {acc_ou[code]:6.2f} {acc_li[code]:7.2f} {acc_lo[code]:7.2f}{mark}")
+
+    even, odd = position % 2 == 0, position % 2 == 1
+    print("\nmacro accuracy          supported (67)   all 75   even half (tuned on)   odd half (held out)")
+    for name, labels, acc in (("(a) fastText alone", ft, acc_ft), ("(b) ours", ou, acc_ou)):
+        print(f"{name:24s} {macro(acc, supported):14.4f} {macro(acc, codes):8.4f} "
+              f"{macro(per_language(labels, gold, even), supported):22.4f} "
+              f"{macro(per_language(labels, gold, odd), supported):21.4f}")
+    print(f"{'(c) lingua all, high':24s} {macro(acc_li, supported):14.4f} {macro(acc_li, codes):8.4f}   "
+          f"(subset of {len(subset)})")
+    print(f"{'(d) lingua all, low':24s} {macro(acc_lo, supported):14.4f} {macro(acc_lo, codes):8.4f}")
+
+    print("\nsentences/s, one core    per CPU-second   per wall-second")
+    for name, rate, wall in (("lid.176 predict (raw)", raw_rate, raw_wall), ("(a) fastText alone", ft_rate, ft_wall),
+                             ("(b) ours", ou_rate, ou_wall), ("(c) lingua all, high", li_rate, li_wall),
+                             ("(d) lingua all, low", lo_rate, lo_wall)):
+        print(f"{name:24s} {rate:14.0f} {wall:17.0f}")
+    share = {r: float(np.mean(routes == r)) for r in ("fasttext", "group", "unsure", "unknown")}
+    print("ours, share of sentences by route: " + ", ".join(f"{k} {v:.1%}" for k, v in share.items()))
+
+    ours_macro = macro(acc_ou, supported)
+    print(f"\nours vs targets: macro {ours_macro:.4f} / {TARGET_MACRO} = {ours_macro / TARGET_MACRO:.3f}; "
+          f"speed {ou_rate:.0f} / {TARGET_RATE:.0f} per CPU-second = {ou_rate / TARGET_RATE:.2f} "
+          f"(ours at {ou_rate / ft_rate:.2f}x fastText alone's rate in this run)")
+    print(f"ours vs lingua all (high): macro {ours_macro - macro(acc_li, supported):+.4f} on supported languages "
+          f"(lingua on its subset), {ou_rate / li_rate:.0f}x its rate")
+    for name, acc in (("fastText alone", acc_ft), ("ours", acc_ou), ("lingua all (high)", acc_li)):
+        below = [f"{c} {acc[c]:.2f}" for c in supported if acc[c] < 0.9]
+        print(f"below 90% (supported), {name}: {', '.join(below) or 'none'}")
+    serbian_latin_report(root, fasttext_only, ours)
+
+
+# Serbian Cyrillic -> Gaj's Latin alphabet: one-to-one by letter, as Serbian is written in both scripts.
+_SERBIAN_CYRILLIC = "абвгдђежзијклљмнњопрстћуфхцчџш"
+_SERBIAN_LATIN = ["a", "b", "v", "g", "d", "đ", "e", "ž", "z", "i", "j", "k", "l", "lj", "m", "n", "nj", "o", "p", "r",
+                  "s", "t", "ć", "u", "f", "h", "c", "č", "dž", "š"]
+
+
+def serbian_latin_report(root: Path, fasttext_only: LangId, ours: LangId) -> None:
+    """Latin-script Serbian is common on the web but absent from the benchmark (its sr file is Cyrillic)."""
+    table = {ord(c): latin for c, latin in zip(_SERBIAN_CYRILLIC, _SERBIAN_LATIN, strict=True)}
+    table |= {ord(c.upper()): latin.capitalize() for c, latin in zip(_SERBIAN_CYRILLIC, _SERBIAN_LATIN, strict=True)}
+    lines = (root / "langid" / "sentences" / "sr.txt").read_text(encoding="utf-8").splitlines()
+    latin = [line.translate(table) for line in lines if line.strip()]
+    ft, ou = fasttext_only.identify(latin).lang, ours.identify(latin).lang
+    print(f"\nSerbian in Latin script (the {len(latin)} sr sentences transliterated): labelled sr by fastText alone "
+          f"{np.mean(ft == 'sr'):.2f}, ours {np.mean(ou == 'sr'):.2f}; lingua models Serbian in Cyrillic only, so "
+          f"it can never say sr here (ours keeps fastText's sr against lingua's bs/hr/sl share)")
+
+
+def readability_report(root: Path, stage: LangId) -> None:
+    from curation.stages import Extract
+
+    extract = Extract(timeout_s=None)
+    extract.setup()
+    rows = []
+    for folder in sorted((root / "html" / "readability" / "pages").iterdir()):
+        meta_path, source = folder / "expected-metadata.json", folder / "source.html.gz"
+        if not meta_path.is_file() or not source.is_file():
+            continue
+        declared = json.loads(meta_path.read_text(encoding="utf-8")).get("lang")
+        if not declared:
+            continue
+        text, _ = extract.extract_one(gzip.decompress(source.read_bytes()), None, None)
+        rows.append((folder.name, declared.split("-")[0].lower(), text or ""))
+    opinion = stage.identify([r[2] for r in rows])
+    agree = [o == d for o, (_, d, _) in zip(opinion.lang, rows, strict=True)]
+    print(f"\n== Web pages (mozilla/readability test pages with a declared <html lang>): {len(rows)} pages, "
+          f"text from our extract stage")
+    langs: dict[str, int] = {}
+    for _, d, _ in rows:
+        langs[d] = langs.get(d, 0) + 1
+    print("declared: " + ", ".join(f"{k} {v}" for k, v in sorted(langs.items(), key=lambda kv: -kv[1])))
+    print(f"ours agrees with the declared language on {sum(agree)}/{len(rows)} = {np.mean(agree):.3f}; "
+          f"median lang_score {np.median(opinion.score):.2f}")
+    for ok, (name, declared, text), lang, score in zip(agree, rows, opinion.lang, opinion.score, strict=True):
+        if not ok:
+            print(f"  differs: {name}: declared {declared}, ours {lang} {score:.2f}, {len(text)} chars: "
+                  f"{' '.join(text.split())[:70]!r}")
+
+
+def ccnet_report(root: Path, stage: LangId) -> None:
+    docs = []
+    for path in sorted((root / "webtext" / "dolma_ccnet").glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                doc = json.loads(line)
+                meta = doc.get("metadata") or {}
+                if meta.get("language"):
+                    docs.append((doc["text"], meta["language"], float(meta.get("language_score") or 0.0)))
+    print(f"\n== dolma CCNet documents with CCNet's language label: {len(docs)}")
+    if not docs:
+        return
+    opinion = stage.identify([d[0] for d in docs])
+    agree = np.mean([o == d[1] for o, d in zip(opinion.lang, docs, strict=True)])
+    theirs = [d[2] for d in docs]
+    corr = statistics.correlation(list(map(float, opinion.fasttext_score)), theirs) if len(docs) > 2 else float("nan")
+    print(f"labels: {sorted({d[1] for d in docs})}; ours agrees on {agree:.3f}; CCNet language_score median "
+          f"{np.median(theirs):.2f}, ours {np.median(opinion.score):.2f}; Pearson r of fastText (ftz) scores "
+          f"with CCNet's (lid.176.bin on the same text before CCNet's line filtering): {corr:.2f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lingua-all", action="store_true", help="lingua (high) on all 7,500 sentences, not 1/4")
+    args = parser.parse_args()
+    root = data_root()
+    if not (root / "langid" / "sentences").is_dir():
+        print(f"test data not found at {root} (set CURATION_TESTDATA); nothing to measure")
+        return 0
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
+    sentences_report(root, args.lingua_all)
+    stage = LangId()
+    stage.setup()
+    readability_report(root, stage)
+    ccnet_report(root, stage)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -27,10 +27,11 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check curation pipelines tests benchmarks recipes
 
+BENCHMARKS := extraction_quality read_extract_throughput memory_scaling langid_accuracy quality_agreement \
+	toxicity pii_precision dedup_minhash_speed dedup_quality dedup_bloom
+
 bench: $(STAMP)
-	$(BIN)/python benchmarks/extraction_quality.py
-	$(BIN)/python benchmarks/read_extract_throughput.py
-	$(BIN)/python benchmarks/memory_scaling.py
+	for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python benchmarks/$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) jobs .pytest_cache

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -28,6 +27,11 @@ from urllib.parse import quote
 
 from fastwarc.stream_io import GzipWriter
 from fastwarc.warc import WarcRecord, WarcRecordType
+
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _data import data_root
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._data import data_root
 
 WARC_DATE = "2024-01-01T00:00:00Z"  # fixed, so that the same corpus is byte-identical at every build
 
@@ -46,9 +50,9 @@ class Page:
             return f.read()
 
 
-def data_root() -> Path:
-    """`$CURATION_TESTDATA` if set, else /work/shared/data; DataMissing if it has no HTML pages."""
-    root = Path(os.environ.get("CURATION_TESTDATA") or "/work/shared/data")
+def html_root() -> Path:
+    """The data root (`_data.data_root`); DataMissing if it has no HTML pages."""
+    root = data_root()
     if not (root / "html").is_dir():
         raise DataMissing(f"no real test data under {root}/html (set CURATION_TESTDATA to its folder)")
     return root
@@ -56,7 +60,7 @@ def data_root() -> Path:
 
 def real_pages(root: Path | None = None, limit: int | None = None) -> list[Page]:
     """Every real page, in a stable order; `limit` takes an evenly spread subset of that many."""
-    root = root or data_root()
+    root = root or html_root()
     html = root / "html"
     known: dict[str, str] = {}
     evaldata = html / "trafilatura" / "evaldata.json"

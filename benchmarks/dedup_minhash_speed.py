@@ -34,14 +34,14 @@ from datasketch import MinHash
 
 from curation.dedup.minhash import MinHasher, estimated_jaccard, set_jaccard
 
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _data import data_root
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._data import data_root
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 WORD = re.compile(r"[^\W_]+")  # letters and digits, as curation.dedup's word tokens
 NUM_PERM, NGRAM = 128, 5
-
-
-def data_root() -> Path:
-    env = os.environ.get("CURATION_TESTDATA")
-    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
 
 
 def real_texts(root: Path) -> list[str]:

@@ -52,12 +52,12 @@ from curation.dedup.minhash import (
 )
 from curation.stages import Extract
 
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _data import data_root
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._data import data_root
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def data_root() -> Path:
-    env = os.environ.get("CURATION_TESTDATA")
-    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
 
 
 def load_corpus(root: Path, pages: int, min_chars: int) -> tuple[list[str], list[str]]:

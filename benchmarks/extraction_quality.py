@@ -52,15 +52,15 @@ from trafilatura.utils import detect_encoding as trafilatura_guesses
 from curation.stages import Extract
 from curation.stages.extract import decode_html
 
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _data import data_root
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._data import data_root
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TIMEOUT_S = 2.0  # ExtractParams.timeout_s default, for the "would time out" count
 WS = re.compile(r"\s+")
 TOKEN = re.compile(r"\w+")
-
-
-def data_root() -> Path:
-    env = os.environ.get("CURATION_TESTDATA")
-    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
 
 
 def norm(text: str) -> str:

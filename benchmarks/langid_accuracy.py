@@ -43,16 +43,16 @@ import pyarrow as pa
 
 from curation.stages.langid import LID176_LABELS, LangId, normalize_label
 
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _data import data_root
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._data import data_root
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 TARGET_MACRO = 0.96
 TARGET_RATE = 5000.0
 LID176_CODES = frozenset(normalize_label(label)[0] for label in LID176_LABELS)  # `no` counts as `nb`
-
-
-def data_root() -> Path:
-    env = os.environ.get("CURATION_TESTDATA")
-    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
 
 
 def load_sentences(root: Path) -> tuple[list[str], np.ndarray, np.ndarray]:

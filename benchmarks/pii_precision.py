@@ -1,6 +1,6 @@
 """Precision of the `pii` stage on real web text, checked automatically, with dolma's regexes beside it.
 
-Data (under `$CURATION_TESTDATA` or /work/shared/data): `webtext/dolma_ccnet/*.jsonl.gz` (Common
+Data (under `$CURATION_TESTDATA` or ../shared/data (beside the project)): `webtext/dolma_ccnet/*.jsonl.gz` (Common
 Crawl documents) and the text our `extract` stage gets from every real page under `html/`
 (trafilatura's and mozilla/readability's test pages, mostly German and English).
 
@@ -41,6 +41,11 @@ import pyarrow as pa
 
 from curation.stages import Extract
 from curation.stages.pii import PiiRedaction
+
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _data import data_root
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._data import data_root
 
 try:  # python benchmarks/pii_precision.py puts benchmarks/ on sys.path
     from corpus import DataMissing, real_pages
@@ -205,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=None, help="extract this many pages (default: all)")
     parser.add_argument("--show", type=int, default=40, help="print at most this many redactions per kind")
     args = parser.parse_args(argv)
-    root = Path(os.environ.get("CURATION_TESTDATA") or "/work/shared/data")
+    root = data_root()
     try:
         texts = load_texts(root, args.pages)
     except DataMissing as exc:

@@ -2,7 +2,7 @@
 
 Data: `toxicity/davidson/labeled_data.csv` (t-davidson/hate-speech-and-offensive-language, MIT;
 24,783 tweets, class 0 hate speech, 1 offensive language, 2 neither) under `$CURATION_TESTDATA`
-or /work/shared/data. Task: flag hate + offensive, keep "neither".
+or ../shared/data (beside the project). Task: flag hate + offensive, keep "neither".
 
 Method: tweets are HTML-unescaped and de-duplicated (same text after the classifier's preprocessing;
 texts with conflicting classes dropped), then split in two seeded, class-stratified halves. The
@@ -41,9 +41,10 @@ from curation.classify import Corpus, load_sidecar, preprocess, roc_auc, train_c
 from curation.stages.classifier import FastTextClassifier
 from curation.stages.toxicity import FlaggedWords
 
-
-def data_root() -> Path:
-    return Path(os.environ.get("CURATION_TESTDATA") or "/work/shared/data")
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _data import data_root
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._data import data_root
 
 
 def load_davidson(path: Path) -> tuple[list[str], np.ndarray]:

@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 from curation.stages.base import DocumentFilter, Processed, Resources, Stage, StageParams
+from curation.stages.c4 import C4
 from curation.stages.classifier import FastTextClassifier
 from curation.stages.extract import Extract
+from curation.stages.fineweb import FineWeb
+from curation.stages.gopher import GopherQuality, GopherRepetition
 from curation.stages.langid import LangId
 from curation.stages.length import Length
 from curation.stages.normalize import Normalize
 from curation.stages.pii import PiiRedaction
+from curation.stages.quality import Density
 from curation.stages.toxicity import FlaggedWords
 
 STAGES: dict[str, type[Stage]] = {
-    s.name: s for s in (Extract, Normalize, LangId, Length, FlaggedWords, FastTextClassifier, PiiRedaction)
+    s.name: s
+    for s in (
+        Extract, Normalize, LangId, Length, GopherQuality, GopherRepetition, C4, FineWeb, Density, FlaggedWords,
+        FastTextClassifier, PiiRedaction,
+    )
 }
 
 __all__ = [
-    "STAGES", "DocumentFilter", "Extract", "FastTextClassifier", "FlaggedWords", "LangId", "Length", "Normalize",
-    "PiiRedaction", "Processed", "Resources", "Stage", "StageParams",
+    "C4", "STAGES", "Density", "DocumentFilter", "Extract", "FastTextClassifier", "FineWeb", "FlaggedWords",
+    "GopherQuality", "GopherRepetition", "LangId", "Length", "Normalize", "PiiRedaction", "Processed", "Resources",
+    "Stage", "StageParams",
 ]

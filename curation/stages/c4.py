@@ -1,0 +1,173 @@
+"""The C4 rules (Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a Unified
+Text-to-Text Transformer", section 2.2), as datatrove 0.10.1's C4QualityFilter implements them.
+
+C4 cleans a page line by line and then judges what is left, so this stage both transforms and
+drops. Line rules *remove lines* from the text of a kept document:
+  - a word longer than `max_word_length` characters,
+  - no terminal punctuation (`terminal_punct`: the line must end in . ? ! " or ' and not in ...),
+  - fewer than `min_words_per_line` words,
+  - the word "javascript" (`javascript`),
+  - a cookie/terms-of-use phrase (`policy`).
+Page rules *drop the document*: "lorem ipsum" (`lorem_ipsum`) or a curly bracket (`curly_bracket`)
+on a line that survived the earlier line rules (reason: whichever such line comes first), and
+fewer than `min_sentences` sentences in the kept lines (`too_few_sentences`; a page whose every
+line was removed ends here). Wikipedia-style citations ("[1]", "[edit]", "[citation needed]") are
+cut from lines first (`remove_citations`). Kept documents get the kept lines joined by newlines;
+dropped ones keep their original text, so `rejects/` shows what was judged.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import Field
+
+from curation.stages.base import DocumentFilter, Processed, Resources, first_reason
+from curation.stages.quality import filter_result
+from curation.text import LINE_BREAK_RE2, WORDS, as_array, list_offsets, segment_sum, warm_up
+
+CITATION_RE2 = r"\[\p{Nd}*\]|\[edit\]|\[citation needed\]"
+POLICY_RE2 = "terms of use|privacy policy|cookie policy|uses cookies|use of cookies|use cookies"
+LINE_RULES = ("long_word", "no_terminal_punct", "few_words", "javascript", "policy")
+
+
+class C4(DocumentFilter):
+    """C4's line cleaning and page rules (see the module docstring for what each key does).
+
+    Drops: `lorem_ipsum`, `curly_bracket`, `too_few_sentences`. Counts removed lines per rule
+    (`lines_long_word`, `lines_no_terminal_punct`, `lines_few_words`, `lines_javascript`,
+    `lines_policy`; blank lines are not counted). Sentences are counted as datatrove does, with
+    spaCy's sentencizer rule over spaCy English words (`curation.text`).
+    """
+
+    name = "c4"
+    resources = Resources(cpus=1.0, batch_rows=512)
+    count_keys: ClassVar[tuple[str, ...]] = tuple(f"lines_{rule}" for rule in LINE_RULES)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {
+        "c4_sentences": pa.int64(),
+        "c4_lines_kept": pa.int64(),
+        "c4_lines_removed": pa.int64(),
+    }
+
+    class Params(DocumentFilter.Params):
+        terminal_punct: bool = Field(
+            True, description="Remove lines not ending in terminal punctuation (C4: on; FineWeb turned it off, "
+            "finding that it alone removed ~30% of tokens).")
+        min_words_per_line: int | None = Field(
+            3, ge=1, description="Remove lines with fewer whitespace-separated words (C4: 3).")
+        min_sentences: int | None = Field(
+            5, ge=1, description="Drop documents with fewer sentences after line removal (C4: 5).")
+        max_word_length: int | None = Field(
+            1000, ge=1, description="Remove lines with a longer word (C4's reference code, c4_utils.py: 1000).")
+        lorem_ipsum: bool = Field(True, description="Drop documents containing \"lorem ipsum\" (C4).")
+        javascript: bool = Field(True, description="Remove lines containing \"javascript\" (C4).")
+        curly_bracket: bool = Field(True, description="Drop documents containing \"{\" (C4).")
+        policy: bool = Field(
+            True, description="Remove lines with terms-of-use/privacy/cookie phrases (C4's reference code).")
+        remove_citations: bool = Field(
+            True, description="Cut [1], [edit], [citation needed] from lines (C4's reference code).")
+
+    def setup(self) -> None:
+        warm_up()
+
+    def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        return self._clean(batch)[0]
+
+    def _clean(self, batch: pa.Table) -> tuple[dict[str, np.ndarray], pa.Array]:
+        """Scores per document and the cleaned text (kept lines joined by newlines)."""
+        p = self.params
+        text = as_array(batch.column("text"))
+        lines = pc.split_pattern_regex(text, LINE_BREAK_RE2)
+        offsets = list_offsets(lines)
+        stripped = pc.utf8_trim_whitespace(lines.flatten())
+        words = pc.utf8_split_whitespace(stripped)
+        n_words = pc.list_value_length(words).to_numpy(zero_copy_only=False)
+        blank = n_words == 0
+        long_word = np.zeros(len(n_words), bool)
+        if p.max_word_length is not None and len(n_words):
+            too_long = pc.greater(pc.utf8_length(words.flatten()), p.max_word_length).to_numpy(zero_copy_only=False)
+            long_word = segment_sum(too_long.astype(np.int64), list_offsets(words)) > 0
+        line = pc.replace_substring_regex(stripped, CITATION_RE2, "") if p.remove_citations else stripped
+
+        def has(pattern: str, regex: bool = False, ignore_case: bool = True) -> np.ndarray:
+            match = pc.match_substring_regex if regex else pc.match_substring
+            return match(line, pattern, ignore_case=ignore_case).to_numpy(zero_copy_only=False)
+
+        no_punct = np.zeros(len(n_words), bool)
+        if p.terminal_punct:
+            no_punct = ~has(r"[.?!\"']$", regex=True) | has(r"\.\.\.$", regex=True)
+        few = n_words < (p.min_words_per_line or 0)
+        eligible = ~long_word & ~no_punct & ~few
+        lorem = eligible & has("lorem ipsum") if p.lorem_ipsum else np.zeros_like(eligible)
+        js = eligible & ~lorem & has("javascript") if p.javascript else np.zeros_like(eligible)
+        curly = eligible & ~lorem & ~js & has("{", ignore_case=False) if p.curly_bracket else np.zeros_like(eligible)
+        policy = eligible & ~lorem & ~js & ~curly & has(POLICY_RE2, regex=True) if p.policy else np.zeros_like(eligible)
+        kept = eligible & ~lorem & ~js & ~curly & ~policy
+
+        n_docs = len(offsets) - 1
+        line_doc = np.repeat(np.arange(n_docs), np.diff(offsets))
+        page_rule = np.zeros(n_docs, np.int64)  # 1: lorem ipsum first, 2: curly bracket first
+        hits = np.flatnonzero(lorem | curly)
+        if len(hits):
+            docs, first = np.unique(line_doc[hits], return_index=True)
+            page_rule[docs] = np.where(lorem[hits[first]], 1, 2)
+
+        kept_lines = line.filter(pa.array(kept))
+        kept_offsets = np.concatenate([[0], np.cumsum(segment_sum(kept.astype(np.int64), offsets))])
+        sentences = np.zeros(n_docs, np.int64)
+        if p.min_sentences is not None and len(kept_lines):
+            sentences = segment_sum(_sentences_per_line(kept_lines), kept_offsets)
+        removed = {
+            "long_word": long_word & ~blank,
+            "no_terminal_punct": ~long_word & no_punct & ~blank,
+            "few_words": ~long_word & ~no_punct & few & ~blank,
+            "javascript": js,
+            "policy": policy,
+        }
+        scores = {
+            "c4_sentences": sentences,
+            "c4_lines_kept": np.diff(kept_offsets),
+            "c4_lines_removed": segment_sum((~kept & ~blank).astype(np.int64), offsets),
+            "_page_rule": page_rule,
+            **{f"_lines_{rule}": segment_sum(mask.astype(np.int64), offsets) for rule, mask in removed.items()},
+        }
+        kept_lists = pa.ListArray.from_arrays(pa.array(kept_offsets, pa.int32()), kept_lines)
+        joined = pc.binary_join(kept_lists, pa.scalar("\n", kept_lines.type))
+        return scores, pc.utf8_trim_whitespace(joined)
+
+    def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        p = self.params
+        rule = scores["_page_rule"]
+        rules = [(rule == 1, "lorem_ipsum"), (rule == 2, "curly_bracket")]
+        if p.min_sentences is not None:
+            rules.append((scores["c4_sentences"] < p.min_sentences, "too_few_sentences"))
+        return first_reason(len(rule), rules)
+
+    def process(self, batch: pa.Table) -> Processed:
+        scores, cleaned = self._clean(batch)
+        mask, reasons = self.keep(scores)
+        result = filter_result(self, batch, scores, mask, reasons, text=cleaned)
+        result.counts = {f"lines_{rule}": scores[f"_lines_{rule}"] for rule in LINE_RULES}
+        return result
+
+
+def _sentences_per_line(lines: pa.Array) -> np.ndarray:
+    """Sentences of every line by spaCy's sentencizer rule: a new sentence starts at the first
+    ordinary word after a sentence terminal ("." "!" "?", ...), punctuation in between allowed."""
+    words = WORDS.split(lines)
+    role = words.feature("role")
+    starts = words.offsets[:-1]
+    n = len(role)
+    if n == 0:
+        return np.zeros(len(starts), np.int64)
+    index = np.arange(n)
+    last_word = np.maximum.accumulate(np.where(role == 0, index, -1))
+    last_end = np.maximum.accumulate(np.where(role == 2, index, -1))
+    line_start = np.repeat(starts, words.counts)
+    before = np.maximum(index - 1, 0)
+    new_sentence = ((role == 0) & (index > line_start) & (last_end[before] >= line_start)
+                    & (last_end[before] > last_word[before]))
+    return (words.counts > 0).astype(np.int64) + segment_sum(new_sentence.astype(np.int64), words.offsets)

@@ -1,0 +1,115 @@
+"""FineWeb's own quality rules (Penedo et al. 2024, "The FineWeb Datasets", section 3.4), with the
+defaults and semantics of datatrove 0.10.1's FineWebQualityFilter, which produced FineWeb.
+
+FineWeb chose these by comparing documents that older filters removed from C4 against ones they
+kept; they target list-like, boilerplate and repeated-line pages that Gopher and C4 miss.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import Field
+
+from curation.stages.base import DocumentFilter, Processed, Resources, first_reason
+from curation.stages.quality import filter_result, ratio
+from curation.text import (
+    SENTENCE_TERMINALS,
+    WORDS,
+    as_array,
+    duplicate_parts,
+    list_offsets,
+    re2_class,
+    segment_sum,
+    warm_up,
+)
+
+_ENDS_SENTENCE = re2_class(SENTENCE_TERMINALS) + "$"
+
+
+class FineWeb(DocumentFilter):
+    """Line punctuation, short lines, duplicated line characters and newlines per word.
+
+    Drops, in order: `empty` (no non-blank line), `line_punct_ratio`, `short_line_ratio`,
+    `char_dup_ratio`, `list_ratio`. Lines are the non-blank pieces between newlines, unstripped (a
+    line ending in "." then a space does not end in punctuation); a line ends a sentence if its last
+    character is a Unicode sentence terminal; duplicated line characters are divided by the
+    characters that are not newlines; the list ratio is newlines per word (spaCy English words).
+    """
+
+    name = "fineweb"
+    resources = Resources(cpus=1.0, batch_rows=512)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {
+        "fw_line_punct_ratio": pa.float64(),
+        "fw_short_line_ratio": pa.float64(),
+        "fw_char_dup_ratio": pa.float64(),
+        "fw_new_line_ratio": pa.float64(),
+    }
+
+    class Params(DocumentFilter.Params):
+        min_line_punct_ratio: float | None = Field(
+            0.12, ge=0, le=1, description="Drop if fewer lines end in sentence punctuation than this share "
+            "(FineWeb: 0.12).")
+        line_punct_exclude_zero: bool = Field(
+            False, description="Do not apply `min_line_punct_ratio` to documents with no such line at all "
+            "(FineWeb: false).")
+        max_short_line_ratio: float | None = Field(
+            0.67, ge=0, le=1, description="Drop if more lines are short than this share (FineWeb: 0.67).")
+        short_line_length: int = Field(30, ge=0, description="A short line has at most this many characters "
+                                       "(FineWeb: 30).")
+        max_char_dup_ratio: float | None = Field(
+            0.01, ge=0, description="Drop if more characters are in lines repeating an earlier line "
+            "(FineWeb: 0.01).")
+        max_new_line_ratio: float | None = Field(
+            0.3, ge=0, description="Drop if there are more newlines per word (list-like pages; FineWeb: 0.3).")
+
+    def setup(self) -> None:
+        warm_up()
+
+    def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        p = self.params
+        text = as_array(batch.column("text"))
+        lines = pc.split_pattern(text, "\n")
+        offsets = list_offsets(lines)
+        flat = lines.flatten()
+        nonblank = pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(flat)), 0).to_numpy(zero_copy_only=False)
+        n_lines = segment_sum(nonblank.astype(np.int64), offsets)
+        ends = pc.match_substring_regex(flat, _ENDS_SENTENCE).to_numpy(zero_copy_only=False) & nonblank
+        short = (pc.utf8_length(flat).to_numpy(zero_copy_only=False) <= p.short_line_length) & nonblank
+        kept_offsets = np.concatenate([[0], np.cumsum(n_lines)]).astype(np.int32)
+        nonblank_lines = pa.ListArray.from_arrays(pa.array(kept_offsets), flat.filter(pa.array(nonblank)))
+        dup_chars = duplicate_parts(nonblank_lines)[2]
+        newlines = pc.count_substring(text, "\n").to_numpy(zero_copy_only=False)
+        chars = pc.utf8_length(text).to_numpy(zero_copy_only=False) - newlines
+        needs_words = p.max_new_line_ratio is not None
+        words = WORDS.split(text).counts if needs_words else np.zeros(len(newlines), np.int64)
+        return {
+            "fw_line_punct_ratio": ratio(segment_sum(ends.astype(np.int64), offsets), n_lines),
+            "fw_short_line_ratio": ratio(segment_sum(short.astype(np.int64), offsets), n_lines),
+            "fw_char_dup_ratio": ratio(dup_chars, chars),
+            "fw_new_line_ratio": ratio(newlines, words),
+            "_lines": n_lines,
+        }
+
+    def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        p = self.params
+        s = scores
+        rules = [(s["_lines"] == 0, "empty")]
+        punct = s["fw_line_punct_ratio"]
+        if p.min_line_punct_ratio is not None:
+            exempt = (punct == 0) if p.line_punct_exclude_zero else np.zeros(len(punct), bool)
+            rules.append(((punct < p.min_line_punct_ratio) & ~exempt, "line_punct_ratio"))
+        for key, bound, reason in [("fw_short_line_ratio", p.max_short_line_ratio, "short_line_ratio"),
+                                   ("fw_char_dup_ratio", p.max_char_dup_ratio, "char_dup_ratio"),
+                                   ("fw_new_line_ratio", p.max_new_line_ratio, "list_ratio")]:
+            if bound is not None:
+                rules.append((s[key] > bound, reason))
+        with np.errstate(invalid="ignore"):
+            return first_reason(len(punct), rules)
+
+    def process(self, batch: pa.Table) -> Processed:
+        scores = self.score(batch)
+        return filter_result(self, batch, scores, *self.keep(scores))

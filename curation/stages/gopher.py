@@ -1,0 +1,247 @@
+"""Gopher's quality and repetition rules (Rae et al. 2021, "Scaling Language Models: Methods, Analysis
+& Insights from Training Gopher", appendix A and table A1), with the semantics of datatrove 0.10.1's
+GopherQualityFilter and GopherRepetitionFilter, which FineWeb used: words are spaCy English tokens
+(`curation.text.WordSplitter` reproduces them), lines are `str.splitlines()` lines.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import Field, field_validator
+
+from curation.stages.base import DocumentFilter, Processed, Resources, first_reason
+from curation.stages.quality import filter_result
+from curation.stages.quality import ratio as _ratio
+from curation.text import (
+    LINE_BREAK_RE2,
+    WORDS,
+    as_array,
+    duplicate_parts,
+    list_offsets,
+    ngram_repetition,
+    segment_sum,
+    warm_up,
+)
+
+GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
+"""Gopher's stop words (appendix A): a document must hold at least two of them."""
+
+class GopherQuality(DocumentFilter):
+    """Gopher's quality rules: word count, mean word length, `#` and ellipsis per word, bullet and
+    ellipsis lines, words with a letter, stop words.
+
+    Drops, in this order (the first rule broken is the reason): `too_few_words`, `too_many_words`,
+    `short_mean_word_length`, `long_mean_word_length`, `too_many_hashes`, `too_many_ellipses`,
+    `too_many_bullet_lines`, `too_many_ellipsis_lines`, `too_few_alpha_words`, `too_few_stop_words`.
+
+    As in datatrove: word counts and mean length skip words made only of punctuation; the symbol
+    ratios and the letter share divide by all words; a bullet line starts (after spaces) with "•"
+    or "-"; stop words are matched case-sensitively and counted once each. Any bound set to null is
+    not checked. Stop words are English by default: for other languages give their own list, or
+    every page in them is dropped as `too_few_stop_words`.
+    """
+
+    name = "gopher_quality"
+    resources = Resources(cpus=1.0, batch_rows=512)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {
+        "gopher_words": pa.int64(),
+        "gopher_mean_word_length": pa.float64(),
+        "gopher_hash_ratio": pa.float64(),
+        "gopher_ellipsis_ratio": pa.float64(),
+        "gopher_bullet_lines_ratio": pa.float64(),
+        "gopher_ellipsis_lines_ratio": pa.float64(),
+        "gopher_alpha_words_ratio": pa.float64(),
+        "gopher_stop_words": pa.int64(),
+    }
+
+    class Params(DocumentFilter.Params):
+        min_words: int | None = Field(50, ge=0, description="Fewest words (Gopher, appendix A: 50).")
+        max_words: int | None = Field(100_000, gt=0, description="Most words (Gopher, appendix A: 100,000).")
+        min_mean_word_length: float | None = Field(
+            3, ge=0, description="Shortest mean word length in characters (Gopher, appendix A: 3).")
+        max_mean_word_length: float | None = Field(
+            10, gt=0, description="Longest mean word length in characters (Gopher, appendix A: 10).")
+        max_symbol_word_ratio: float | None = Field(
+            0.1, gt=0, description="Most `#` per word, and most ellipses (`...`, `…`) per word "
+            "(Gopher, appendix A: 0.1 for either).")
+        max_bullet_lines_ratio: float | None = Field(
+            0.9, gt=0, description="Most share of lines starting with a bullet (Gopher, appendix A: 90%).")
+        max_ellipsis_lines_ratio: float | None = Field(
+            0.3, gt=0, description="Most share of lines ending with an ellipsis (Gopher, appendix A: 30%).")
+        min_alpha_words_ratio: float | None = Field(
+            0.8, ge=0, description="Least share of words with a letter (Gopher, appendix A: 80%; datatrove "
+            "calls it max_non_alpha_words_ratio).")
+        min_stop_words: int | None = Field(
+            2, ge=0, description="Fewest distinct stop words present (Gopher, appendix A: 2).")
+        stop_words: list[str] = Field(
+            GOPHER_STOP_WORDS, description="Stop words (Gopher, appendix A: the, be, to, of, and, that, have, "
+            "with); case-sensitive. Give a list for the language of the documents.")
+
+    def setup(self) -> None:
+        warm_up()
+
+    def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        text = as_array(batch.column("text"))
+        words = WORDS.split(text)
+        offsets, doc = words.offsets, words.doc_index
+        n_words = words.counts
+        wordlike = 1 - words.feature("symbol")
+        n_wordlike = segment_sum(wordlike, offsets)
+        length_sum = segment_sum(words.feature("length") * wordlike, offsets)
+        with_alpha = segment_sum(words.feature("alpha"), offsets)
+        hashes = pc.count_substring(text, "#").to_numpy(zero_copy_only=False)
+        ellipses = (pc.count_substring(text, "...").to_numpy(zero_copy_only=False)
+                    + pc.count_substring(text, "…").to_numpy(zero_copy_only=False))
+        lines = pc.split_pattern_regex(text, LINE_BREAK_RE2)
+        line_offsets = list_offsets(lines)
+        flat = lines.flatten()
+        bullets = segment_sum(_matches(pc.utf8_ltrim_whitespace(flat), "^[•-]"), line_offsets)
+        ellipsis_lines = segment_sum(_matches(pc.utf8_rtrim_whitespace(flat), r"(?:\.\.\.|…)$"), line_offsets)
+        # str.splitlines() has no empty last line after a final line break (nor any line for "")
+        last_empty = pc.equal(_last(lines), "").to_numpy(zero_copy_only=False)
+        n_lines = np.diff(line_offsets) - last_empty
+        return {
+            "gopher_words": n_wordlike,
+            "gopher_mean_word_length": _ratio(length_sum, n_wordlike),
+            "gopher_hash_ratio": _ratio(hashes, n_words),
+            "gopher_ellipsis_ratio": _ratio(ellipses, n_words),
+            "gopher_bullet_lines_ratio": _ratio(bullets, n_lines),
+            "gopher_ellipsis_lines_ratio": _ratio(ellipsis_lines, n_lines),
+            "gopher_alpha_words_ratio": _ratio(with_alpha, n_words),
+            "gopher_stop_words": self._distinct_stop_words(words.ids, doc, len(n_words)),
+        }
+
+    def _distinct_stop_words(self, ids: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
+        stop_ids = np.array(sorted({i for w in self.params.stop_words if (i := WORDS.word_id(w)) is not None}),
+                            dtype=np.int64)
+        if not len(stop_ids) or not len(ids):
+            return np.zeros(n_docs, np.int64)
+        hit = np.isin(ids, stop_ids)
+        pairs = np.unique(doc[hit] * len(stop_ids) + np.searchsorted(stop_ids, ids[hit]))
+        return np.bincount(pairs // len(stop_ids), minlength=n_docs).astype(np.int64)
+
+    def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        p = self.params
+        s = scores
+        n = len(s["gopher_words"])
+        with np.errstate(invalid="ignore"):
+            rules = [
+                (p.min_words, lambda v: s["gopher_words"] < v, "too_few_words"),
+                (p.max_words, lambda v: s["gopher_words"] > v, "too_many_words"),
+                (p.min_mean_word_length, lambda v: s["gopher_mean_word_length"] < v, "short_mean_word_length"),
+                (p.max_mean_word_length, lambda v: s["gopher_mean_word_length"] > v, "long_mean_word_length"),
+                (p.max_symbol_word_ratio, lambda v: s["gopher_hash_ratio"] > v, "too_many_hashes"),
+                (p.max_symbol_word_ratio, lambda v: s["gopher_ellipsis_ratio"] > v, "too_many_ellipses"),
+                (p.max_bullet_lines_ratio, lambda v: s["gopher_bullet_lines_ratio"] > v, "too_many_bullet_lines"),
+                (p.max_ellipsis_lines_ratio, lambda v: s["gopher_ellipsis_lines_ratio"] > v,
+                 "too_many_ellipsis_lines"),
+                (p.min_alpha_words_ratio, lambda v: s["gopher_alpha_words_ratio"] < v, "too_few_alpha_words"),
+                (p.min_stop_words, lambda v: s["gopher_stop_words"] < v, "too_few_stop_words"),
+            ]
+            return first_reason(n, [(test(bound), reason) for bound, test, reason in rules if bound is not None])
+
+
+def _matches(strings: pa.Array, pattern: str) -> np.ndarray:
+    return pc.match_substring_regex(strings, pattern).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _last(lists: pa.ListArray) -> pa.Array:
+    """The last element of every (non-empty) list."""
+    offsets = list_offsets(lists)
+    return lists.flatten().take(pa.array(offsets[1:] - 1))
+
+
+class GopherRepetition(DocumentFilter):
+    """Gopher's repetition rules (Rae et al. 2021, table A1): documents that repeat lines,
+    paragraphs or n-grams too much.
+
+    Drops, in order: `empty`, `dup_para_frac`, `dup_para_char_frac`, `dup_line_frac`,
+    `dup_line_char_frac`, `top_{n}gram` (n = 2, 3, 4), `dup_{n}gram` (n = 5 to 10).
+
+    As in datatrove: paragraphs are split at two or more newlines of the stripped text, lines at
+    runs of newlines; character fractions divide by the characters of the whole text; the top
+    n-gram's characters count its words joined by spaces times its count; duplicated n-grams are
+    counted left to right, jumping past each repeat, with their words' characters.
+    """
+
+    name = "gopher_repetition"
+    resources = Resources(cpus=1.0, batch_rows=512)
+
+    @property
+    def output_columns(self) -> dict[str, pa.DataType]:  # type: ignore[override]
+        p = self.params
+        names = ["dup_para_frac", "dup_para_char_frac", "dup_line_frac", "dup_line_char_frac"]
+        names += [f"top_{n}gram_char_frac" for n in sorted(p.max_top_ngram_char_frac)]
+        names += [f"dup_{n}gram_char_frac" for n in sorted(p.max_dup_ngram_char_frac)]
+        return dict.fromkeys(names, pa.float64())
+
+    class Params(DocumentFilter.Params):
+        max_dup_para_frac: float | None = Field(
+            0.3, gt=0, description="Most share of paragraphs that repeat an earlier one (Gopher, table A1: 0.30).")
+        max_dup_para_char_frac: float | None = Field(
+            0.2, gt=0, description="Most share of characters in repeated paragraphs (Gopher, table A1: 0.20).")
+        max_dup_line_frac: float | None = Field(
+            0.3, gt=0, description="Most share of lines that repeat an earlier one (Gopher, table A1: 0.30).")
+        max_dup_line_char_frac: float | None = Field(
+            0.2, gt=0, description="Most share of characters in repeated lines (Gopher, table A1: 0.20).")
+        max_top_ngram_char_frac: dict[int, float] = Field(
+            {2: 0.2, 3: 0.18, 4: 0.16}, description="n -> most share of characters in the most frequent "
+            "n-gram (Gopher, table A1: 2: 0.20, 3: 0.18, 4: 0.16); n from 1 to 10.")
+        max_dup_ngram_char_frac: dict[int, float] = Field(
+            {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}, description="n -> most share of characters "
+            "in repeated n-grams (Gopher, table A1: 5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10); "
+            "n from 1 to 10.")
+
+        @field_validator("max_top_ngram_char_frac", "max_dup_ngram_char_frac")
+        @classmethod
+        def _sizes(cls, value: dict[int, float]) -> dict[int, float]:
+            if any(not 1 <= n <= 10 for n in value):
+                msg = f"n-gram sizes go from 1 to 10, got {sorted(value)}"
+                raise ValueError(msg)
+            return value
+
+    def setup(self) -> None:
+        warm_up()
+
+    def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        p = self.params
+        text = as_array(batch.column("text"))
+        chars = pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.int64)
+        paragraphs = pc.split_pattern_regex(pc.utf8_trim_whitespace(text), r"\n{2,}")
+        n_para, dup_para, dup_para_chars = duplicate_parts(paragraphs)
+        n_line, dup_line, dup_line_chars = duplicate_parts(pc.split_pattern_regex(text, r"\n+"))
+        top, dup = ngram_repetition(WORDS.split(text), list(p.max_top_ngram_char_frac),
+                                    list(p.max_dup_ngram_char_frac))
+        scores = {
+            "dup_para_frac": _ratio(dup_para, n_para),
+            "dup_para_char_frac": _ratio(dup_para_chars, chars),
+            "dup_line_frac": _ratio(dup_line, n_line),
+            "dup_line_char_frac": _ratio(dup_line_chars, chars),
+        }
+        for n, values in top.items():  # -1: fewer than n words, no n-gram to judge
+            scores[f"top_{n}gram_char_frac"] = np.where(values >= 0, _ratio(values, chars), np.nan)
+        for n, values in dup.items():
+            scores[f"dup_{n}gram_char_frac"] = _ratio(values, chars)
+        scores["_chars"] = chars
+        return scores
+
+    def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        p = self.params
+        s = scores
+        rules = [(s["_chars"] == 0, "empty")]
+        for key, bound in [("dup_para_frac", p.max_dup_para_frac), ("dup_para_char_frac", p.max_dup_para_char_frac),
+                           ("dup_line_frac", p.max_dup_line_frac), ("dup_line_char_frac", p.max_dup_line_char_frac)]:
+            if bound is not None:
+                rules.append((s[key] > bound, key))
+        for kind, bounds in (("top", p.max_top_ngram_char_frac), ("dup", p.max_dup_ngram_char_frac)):
+            rules += [(s[f"{kind}_{n}gram_char_frac"] > v, f"{kind}_{n}gram") for n, v in sorted(bounds.items())]
+        with np.errstate(invalid="ignore"):
+            return first_reason(len(s["_chars"]), rules)
+
+    def process(self, batch: pa.Table) -> Processed:
+        scores = self.score(batch)
+        return filter_result(self, batch, scores, *self.keep(scores))

@@ -44,12 +44,14 @@ def removals(files: list[str], name: str, stage: CorpusStage, earlier: pa.Table)
     """(id, reason, detail) of the documents `stage` removes among `files`, and how many it saw."""
     cpus = int(ray.cluster_resources().get("CPU", 1))
     columns = sorted({*stage.columns(), "source"})
-    ds = ray.data.read_parquet(files, columns=columns)
+    ds = ray.data.read_parquet(files).select_columns(columns)
+    partitions = cpus * PARTITIONS_PER_CPU
     keyed = ds.map_batches(_keys, batch_format="pyarrow", fn_kwargs={
-        "stage": stage, "partitions": cpus * PARTITIONS_PER_CPU, "removed": earlier.column("id").combine_chunks()})
+        "stage": stage, "partitions": partitions, "removed": earlier.column("id").combine_chunks()})
     keyed = keyed.materialize()  # small rows (id, key, score); counted and shuffled without a second read
     seen = keyed.count()
-    removed = keyed.groupby("partition").map_groups(_removals, batch_format="pyarrow", fn_kwargs={"stage": stage})
+    removed = keyed.groupby("partition", num_partitions=partitions).map_groups(
+        _removals, batch_format="pyarrow", fn_kwargs={"stage": stage})
     tables = [t for t in ray.get(removed.to_arrow_refs()) if t.num_rows]
     table = pa.concat_tables(tables).cast(REMOVALS) if tables else REMOVALS.empty_table()
     return table.sort_by("id"), seen

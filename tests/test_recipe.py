@@ -103,7 +103,8 @@ def test_schema_documents_every_stage_and_key():
 @pytest.mark.parametrize("recipe", sorted((ROOT / "recipes").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_recipes_are_valid(recipe: Path, monkeypatch):
     monkeypatch.chdir(ROOT)
-    load_recipe(recipe)
+    # Only the quickstart's inputs ship with the project; the others point at a user's data.
+    load_recipe(recipe, check_paths=recipe.name == "quickstart.yaml")
 
 
 def test_cli_validate_and_schema(tmp_path):

@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
@@ -185,3 +186,25 @@ stages: [{{length: {{min_words: 20}}}}, {{exact_dedup: {{}}}}]
     again = dedup_run(f'["{tmp_path}/a.jsonl", "{tmp_path}/b.jsonl"]', "one")
     assert again.shards_skipped == 2 and documents(again.job_dir) == documents(first.job_dir)
     assert again.stats["documents"] == first.stats["documents"]
+
+
+def test_web_recipe_on_real_warc_files_shows_real_rejects_per_reason(ray_session, testdata, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    recipe = load_recipe(ROOT / "recipes" / "web-en.yaml", check_paths=False)
+    warcs = [f"{testdata}/warc/**/*.warc.gz"]
+    recipe = recipe.model_copy(update={"sources": [recipe.sources[0].model_copy(update={"paths": warcs})]})
+    result = run(recipe, output=str(tmp_path), quiet=True)
+    stats = result.stats
+    for name in ("extract", "normalize", "langid", "gopher_repetition", "gopher_quality", "c4", "fineweb",
+                 "toxicity", "pii", "exact_dedup"):
+        assert stage(stats, name)["docs_in"] > 0, name
+    assert stage(stats, "langid")["dropped"]["lang_not_kept"] > 10  # the crawl is mostly not English
+    rejects = pads.dataset(Path(result.job_dir, "rejects"), format="parquet", partitioning="hive").to_table()
+    by_reason = Counter(zip(rejects.column("stage").to_pylist(), rejects.column("reason").to_pylist(), strict=True))
+    assert by_reason[("langid", "lang_not_kept")] == stage(stats, "langid")["dropped"]["lang_not_kept"]
+    examples = rejects.filter(pa.compute.equal(rejects.column("reason"), "lang_not_kept")).to_pylist()
+    assert all(e["text"] and e["detail"] and not e["detail"].startswith("en ") for e in examples)
+    kept = pq.read_table(Path(result.job_dir, "documents"))
+    assert set(kept.column("lang").to_pylist()) == {"en"}
+    assert kept.num_rows == stats["documents"]["out"] > 0
+    assert set(stage(stats, "pii")["counts"]) == {"email", "ip", "phone"}

@@ -232,6 +232,9 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
         model = getattr(params, "model", None)
         if isinstance(model, str) and not io.exists(model):
             out.append((("stages", i, kind, "model"), f"no model file at {model!r}"))
+        for j, path in enumerate(getattr(params, "benchmarks", None) or []):
+            if not Path(path).exists():
+                out.append((("stages", i, kind, "benchmarks", j), f"no benchmark file or folder at {path!r}"))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from curation.stages.base import DocumentFilter, Processed, Resources, Stage, StageParams
 from curation.stages.c4 import C4
 from curation.stages.classifier import FastTextClassifier
+from curation.stages.decontaminate import Decontaminate
 from curation.stages.extract import Extract
 from curation.stages.fineweb import FineWeb
 from curation.stages.gopher import GopherQuality, GopherRepetition
@@ -19,12 +20,12 @@ STAGES: dict[str, type[Stage]] = {
     s.name: s
     for s in (
         Extract, Normalize, LangId, Length, GopherQuality, GopherRepetition, C4, FineWeb, Density, FlaggedWords,
-        FastTextClassifier, PiiRedaction,
+        FastTextClassifier, PiiRedaction, Decontaminate,
     )
 }
 
 __all__ = [
-    "C4", "STAGES", "Density", "DocumentFilter", "Extract", "FastTextClassifier", "FineWeb", "FlaggedWords",
-    "GopherQuality", "GopherRepetition", "LangId", "Length", "Normalize", "PiiRedaction", "Processed", "Resources",
-    "Stage", "StageParams",
+    "C4", "STAGES", "Decontaminate", "Density", "DocumentFilter", "Extract", "FastTextClassifier", "FineWeb",
+    "FlaggedWords", "GopherQuality", "GopherRepetition", "LangId", "Length", "Normalize", "PiiRedaction",
+    "Processed", "Resources", "Stage", "StageParams",
 ]

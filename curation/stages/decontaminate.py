@@ -1,0 +1,63 @@
+"""Benchmark decontamination: documents sharing word n-grams with evaluation sets."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import numpy as np
+import pyarrow as pa
+from pydantic import Field
+
+from curation.dedup.decontam import NgramIndex, benchmark_files
+from curation.stages.base import Processed, Resources, Stage, StageParams
+
+
+class DecontaminateParams(StageParams):
+    benchmarks: list[str] = Field(
+        ..., min_length=1,
+        description="Benchmark files or folders (JSONL, JSON, CSV, gzipped or not). A file is one benchmark, "
+        "named by its stem; a folder's files are named by their path below it (gsm8k/test).",
+    )
+    fields: list[str] | None = Field(
+        None, description="Fields holding benchmark text (default: question, answer, prompt, canonical_solution, "
+        "test: GSM8K's and HumanEval's).",
+    )
+    ngram: int = Field(13, ge=5, description="Words per n-gram, normalized (GPT-3's 13-gram overlap, Brown et al. "
+                       "2020, appendix C).")
+    action: Literal["drop", "mark"] = Field(
+        "drop", description="drop: contaminated documents become rejects; mark: they stay, with the columns set."
+    )
+
+
+class Decontaminate(Stage):
+    """Find documents that contain benchmark n-grams; drop (`contaminated`, detail: benchmark and hits) or mark.
+
+    Adds `contamination` (the benchmark with most hits, null when clean) and `contamination_hits`;
+    counts documents per benchmark in stats.json. The index is built once per worker in `setup`.
+    """
+
+    name = "decontaminate"
+    Params = DecontaminateParams
+    resources = Resources(cpus=0.5, stateful=True)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {"contamination": pa.string(), "contamination_hits": pa.int32()}
+
+    @property
+    def count_keys(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(sorted(benchmark_files(self.params.benchmarks)))
+
+    def setup(self) -> None:
+        self.index = NgramIndex.from_paths(self.params.benchmarks, self.params.fields, self.params.ngram)
+
+    def process(self, batch: pa.Table) -> Processed:
+        found = self.index.find(batch.column("text"))
+        benchmark, hits = found.column("benchmark"), found.column("hits")
+        table = batch.append_column("contamination", benchmark).append_column("contamination_hits", hits)
+        names = np.asarray(benchmark.to_pylist(), dtype=object)
+        counts = {key: (names == key).astype(np.int64) for key in self.count_keys}
+        hit = names != None  # noqa: E711 -- elementwise over an object array
+        if self.params.action == "mark":
+            return Processed(table, pa.nulls(batch.num_rows, pa.string()), counts=counts)
+        reasons = pa.array(np.where(hit, "contaminated", None), pa.string())
+        details = pa.array([f"{b}: {h} n-grams" if b else None for b, h in zip(names, hits.to_pylist(), strict=True)],
+                           pa.string())
+        return Processed(table, reasons, details, counts=counts)

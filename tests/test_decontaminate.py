@@ -1,0 +1,39 @@
+"""Decontamination: planted benchmark items are found, ordinary documents are not."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow as pa
+
+from curation import schema
+from curation.apply import run_stage
+from curation.stages import Decontaminate
+from tests.test_normalize import docs
+
+
+def test_planted_items_are_found_and_clean_text_is_not(testdata: Path, tmp_path: Path):
+    gsm = [json.loads(line) for line in (testdata / "benchmarks/gsm8k/test.jsonl").read_text().splitlines()[:20]]
+    with gzip.open(testdata / "benchmarks/humaneval/HumanEval.jsonl.gz", "rt") as f:
+        human = [json.loads(line) for line in f][:10]
+    notes = [json.loads(line)["text"] for line in
+             gzip.decompress((Path(__file__).parents[1] / "recipes/sample/notes.jsonl.gz").read_bytes()).splitlines()
+             if line.startswith(b'{"text": "F')]
+    planted = [f"Some intro text. {g['question']} And then the page goes on." for g in gsm[:5]]
+    planted.append("Code from a blog:\n" + human[0]["prompt"] + human[0]["canonical_solution"])
+    stage = Decontaminate(benchmarks=[str(testdata / "benchmarks")])
+    stage.setup()
+    out = run_stage(stage, docs(planted + notes))
+    reasons = out.column(schema.REASON).to_pylist()
+    assert reasons == ["contaminated"] * len(planted) + [None] * len(notes)
+    assert out.column("contamination").to_pylist()[:6] == ["gsm8k/test"] * 5 + ["humaneval/HumanEval"]
+    assert out.column(schema.DETAIL).to_pylist()[0].startswith("gsm8k/test: ")
+    assert stage.count_keys == ("gsm8k/test", "gsm8k/test_socratic", "humaneval/HumanEval")
+    assert pa.compute.sum(out.column("_n:decontaminate:gsm8k/test")).as_py() == 5
+    marked = Decontaminate(benchmarks=[str(testdata / "benchmarks/gsm8k/test.jsonl")], action="mark")
+    marked.setup()
+    kept = run_stage(marked, docs(planted[:1]))
+    assert kept.column(schema.REASON).to_pylist() == [None]
+    assert kept.column("contamination").to_pylist() == ["test"]

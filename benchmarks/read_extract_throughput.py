@@ -215,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=int, default=8, help="number of .warc.gz files (shards) of the corpus")
     p.add_argument("--pages", type=int, default=None, help="use an evenly spread subset of this many pages")
     p.add_argument("--cpus", default="1,2", help="ray.num_cpus values to run, comma-separated")
+    p.add_argument("--copies", type=int, default=1,
+                   help="repeat the pages this many times (distinct URLs) for the pipeline runs, so that worker "
+                   "start-up weighs as it does on a real crawl; the plain loop's rate is measured on one copy")
     args = p.parse_args(argv)
     try:
         real_pages()
@@ -225,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-read-extract-") as tmp:
         corpus = Path(tmp) / "corpus"
         started = time.perf_counter()
-        paths = build_warc_corpus(corpus, copies=1, files=args.files, pages=args.pages)
+        paths = build_warc_corpus(corpus, copies=args.copies, files=args.files, pages=args.pages)
         size = sum(p.stat().st_size for p in paths) / 1e6
         print(f"corpus: {len(real_pages(limit=args.pages))} real pages as WARC responses in {len(paths)} "
               f"files, {size:.1f} MB gzip (built and verified in {time.perf_counter() - started:.1f} s)")

@@ -31,6 +31,7 @@ from curation.classify import (
 )
 from curation.stages.classifier import FastTextClassifier
 from tests.conftest import ROOT
+from tests.support.batches import doc_batch
 
 GOOD = ["research", "study", "analysis", "theory", "evidence", "results", "method", "data", "history", "science"]
 BAD = ["buy", "cheap", "free", "click", "casino", "bonus", "offer", "deal", "discount", "winner", "prize"]
@@ -71,20 +72,6 @@ def model(data: Path) -> str:
         hyperparameters=SMALL,
     )
     return output
-
-
-def _batch(texts: list[str | None]) -> pa.Table:
-    n = len(texts)
-    return pa.table(
-        {
-            "id": [f"{i:08x}" for i in range(n)],
-            "source": ["web"] * n,
-            "text": texts,
-            schema.STAGE: pa.nulls(n, pa.string()),
-            schema.REASON: pa.nulls(n, pa.string()),
-            schema.DETAIL: pa.nulls(n, pa.string()),
-        }
-    )
 
 
 def test_preprocess_makes_one_line_and_lowercases_only_when_asked():
@@ -135,7 +122,7 @@ def test_duplicates_and_contradicting_labels_are_removed(tmp_path: Path):
 def test_stage_keeps_documents_above_the_threshold(model: str):
     rng = random.Random(5)
     texts = [_doc(rng, GOOD) for _ in range(10)] + [_doc(rng, BAD) for _ in range(10)] + [None, ""]
-    out = run_stage(FastTextClassifier(model=model, threshold=0.5), _batch(texts))
+    out = run_stage(FastTextClassifier(model=model, threshold=0.5), doc_batch(texts))
     rows = out.to_pylist()
     assert [r[schema.REASON] for r in rows[:10]] == [None] * 10
     assert [r[schema.REASON] for r in rows[10:20]] == ["low_quality_score"] * 10
@@ -146,7 +133,7 @@ def test_stage_keeps_documents_above_the_threshold(model: str):
 def test_top_fraction_uses_the_calibrated_threshold(model: str, data: Path):
     pool = read_jsonl_texts([str(data / "pool.jsonl")]).texts  # scored at training time for the `pool` quantiles
     stage = FastTextClassifier(model=model, top_fraction=0.2)
-    out = run_stage(stage, _batch(pool))
+    out = run_stage(stage, doc_batch(pool))
     kept = np.mean([r is None for r in out.column(schema.REASON).to_pylist()])
     assert kept == pytest.approx(0.2, abs=0.02)
     car = load_sidecar(model)
@@ -165,7 +152,7 @@ def test_keep_below_with_own_column_and_reason(model: str):
     stage = FastTextClassifier(
         model=model, label="hq", threshold=0.5, keep_below=True, score_column="hq_prob", reason="too_academic"
     )
-    rows = run_stage(stage, _batch(texts)).to_pylist()
+    rows = run_stage(stage, doc_batch(texts)).to_pylist()
     assert [r[schema.REASON] for r in rows] == ["too_academic", None]
     assert "quality_score" not in rows[0] and rows[0]["hq_prob"] >= 0.5
     default = FastTextClassifier(model=model, threshold=0.5, keep_below=True, score_column="toxicity_score")

@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 
 from curation import schema
 from curation.apply import run_stage
 from curation.stages.pii import PiiRedaction
-
-
-def _batch(texts: list[str | None]) -> pa.Table:
-    n = len(texts)
-    return pa.table(
-        {
-            "id": [f"{i:08x}" for i in range(n)],
-            "source": ["web"] * n,
-            "text": texts,
-            schema.STAGE: pa.nulls(n, pa.string()),
-            schema.REASON: pa.nulls(n, pa.string()),
-            schema.DETAIL: pa.nulls(n, pa.string()),
-        }
-    )
+from tests.support.batches import doc_batch
 
 
 def redact(text: str, **params: object) -> str:
-    return run_stage(PiiRedaction(**params), _batch([text])).column("text")[0].as_py()
+    return run_stage(PiiRedaction(**params), doc_batch([text])).column("text")[0].as_py()
 
 
 @pytest.mark.parametrize(
@@ -88,7 +74,7 @@ def test_counts_per_kind_and_never_drops():
         None,
         "server 93.184.216.34",
     ]
-    out = run_stage(PiiRedaction(), _batch(texts))
+    out = run_stage(PiiRedaction(), doc_batch(texts))
     assert out.column(schema.REASON).to_pylist() == [None] * 4
     assert out.column("text").to_pylist() == [
         "<EMAIL> and <EMAIL>, call <PHONE>",
@@ -106,7 +92,7 @@ def test_kinds_placeholders_policy_and_drop_option():
     assert redact(text, placeholders={"ip": "[IP]"}, ip_policy="all") == (
         "mail <EMAIL>, ip [IP], lan [IP], tel <PHONE>"
     )
-    out = run_stage(PiiRedaction(max_redactions=2), _batch([text, "x@y.com"]))
+    out = run_stage(PiiRedaction(max_redactions=2), doc_batch([text, "x@y.com"]))
     assert out.column(schema.REASON).to_pylist() == ["too_much_pii", None]
 
 

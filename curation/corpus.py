@@ -17,24 +17,13 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curation.dedup.exact import choose_survivors, content_hash
-from curation.stages.base import StageParams
+from curation.stages.base import Configured, StageParams
 
 REMOVALS = pa.schema([("id", pa.string()), ("reason", pa.string()), ("detail", pa.string())])
 
 
-class CorpusStage:
-    name: ClassVar[str]
-    Params: ClassVar[type[StageParams]] = StageParams
+class CorpusStage(Configured):
     input_columns: ClassVar[tuple[str, ...]] = ("id", "text")
-
-    def __init__(self, **params: object) -> None:
-        self.params = self.Params(**params)
-
-    @classmethod
-    def from_params(cls, params: StageParams) -> CorpusStage:
-        stage = cls.__new__(cls)
-        stage.params = params
-        return stage
 
     def columns(self) -> list[str]:
         """Document columns the `keys` step reads."""

@@ -6,26 +6,30 @@ import argparse
 import json
 import sys
 
-from curation.recipe import RecipeError, json_schema, load_recipe
+from curation.recipe import Recipe, RecipeError, json_schema, load_recipe
+
+
+def _load(path: str, consequence: str = "") -> Recipe | None:
+    """The validated recipe, or None after printing every problem."""
+    try:
+        return load_recipe(path)
+    except RecipeError as exc:
+        print(exc, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s) in {path}{consequence}", file=sys.stderr)
+        return None
 
 
 def _validate(args: argparse.Namespace) -> int:
-    try:
-        recipe = load_recipe(args.recipe)
-    except RecipeError as exc:
-        print(exc, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) in {args.recipe}", file=sys.stderr)
+    recipe = _load(args.recipe)
+    if recipe is None:
         return 2
     print(f"{args.recipe}: valid ({len(recipe.sources)} sources, {len(recipe.stages)} stages)")
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        recipe = load_recipe(args.recipe)
-    except RecipeError as exc:
-        print(exc, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) in {args.recipe}; nothing was run", file=sys.stderr)
+    recipe = _load(args.recipe, "; nothing was run")
+    if recipe is None:
         return 2
     from pipelines.progress import summary  # Ray is imported only when a job really runs
     from pipelines.run import run

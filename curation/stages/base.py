@@ -8,7 +8,7 @@ output columns) plus a reason per row: null keeps the row, a string drops it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import pyarrow as pa
@@ -42,22 +42,27 @@ class Processed:
     counts: dict[str, np.ndarray] | None = None  # per-row tallies (e.g. redactions), keys in `count_keys`
 
 
-class Stage:
+class Configured:
+    """Something built from its recipe keys: `Params` validates them, `from_params` takes them validated."""
+
     name: ClassVar[str]
     Params: ClassVar[type[StageParams]] = StageParams
-    resources: ClassVar[Resources] = Resources()
-    input_columns: ClassVar[tuple[str, ...]] = ("text",)
-    output_columns: ClassVar[dict[str, pa.DataType]] = {}
-    count_keys: ClassVar[tuple[str, ...]] = ()  # tallies summed into stats.json under the stage's `counts`
 
     def __init__(self, **params: Any) -> None:
         self.params = self.Params(**params)
 
     @classmethod
-    def from_params(cls, params: StageParams) -> Stage:
-        stage = cls.__new__(cls)
-        stage.params = params
-        return stage
+    def from_params(cls, params: StageParams) -> Self:
+        made = cls.__new__(cls)
+        made.params = params
+        return made
+
+
+class Stage(Configured):
+    resources: ClassVar[Resources] = Resources()
+    input_columns: ClassVar[tuple[str, ...]] = ("text",)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {}
+    count_keys: ClassVar[tuple[str, ...]] = ()  # tallies summed into stats.json under the stage's `counts`
 
     def setup(self) -> None:
         """Load models or other state; called once per worker before the first batch."""

@@ -74,5 +74,3 @@ class ExactDedup(CorpusStage):
     def removals(self, rows: pa.Table) -> pa.Table:
         return removals_from_survivors(rows, "duplicate")
 
-
-CORPUS_STAGES: dict[str, type[CorpusStage]] = {s.name: s for s in (ExactDedup,)}

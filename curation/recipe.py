@@ -13,10 +13,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
 
 from curation import io
-from curation.corpus import CORPUS_STAGES
+from curation.corpus import CorpusStage, ExactDedup
+from curation.fuzzy import MinhashDedup
 from curation.readers import READERS
 from curation.stages import STAGES, StageParams
 
+CORPUS_STAGES: dict[str, type[CorpusStage]] = {s.name: s for s in (ExactDedup, MinhashDedup)}
 ALL_STAGES = {**STAGES, **CORPUS_STAGES}
 
 

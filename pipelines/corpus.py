@@ -23,6 +23,7 @@ from curation import io
 from curation.corpus import REMOVALS, CorpusStage
 from curation.dedup.bloom import shard_of as partition_of
 from curation.job import WORK_DOCUMENTS, finalize_shard
+from pipelines import fuzzy
 
 PARTITIONS_PER_CPU = 4
 
@@ -78,7 +79,8 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
             table = pq.read_table(path, filesystem=fs)
             seen = int(pq.read_metadata(path, filesystem=fs).metadata[b"documents_seen"])
         else:
-            table, seen = removals(files, name, stage, removed) if files else (REMOVALS.empty_table(), 0)
+            remove = fuzzy.removals if isinstance(stage, fuzzy.MinhashDedup) else removals  # several shuffles
+            table, seen = remove(files, name, stage, removed) if files else (REMOVALS.empty_table(), 0)
             table = table.replace_schema_metadata({"documents_seen": str(seen)})
             with io.temp_path(out) as tmp:
                 pq.write_table(table, tmp, filesystem=fs)

@@ -16,9 +16,9 @@ from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
 from curation.apply import run_stage
-from curation.corpus import CORPUS_STAGES, CorpusStage
+from curation.corpus import CorpusStage
 from curation.readers import read_shard
-from curation.recipe import Recipe, Source
+from curation.recipe import CORPUS_STAGES, Recipe, Source
 from curation.shards import Shard
 from curation.stages import STAGES, Stage
 

@@ -263,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         parts = ", ".join(f"{g} {v:.1f}" for g, v in sorted(used.items()))
         print(f"  CPU seconds from Ray up to Ray shutdown: {total:.1f} ({parts}); "
               f"{1000 * total / r.docs:.1f} ms CPU per page, plain loop {1000 * plain_cpu / plain.docs:.1f} "
-              f"(CPU efficiency ratio {plain_cpu / total:.3f}); load average after {n['load average after']}")
+              f"(CPU efficiency ratio {(plain_cpu / plain.docs) / (total / r.docs):.3f}); "
+              f"load average after {n['load average after']}")
         target = f"{verdict} the target of under {TARGET_OVERHEAD:.0%}"
         print(f"  Ray overhead per core: {1 - ratio:.1%} ({target})")
     return 0

@@ -80,7 +80,8 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
             seen = int(pq.read_metadata(path, filesystem=fs).metadata[b"documents_seen"])
         else:
             remove = fuzzy.removals if isinstance(stage, fuzzy.MinhashDedup) else removals  # several shuffles
-            table, seen = remove(files, name, stage, removed) if files else (REMOVALS.empty_table(), 0)
+            with fuzzy.sort_shuffle():
+                table, seen = remove(files, name, stage, removed) if files else (REMOVALS.empty_table(), 0)
             table = table.replace_schema_metadata({"documents_seen": str(seen)})
             with io.temp_path(out) as tmp:
                 pq.write_table(table, tmp, filesystem=fs)

@@ -3,7 +3,7 @@
 Every shuffle is the same move: rows get a `part` column (`partition_of` a hash key; P partitions,
 4 per CPU or one per 50,000 documents, whichever is more) and `groupby("part").map_groups(fn)` hands
 `fn` a whole partition as one Arrow table, so Python runs once per partition: never per bucket, pair
-or node. Ray Data's sort-based shuffle runs them (see `_sort_shuffle` for why not the hash shuffle).
+or node. Ray Data's sort-based shuffle runs them (see `sort_shuffle` for why not the hash shuffle).
 The steps (functions of `curation.fuzzy` / `curation.dedup` do the work):
 
 1. signatures: `map_batches` over the curated documents -> `MinhashDedup.signed` (id, node, score,
@@ -100,12 +100,12 @@ def fuzzy_dedup(files: list[str], stage: MinhashDedup, removed: pa.Array | None 
     `removed`: ids to leave out (removed by earlier stages); `partitions`: hash partitions of every
     shuffle (default: 4 per CPU of the cluster, more for large corpora); the result is the same for any number.
     """
-    with _sort_shuffle():
+    with sort_shuffle():
         return _fuzzy_dedup(files, stage, removed, partitions)
 
 
 @contextmanager
-def _sort_shuffle() -> Iterator[None]:
+def sort_shuffle() -> Iterator[None]:
     """Shuffle by Ray Data's sort-based (task) strategy while this stage builds and runs its datasets.
 
     Measured on 2 CPUs: the default hash shuffle starts fresh aggregator actors for every `groupby`,

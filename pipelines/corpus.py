@@ -11,6 +11,7 @@ documents, which go to `rejects/` with the survivor's id as their detail.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,8 +65,12 @@ def _finalize(job_dir: str, shard: str, removed: pa.Table, sample: float, cap: i
 
 
 def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shards: list[str], *,
-                      rejects_sample: float, max_rejects: int) -> dict[str, dict[str, Any]]:
-    """Run every corpus stage, then write the final documents; return the stages' counters."""
+                      rejects_sample: float, max_rejects: int,
+                      on_done: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Run every corpus stage, then write the final documents; return the stages' counters.
+
+    `on_done(step, counters)` hears of each finished stage and of the final documents (progress).
+    """
     shards = [s for s in shards if io.exists(io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet"))]  # some keep nothing
     files = [io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet") for s in shards]
     removed = pa.table({"id": pa.array([], pa.string()), "stage": pa.array([], pa.string()),
@@ -89,10 +94,14 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
         counters[name] = {"docs_in": seen, "docs_out": seen - table.num_rows,
                           "dropped": {str(k): int(v) for k, v in reasons.items()}, "skipped": {}, "counts": {},
                           "bytes_in": 0, "bytes_out": 0, "seconds": time.perf_counter() - started}
+        if on_done:
+            on_done(name, counters[name])
         stage_column = pa.array([name] * table.num_rows, pa.string())
         removed = pa.concat_tables([removed, table.append_column("stage", stage_column).select(removed.column_names)])
     pending = [s for s in shards if not io.exists(io.join(job_dir, "_work", "final", f"{s}.json"))]
-    ray.get([_finalize.remote(job_dir, s, removed, rejects_sample, max_rejects) for s in pending])
+    written = ray.get([_finalize.remote(job_dir, s, removed, rejects_sample, max_rejects) for s in pending])
+    if on_done:
+        on_done("final documents", {"shards": len(written), "documents": sum(r["documents"] for r in written)})
     return counters
 
 

@@ -41,6 +41,11 @@ class Progress:
         if self.bar:
             self.bar.stop()
 
+    def say(self, line: str) -> None:
+        """One line of what the job does now (stderr), unless quiet."""
+        if self.enabled:
+            self.console.print(line, highlight=False)
+
     def update(self, batch: pa.Table, shards_completed: int) -> None:
         reasons = batch.column(schema.REASON).to_pylist()
         self.rows += sum(1 for r in reasons if r != schema.END_OF_SHARD)

@@ -118,9 +118,17 @@ def run(
             raise RuntimeError(msg)
         if corpus_stages:
             events.emit("corpus_stages_started", stages=[name for name, _ in corpus_stages])
+            progress.say(f"corpus stages: {', '.join(name for name, _ in corpus_stages)} over all documents")
+
+            def corpus_step_done(step: str, counts: dict[str, Any]) -> None:
+                events.emit("corpus_step_done", step=step, **counts)
+                if "docs_in" in counts:
+                    progress.say(f"  {step}: {counts['docs_in']:,} documents in, {counts['docs_out']:,} kept "
+                                 f"({counts['seconds']:.1f} s)")
+
             corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards],
                                                 rejects_sample=recipe.rejects.sample,
-                                                max_rejects=recipe.rejects.max_per_reason)
+                                                max_rejects=recipe.rejects.max_per_reason, on_done=corpus_step_done)
     except BaseException as exc:
         events.emit("job_failed", error=f"{type(exc).__name__}: {exc}", shards_done=len(writer.done))
         raise

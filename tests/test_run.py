@@ -181,6 +181,9 @@ stages: [{{length: {{min_words: 20}}}}, {{exact_dedup: {{}}}}]
     assert rejects.num_rows == 4 and all(d.startswith("kept ") for d in rejects.column("detail").to_pylist())
     kept = set(documents(first.job_dir))
     assert {d.removeprefix("kept ") for d in rejects.column("detail").to_pylist()} <= kept
+    events = [json.loads(line) for line in Path(first.job_dir, "events.jsonl").read_text().splitlines()]
+    steps = [(e["step"], e.get("docs_out", e.get("documents"))) for e in events if e["event"] == "corpus_step_done"]
+    assert steps == [("exact_dedup", 6), ("final documents", 6)]
     swapped = dedup_run(f'["{tmp_path}/b.jsonl", "{tmp_path}/a.jsonl"]', "two")
     assert documents(swapped.job_dir) == documents(first.job_dir)  # shard order does not matter
     again = dedup_run(f'["{tmp_path}/a.jsonl", "{tmp_path}/b.jsonl"]', "one")

@@ -60,3 +60,15 @@ def document_id(uri: str, position: int) -> str:
 
 def is_bookkeeping(column: str) -> bool:
     return column.startswith("_")
+
+
+def documents_table(texts: list[str | None], source: str = "local") -> pa.Table:
+    """A batch of documents as a stage receives it (no drops yet), for running stages by hand:
+    notebooks, benchmarks, tests. Ids derive from the position, as a reader's would."""
+    n = len(texts)
+    columns = {
+        "id": [document_id(source, i) for i in range(n)], "source": [source] * n, "url": [None] * n,
+        "title": [None] * n, "text": texts, "meta": ["{}"] * n, SHARD: [source] * n,
+        STAGE: [None] * n, REASON: [None] * n, DETAIL: [None] * n, SHARD_ROWS: [None] * n,
+    }
+    return pa.table(columns, schema=READ_SCHEMA.remove(READ_SCHEMA.get_field_index("html")))

@@ -29,9 +29,9 @@ from curation.classify import (
     threshold_for_fraction,
     train_classifier,
 )
+from curation.schema import documents_table
 from curation.stages.classifier import FastTextClassifier
 from tests.conftest import ROOT
-from tests.support.batches import doc_batch
 
 GOOD = ["research", "study", "analysis", "theory", "evidence", "results", "method", "data", "history", "science"]
 BAD = ["buy", "cheap", "free", "click", "casino", "bonus", "offer", "deal", "discount", "winner", "prize"]
@@ -122,7 +122,7 @@ def test_duplicates_and_contradicting_labels_are_removed(tmp_path: Path):
 def test_stage_keeps_documents_above_the_threshold(model: str):
     rng = random.Random(5)
     texts = [_doc(rng, GOOD) for _ in range(10)] + [_doc(rng, BAD) for _ in range(10)] + [None, ""]
-    out = run_stage(FastTextClassifier(model=model, threshold=0.5), doc_batch(texts))
+    out = run_stage(FastTextClassifier(model=model, threshold=0.5), documents_table(texts))
     rows = out.to_pylist()
     assert [r[schema.REASON] for r in rows[:10]] == [None] * 10
     assert [r[schema.REASON] for r in rows[10:20]] == ["low_quality_score"] * 10
@@ -133,7 +133,7 @@ def test_stage_keeps_documents_above_the_threshold(model: str):
 def test_top_fraction_uses_the_calibrated_threshold(model: str, data: Path):
     pool = read_jsonl_texts([str(data / "pool.jsonl")]).texts  # scored at training time for the `pool` quantiles
     stage = FastTextClassifier(model=model, top_fraction=0.2)
-    out = run_stage(stage, doc_batch(pool))
+    out = run_stage(stage, documents_table(pool))
     kept = np.mean([r is None for r in out.column(schema.REASON).to_pylist()])
     assert kept == pytest.approx(0.2, abs=0.02)
     car = load_sidecar(model)
@@ -152,7 +152,7 @@ def test_keep_below_with_own_column_and_reason(model: str):
     stage = FastTextClassifier(
         model=model, label="hq", threshold=0.5, keep_below=True, score_column="hq_prob", reason="too_academic"
     )
-    rows = run_stage(stage, doc_batch(texts)).to_pylist()
+    rows = run_stage(stage, documents_table(texts)).to_pylist()
     assert [r[schema.REASON] for r in rows] == ["too_academic", None]
     assert "quality_score" not in rows[0] and rows[0]["hq_prob"] >= 0.5
     default = FastTextClassifier(model=model, threshold=0.5, keep_below=True, score_column="toxicity_score")

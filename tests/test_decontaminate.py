@@ -10,8 +10,8 @@ import pyarrow as pa
 
 from curation import schema
 from curation.apply import run_stage
+from curation.schema import documents_table
 from curation.stages import Decontaminate
-from tests.support.batches import doc_batch
 
 
 def test_planted_items_are_found_and_clean_text_is_not(testdata: Path, tmp_path: Path):
@@ -25,7 +25,7 @@ def test_planted_items_are_found_and_clean_text_is_not(testdata: Path, tmp_path:
     planted.append("Code from a blog:\n" + human[0]["prompt"] + human[0]["canonical_solution"])
     stage = Decontaminate(benchmarks=[str(testdata / "benchmarks")])
     stage.setup()
-    out = run_stage(stage, doc_batch(planted + notes))
+    out = run_stage(stage, documents_table(planted + notes))
     reasons = out.column(schema.REASON).to_pylist()
     assert reasons == ["contaminated"] * len(planted) + [None] * len(notes)
     assert out.column("contamination").to_pylist()[:6] == ["gsm8k/test"] * 5 + ["humaneval/HumanEval"]
@@ -34,6 +34,6 @@ def test_planted_items_are_found_and_clean_text_is_not(testdata: Path, tmp_path:
     assert pa.compute.sum(out.column("_n:decontaminate:gsm8k/test")).as_py() == 5
     marked = Decontaminate(benchmarks=[str(testdata / "benchmarks/gsm8k/test.jsonl")], action="mark")
     marked.setup()
-    kept = run_stage(marked, doc_batch(planted[:1]))
+    kept = run_stage(marked, documents_table(planted[:1]))
     assert kept.column(schema.REASON).to_pylist() == [None]
     assert kept.column("contamination").to_pylist() == ["test"]

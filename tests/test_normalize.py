@@ -6,34 +6,35 @@ import unicodedata
 
 from curation import schema
 from curation.apply import run_stage
+from curation.schema import documents_table
 from curation.stages.normalize import Normalize
-from tests.support.batches import doc_batch
 
 
 def test_mojibake_is_repaired_and_real_text_is_left_alone():
-    out = run_stage(Normalize(), doc_batch(["The Mona Lisa doesnâ€™t have eyebrows.", "“Quotes” and ﬁ stay: 全角"]))
+    texts = ["The Mona Lisa doesnâ€™t have eyebrows.", "“Quotes” and ﬁ stay: 全角"]
+    out = run_stage(Normalize(), documents_table(texts))
     assert out.column("text").to_pylist() == ["The Mona Lisa doesn’t have eyebrows.", "“Quotes” and ﬁ stay: 全角"]
     assert out.column("_n:normalize:encoding_fixed").to_pylist() == [1, 0]
 
 
 def test_unicode_is_composed_and_controls_removed():
     decomposed = unicodedata.normalize("NFD", "Café crème")
-    out = run_stage(Normalize(), doc_batch([decomposed + "\x00\u200b\ufeff!"])).column("text").to_pylist()
+    out = run_stage(Normalize(), documents_table([decomposed + "\x00\u200b\ufeff!"])).column("text").to_pylist()
     assert out == ["Café crème!"]
     assert unicodedata.is_normalized("NFC", out[0])
 
 
 def test_whitespace_collapses_but_paragraphs_stay():
     text = "  First\tline  \r\nsecond\u00a0\u00a0line \n\n\n\n\nNext paragraph.  "
-    out = run_stage(Normalize(), doc_batch([text])).column("text").to_pylist()
+    out = run_stage(Normalize(), documents_table([text])).column("text").to_pylist()
     assert out == ["First line\nsecond line\n\nNext paragraph."]
-    keep_more = run_stage(Normalize(max_blank_lines=3), doc_batch([text])).column("text").to_pylist()
+    keep_more = run_stage(Normalize(max_blank_lines=3), documents_table([text])).column("text").to_pylist()
     assert keep_more == ["First line\nsecond line\n\n\n\nNext paragraph."]
 
 
 def test_empty_documents_are_dropped_and_switches_work():
-    out = run_stage(Normalize(), doc_batch([" \u200b\t\n ", "ok"]))
+    out = run_stage(Normalize(), documents_table([" \u200b\t\n ", "ok"]))
     assert out.column(schema.REASON).to_pylist() == ["empty", None]
     raw = "a  b\u0301"
-    untouched = run_stage(Normalize(form="none", collapse_whitespace=False), doc_batch([raw]))
+    untouched = run_stage(Normalize(form="none", collapse_whitespace=False), documents_table([raw]))
     assert untouched.column("text").to_pylist() == [raw]

@@ -6,12 +6,12 @@ import pytest
 
 from curation import schema
 from curation.apply import run_stage
+from curation.schema import documents_table
 from curation.stages.pii import PiiRedaction
-from tests.support.batches import doc_batch
 
 
 def redact(text: str, **params: object) -> str:
-    return run_stage(PiiRedaction(**params), doc_batch([text])).column("text")[0].as_py()
+    return run_stage(PiiRedaction(**params), documents_table([text])).column("text")[0].as_py()
 
 
 @pytest.mark.parametrize(
@@ -74,7 +74,7 @@ def test_counts_per_kind_and_never_drops():
         None,
         "server 93.184.216.34",
     ]
-    out = run_stage(PiiRedaction(), doc_batch(texts))
+    out = run_stage(PiiRedaction(), documents_table(texts))
     assert out.column(schema.REASON).to_pylist() == [None] * 4
     assert out.column("text").to_pylist() == [
         "<EMAIL> and <EMAIL>, call <PHONE>",
@@ -92,7 +92,7 @@ def test_kinds_placeholders_policy_and_drop_option():
     assert redact(text, placeholders={"ip": "[IP]"}, ip_policy="all") == (
         "mail <EMAIL>, ip [IP], lan [IP], tel <PHONE>"
     )
-    out = run_stage(PiiRedaction(max_redactions=2), doc_batch([text, "x@y.com"]))
+    out = run_stage(PiiRedaction(max_redactions=2), documents_table([text, "x@y.com"]))
     assert out.column(schema.REASON).to_pylist() == ["too_much_pii", None]
 
 

@@ -9,12 +9,12 @@ import pytest
 
 from curation import schema
 from curation.apply import run_stage
+from curation.schema import documents_table
 from curation.stages.toxicity import DEFAULT_IGNORED, FlaggedWords, better_profanity_words
-from tests.support.batches import doc_batch
 
 
 def _scores(texts: list[str | None], **params: object) -> list[tuple[int, float]]:
-    scores = FlaggedWords(**params).score(doc_batch(texts))
+    scores = FlaggedWords(**params).score(documents_table(texts))
     return [
         (int(n), round(float(r), 4))
         for n, r in zip(scores["flagged_words"], scores["flagged_words_ratio"], strict=True)
@@ -50,10 +50,10 @@ def test_ordinary_and_clinical_words_are_ignored_by_default_and_can_be_restored(
 def test_drop_above_max_ratio_with_reason():
     long_text = " ".join(["word"] * 199 + ["shit"])  # 0.5 % flagged: kept at the default 1 %
     dense = "shit " * 3 + "word " * 7  # 30 %
-    out = run_stage(FlaggedWords(keep_scores=True), doc_batch([long_text, dense, "clean text"]))
+    out = run_stage(FlaggedWords(keep_scores=True), documents_table([long_text, dense, "clean text"]))
     assert out.column(schema.REASON).to_pylist() == [None, "flagged_words", None]
     assert out.column("flagged_words").to_pylist() == [1, 3, 0]
-    c4 = run_stage(FlaggedWords(max_ratio=0.0), doc_batch([long_text, "clean text"]))  # C4: any flagged word
+    c4 = run_stage(FlaggedWords(max_ratio=0.0), documents_table([long_text, "clean text"]))  # C4: any flagged word
     assert c4.column(schema.REASON).to_pylist() == ["flagged_words", None]
 
 
@@ -76,10 +76,11 @@ def test_symbol_spellings_do_not_become_innocent_words():
 
 
 def test_only_english_documents_when_a_language_is_known():
-    table = doc_batch(["Nie pochylaj się nad osobą", "what the fuck", "what the fuck", "what the fuck"])
+    table = documents_table(["Nie pochylaj się nad osobą", "what the fuck", "what the fuck", "what the fuck"])
     table = table.append_column("lang", pa.array(["pl", "en", "de", None], pa.string()))
-    out = run_stage(FlaggedWords(keep_scores=True), table).sort_by("id")  # run_stage puts passed-by rows last
+    table = table.append_column("pos", pa.array(range(4)))
+    out = run_stage(FlaggedWords(keep_scores=True), table).sort_by("pos")  # run_stage puts passed-by rows last
     assert out.column(schema.REASON).to_pylist() == [None, "flagged_words", None, "flagged_words"]
     assert out.column("flagged_words").to_pylist() == [None, 1, None, 1]  # other languages pass unchecked
-    every = run_stage(FlaggedWords(languages=None), table).sort_by("id")
+    every = run_stage(FlaggedWords(languages=None), table).sort_by("pos")
     assert every.column(schema.REASON).to_pylist() == ["flagged_words"] * 4  # Polish "nad" is on the list

@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check curation pipelines tests benchmarks recipes
 
 BENCHMARKS := extraction_quality read_extract_throughput memory_scaling langid_accuracy quality_agreement \
-	toxicity pii_precision dedup_minhash_speed dedup_quality dedup_bloom dedup_scale
+	toxicity pii_precision dedup_minhash_speed dedup_quality dedup_bloom dedup_scale decontamination
 
 bench: $(STAMP)
 	for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python benchmarks/$$b.py || exit 1; done

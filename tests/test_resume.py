@@ -71,7 +71,7 @@ def test_sigkill_mid_run_then_rerun_loses_and_doubles_nothing(ray_session, tmp_p
     finally:
         proc.wait(timeout=60)
     done_before = len(list((job / "_shards").glob("*.json")))
-    assert 1 <= done_before < 6, "the kill should land in the middle of the run"
+    assert 0 < done_before < 6, "the kill should land in the middle of the run"
     assert "job_done" not in events.read_text()
 
     resumed = run(recipe, output=str(out), quiet=True)

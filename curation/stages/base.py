@@ -27,11 +27,14 @@ class StageParams(BaseModel):
 
 @dataclass(frozen=True)
 class Resources:
-    """What the executor must give a stage; the executor never looks at what the stage does."""
+    """What the executor must give a stage; the executor never looks at what the stage does.
+
+    Batches are the blocks the readers stream (about 8 MB each), not a per-stage row count: asking
+    Ray Data for a row count makes it bundle blocks of different shards into one task.
+    """
 
     cpus: float = 1.0
     stateful: bool = False  # True: run in an actor pool so `setup` (a model load) happens once per actor
-    batch_rows: int = 256
 
 
 @dataclass

@@ -44,7 +44,7 @@ class C4(DocumentFilter):
     """
 
     name = "c4"
-    resources = Resources(cpus=1.0, batch_rows=512)
+    resources = Resources(cpus=1.0)
     count_keys: ClassVar[tuple[str, ...]] = tuple(f"lines_{rule}" for rule in LINE_RULES)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "c4_sentences": pa.int64(),

@@ -85,7 +85,7 @@ class FastTextClassifier(DocumentFilter):
 
     name = "classifier"
     Params = ClassifierParams
-    resources = Resources(cpus=0.5, stateful=True, batch_rows=512)
+    resources = Resources(cpus=0.5, stateful=True)
 
     @property
     def output_columns(self) -> dict[str, pa.DataType]:  # type: ignore[override]

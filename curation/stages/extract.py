@@ -63,7 +63,7 @@ class Extract(Stage):
 
     name = "extract"
     Params = ExtractParams
-    resources = Resources(cpus=1.0, batch_rows=32)
+    resources = Resources(cpus=1.0)
     input_columns: ClassVar[tuple[str, ...]] = ("html", "url", "meta")
     output_columns: ClassVar[dict[str, pa.DataType]] = {"text": pa.string(), "title": pa.string()}
 

@@ -41,7 +41,7 @@ class FineWeb(DocumentFilter):
     """
 
     name = "fineweb"
-    resources = Resources(cpus=1.0, batch_rows=512)
+    resources = Resources(cpus=1.0)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "fw_line_punct_ratio": pa.float64(),
         "fw_short_line_ratio": pa.float64(),

@@ -46,7 +46,7 @@ class GopherQuality(DocumentFilter):
     """
 
     name = "gopher_quality"
-    resources = Resources(cpus=1.0, batch_rows=512)
+    resources = Resources(cpus=1.0)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "gopher_words": pa.int64(),
         "gopher_mean_word_length": pa.float64(),
@@ -169,7 +169,7 @@ class GopherRepetition(DocumentFilter):
     """
 
     name = "gopher_repetition"
-    resources = Resources(cpus=1.0, batch_rows=512)
+    resources = Resources(cpus=1.0)
 
     @property
     def output_columns(self) -> dict[str, pa.DataType]:  # type: ignore[override]

@@ -387,7 +387,7 @@ class LangId(DocumentFilter):
 
     name = "langid"
     Params = LangIdParams
-    resources = Resources(cpus=0.5, stateful=True, batch_rows=256)
+    resources = Resources(cpus=0.5, stateful=True)
     base_columns: ClassVar[dict[str, pa.DataType]] = {"lang": pa.string(), "lang_score": pa.float32()}
     score_columns: ClassVar[dict[str, pa.DataType]] = {"lang_fasttext": pa.string(),
                                                        "lang_fasttext_score": pa.float32()}

@@ -20,7 +20,7 @@ class Length(DocumentFilter):
     """
 
     name = "length"
-    resources = Resources(cpus=0.25, batch_rows=1024)
+    resources = Resources(cpus=0.25)
     output_columns: ClassVar[dict[str, pa.DataType]] = {"n_words": pa.int64(), "n_chars": pa.int64()}
 
     class Params(DocumentFilter.Params):

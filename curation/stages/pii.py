@@ -223,7 +223,7 @@ class PiiRedaction(Stage):
 
     name = "pii"
     Params = PiiParams
-    resources = Resources(cpus=0.5, batch_rows=512)
+    resources = Resources(cpus=0.5)
     count_keys = KINDS
 
     def spans(self, text: str) -> list[tuple[int, int, str]]:

@@ -63,7 +63,7 @@ class Density(DocumentFilter):
     """
 
     name = "density"
-    resources = Resources(cpus=0.5, batch_rows=512)
+    resources = Resources(cpus=0.5)
     output_columns: ClassVar[dict[str, pa.DataType]] = {"compression_ratio": pa.float64()}
 
     class Params(DocumentFilter.Params):

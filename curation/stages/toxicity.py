@@ -119,7 +119,7 @@ class FlaggedWords(DocumentFilter):
 
     name = "toxicity"
     Params = FlaggedWordsParams
-    resources = Resources(cpus=0.25, batch_rows=1024)
+    resources = Resources(cpus=0.25)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "flagged_words": pa.int64(),
         "flagged_words_ratio": pa.float32(),

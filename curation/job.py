@@ -213,12 +213,20 @@ def write_rejects(job_dir: str, shard: str, rejects: pa.Table, files: dict[tuple
         counts[key] += chosen.num_rows
 
 
-def finalize_shard(job_dir: str, shard: str, removed: pa.Table, *, sample: float, cap: int) -> dict[str, Any]:
+def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Table | None = None, *,
+                   sample: float, cap: int) -> dict[str, Any]:
     """Write a shard's final documents: its pre-corpus documents less `removed` (id, stage, reason,
-    detail), the removed ones into rejects/; return the per-stage counts of removals in this shard."""
+    detail) and with `rewrites` (id, text) applied, the removed ones into rejects/; return the
+    per-stage counts of removals in this shard."""
     source = io.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet")
     fs, path = io.resolve(source)
     table = pq.read_table(path, filesystem=fs)
+    if rewrites is not None and rewrites.num_rows:
+        mine = rewrites.filter(pc.is_in(rewrites.column("id"), table.column("id")))
+        if mine.num_rows:
+            index = pc.index_in(table.column("id"), mine.column("id"))
+            text = pc.if_else(pc.is_valid(index), mine.column("text").take(index), table.column("text"))
+            table = table.set_column(table.schema.get_field_index("text"), "text", text)
     gone = pc.is_in(table.column("id"), removed.column("id"))
     kept = table.filter(pc.invert(gone))
     if kept.num_rows:

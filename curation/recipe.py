@@ -13,12 +13,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
 
 from curation import io
+from curation.bloomdedup import BloomDedup
 from curation.corpus import CorpusStage, ExactDedup
 from curation.fuzzy import MinhashDedup
 from curation.readers import READERS
 from curation.stages import STAGES, StageParams
 
-CORPUS_STAGES: dict[str, type[CorpusStage]] = {s.name: s for s in (ExactDedup, MinhashDedup)}
+CORPUS_STAGES: dict[str, type[CorpusStage]] = {s.name: s for s in (ExactDedup, MinhashDedup, BloomDedup)}
 ALL_STAGES = {**STAGES, **CORPUS_STAGES}
 
 
@@ -207,8 +208,13 @@ def _cross_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
     for i, name in enumerate(names):
         if names.index(name) != i:
             out.append((("sources", i, "name"), f"source name {name!r} is used twice"))
-    seen_corpus = None
+    seen_corpus = rewriting = None
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
+        if kind in CORPUS_STAGES and rewriting:
+            out.append((("stages", i, kind), f"corpus stage {kind!r} after {rewriting!r}, which rewrites text: "
+                        "put paragraph-level bloom_dedup last among the corpus stages"))
+        if kind == BloomDedup.name and getattr(params, "level", None) == "paragraph":
+            rewriting = kind
         if kind in CORPUS_STAGES:
             seen_corpus = seen_corpus or kind
         elif seen_corpus:

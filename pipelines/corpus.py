@@ -10,6 +10,7 @@ documents, which go to `rejects/` with the survivor's id as their detail.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,10 +22,11 @@ import pyarrow.parquet as pq
 import ray
 
 from curation import io
+from curation.bloomdedup import REWRITES, BloomDedup
 from curation.corpus import REMOVALS, CorpusStage
 from curation.dedup.bloom import shard_of as partition_of
 from curation.job import WORK_DOCUMENTS, finalize_shard
-from pipelines import fuzzy
+from pipelines import bloom, fuzzy
 
 PARTITIONS_PER_CPU = 4
 
@@ -60,8 +62,41 @@ def removals(files: list[str], name: str, stage: CorpusStage, earlier: pa.Table)
 
 
 @ray.remote(num_cpus=0.5)
-def _finalize(job_dir: str, shard: str, removed: pa.Table, sample: float, cap: int) -> dict[str, Any]:
-    return finalize_shard(job_dir, shard, removed, sample=sample, cap=cap)
+def _finalize(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Table, sample: float,
+              cap: int) -> dict[str, Any]:
+    return finalize_shard(job_dir, shard, removed, rewrites, sample=sample, cap=cap)
+
+
+def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
+                  removed: pa.Table) -> tuple[pa.Table, int, pa.Table, dict[str, Any]]:
+    """(removals, documents seen, rewrites, extra counters) of one corpus stage: computed once, then
+    read back from `_work/` by every rerun."""
+    out, rewrites_out = (io.join(job_dir, "_work", folder, f"{name}.parquet") for folder in ("removed", "rewritten"))
+    fs, path = io.resolve(out)
+    if io.exists(out):
+        meta = pq.read_metadata(path, filesystem=fs).metadata
+        rewrites = pq.read_table(io.resolve(rewrites_out)[1], filesystem=fs) if io.exists(rewrites_out) else None
+        return (pq.read_table(path, filesystem=fs), int(meta[b"documents_seen"]),
+                rewrites if rewrites is not None else REWRITES.empty_table(), json.loads(meta[b"extra"]))
+    extra: dict[str, Any] = {}
+    rewrites = REWRITES.empty_table()
+    with fuzzy.sort_shuffle():
+        if not files:
+            table, seen = REMOVALS.empty_table(), 0
+        elif isinstance(stage, BloomDedup):
+            table, seen, rewrites, bloom_stats = bloom.removals(files, stage, removed)
+            extra = {"bloom": bloom_stats}
+        elif isinstance(stage, fuzzy.MinhashDedup):  # several shuffles
+            table, seen = fuzzy.removals(files, name, stage, removed)
+        else:
+            table, seen = removals(files, name, stage, removed)
+    if rewrites.num_rows:  # written first: the removals file marks the stage as done
+        with io.temp_path(rewrites_out) as tmp:
+            pq.write_table(rewrites, tmp, filesystem=fs)
+    table = table.replace_schema_metadata({"documents_seen": str(seen), "extra": json.dumps(extra)})
+    with io.temp_path(out) as tmp:
+        pq.write_table(table, tmp, filesystem=fs)
+    return table, seen, rewrites, extra
 
 
 def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shards: list[str], *,
@@ -76,30 +111,23 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
     removed = pa.table({"id": pa.array([], pa.string()), "stage": pa.array([], pa.string()),
                         "reason": pa.array([], pa.string()), "detail": pa.array([], pa.string())})
     counters: dict[str, dict[str, Any]] = {}
+    rewrites = REWRITES.empty_table()
     for name, stage in stages:
         started = time.perf_counter()
-        out = io.join(job_dir, "_work", "removed", f"{name}.parquet")
-        fs, path = io.resolve(out)
-        if io.exists(out):
-            table = pq.read_table(path, filesystem=fs)
-            seen = int(pq.read_metadata(path, filesystem=fs).metadata[b"documents_seen"])
-        else:
-            remove = fuzzy.removals if isinstance(stage, fuzzy.MinhashDedup) else removals  # several shuffles
-            with fuzzy.sort_shuffle():
-                table, seen = remove(files, name, stage, removed) if files else (REMOVALS.empty_table(), 0)
-            table = table.replace_schema_metadata({"documents_seen": str(seen)})
-            with io.temp_path(out) as tmp:
-                pq.write_table(table, tmp, filesystem=fs)
+        table, seen, rewritten, extra = _stage_result(job_dir, files, name, stage, removed)
+        rewrites = pa.concat_tables([rewrites, rewritten])
         reasons = dict(zip(*np.unique(table.column("reason").to_pylist(), return_counts=True), strict=True))
         counters[name] = {"docs_in": seen, "docs_out": seen - table.num_rows,
-                          "dropped": {str(k): int(v) for k, v in reasons.items()}, "skipped": {}, "counts": {},
-                          "bytes_in": 0, "bytes_out": 0, "seconds": time.perf_counter() - started}
+                          "dropped": {str(k): int(v) for k, v in reasons.items()}, "skipped": {},
+                          "counts": {"rewritten": rewritten.num_rows} if isinstance(stage, BloomDedup) else {},
+                          "bytes_in": 0, "bytes_out": 0, "seconds": time.perf_counter() - started, **extra}
         if on_done:
             on_done(name, counters[name])
         stage_column = pa.array([name] * table.num_rows, pa.string())
         removed = pa.concat_tables([removed, table.append_column("stage", stage_column).select(removed.column_names)])
     pending = [s for s in shards if not io.exists(io.join(job_dir, "_work", "final", f"{s}.json"))]
-    written = ray.get([_finalize.remote(job_dir, s, removed, rejects_sample, max_rejects) for s in pending])
+    written = ray.get([_finalize.remote(job_dir, s, removed, rewrites, rejects_sample, max_rejects)
+                       for s in pending])
     if on_done:
         on_done("final documents", {"shards": len(written), "documents": sum(r["documents"] for r in written)})
     return counters

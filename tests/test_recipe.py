@@ -126,3 +126,11 @@ def test_missing_model_file_is_reported_before_work(monkeypatch):
     monkeypatch.chdir(ROOT)
     text = GOOD + "  - classifier: {model: models/nothing-here.bin, threshold: 0.5}\n"
     assert "r.yaml:7:25: stages[2].classifier.model: no model file at 'models/nothing-here.bin'" in problems(text)
+
+
+def test_paragraph_bloom_dedup_must_come_last_among_corpus_stages(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    text = GOOD + "  - bloom_dedup: {}\n  - exact_dedup: {}\n"
+    assert any("stages[3].exact_dedup: corpus stage 'exact_dedup' after 'bloom_dedup', which rewrites text" in p
+               for p in problems(text))
+    parse_recipe(GOOD + "  - bloom_dedup: {level: document}\n  - exact_dedup: {}\n", "r.yaml")

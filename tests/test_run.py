@@ -211,3 +211,26 @@ def test_web_recipe_on_real_warc_files_shows_real_rejects_per_reason(ray_session
     assert set(kept.column("lang").to_pylist()) == {"en"}
     assert kept.num_rows == stats["documents"]["out"] > 0
     assert set(stage(stats, "pii")["counts"]) == {"email", "ip", "phone"}
+
+
+def test_bloom_dedup_removes_repeated_paragraphs_through_ray(ray_session, tmp_path):
+    boiler = "Subscribe to our newsletter to get more stories like this one every single week."
+    body = "This is article {i} and its body has enough words of its own to be worth keeping around."
+    rows = [{"text": f"{body.format(i=i)}\n{boiler}\nClosing words of article {i}, written just for it."}
+            for i in range(8)]
+    rows.append({"text": f"{body.format(i=0)}\n{boiler}"})  # all of it seen before
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recipe = parse_recipe(f"""
+name: bloom
+sources: [{{name: docs, format: jsonl, paths: ["{tmp_path}/docs.jsonl"]}}]
+stages: [{{exact_dedup: {{}}}}, {{bloom_dedup: {{shards: 4, capacity: 10000}}}}]
+""")
+    result = run(recipe, output=str(tmp_path / "out"), quiet=True)
+    bloom = stage(result.stats, "bloom_dedup")
+    assert bloom["dropped"] == {"duplicate_paragraphs": 1} and bloom["counts"] == {"rewritten": 7}
+    assert bloom["bloom"]["units_repeated"] == 9 and bloom["bloom"]["false_positive_rate_measured"] < 0.01
+    texts = pq.read_table(Path(result.job_dir, "documents")).column("text").to_pylist()
+    assert len(texts) == 8 and sum(boiler in t for t in texts) == 1  # kept once: in the first article by id
+    again = run(recipe, output=str(tmp_path / "out"), quiet=True)
+    assert pq.read_table(Path(again.job_dir, "documents")).column("text").to_pylist() == texts
+    assert stage(again.stats, "bloom_dedup")["bloom"] == bloom["bloom"]

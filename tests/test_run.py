@@ -199,7 +199,7 @@ def test_web_recipe_on_real_warc_files_shows_real_rejects_per_reason(ray_session
     result = run(recipe, output=str(tmp_path), quiet=True)
     stats = result.stats
     for name in ("extract", "normalize", "langid", "gopher_repetition", "gopher_quality", "c4", "fineweb",
-                 "toxicity", "pii", "exact_dedup"):
+                 "toxicity", "pii", "exact_dedup", "minhash_dedup", "bloom_dedup"):
         assert stage(stats, name)["docs_in"] > 0, name
     assert stage(stats, "langid")["dropped"]["lang_not_kept"] > 10  # the crawl is mostly not English
     rejects = pads.dataset(Path(result.job_dir, "rejects"), format="parquet", partitioning="hive").to_table()

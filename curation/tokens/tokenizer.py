@@ -1,0 +1,113 @@
+"""Sentencepiece tokenizers: train one deterministically from in-memory text, load, hash, encode.
+
+Design choices, and why:
+
+* Training reads an in-memory iterator (`sentence_iterator=`), so the sample comes from the curated
+  corpus without a temporary text file, and the caller decides (with its own seed) which documents
+  go in.
+* `normalization_rule_name="identity"` and `remove_extra_whitespaces=False`: the curated text is
+  already normalized by our own stages (Unicode NFC, whitespace policy), and sentencepiece's default
+  `nmt_nfkc` would rewrite it again (compatibility forms, full-width characters, collapsed spaces),
+  so detokenized rows would no longer match the curated documents and the tokenizer would silently
+  own part of the text policy. With identity rules `sp.decode(sp.encode(text))` differs from `text`
+  only where sentencepiece cannot represent it (e.g. a leading space eaten by the dummy prefix).
+* `byte_fallback=True` by default: characters outside the vocabulary become byte pieces instead of
+  `<unk>`, so no text is lost (essential for a round trip and for code and rare scripts).
+* Determinism: sentencepiece's global random generator is seeded before training and training runs
+  on one thread by default, so the same input and seed give a byte-identical `.model` (checked by
+  `model_hash`). More threads are faster but are not promised to be reproducible. The model is
+  returned in memory (`model_writer=`) and written by us, because sentencepiece otherwise records
+  the output path (`model_prefix`) inside the model, so the same training in two folders would
+  give two hashes. No `.vocab` file is written (the pieces are inside the `.model`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import sentencepiece as spm
+
+ModelType = Literal["bpe", "unigram"]
+
+
+def train_tokenizer(
+    texts: Iterable[str],
+    out_prefix: Path | str,
+    vocab_size: int,
+    model_type: ModelType = "bpe",
+    seed: int = 0,
+    byte_fallback: bool = True,
+    *,
+    character_coverage: float = 0.9995,
+    normalization_rule_name: str = "identity",
+    max_sentence_length: int = 1 << 16,
+    input_sentence_size: int = 0,
+    num_threads: int = 1,
+    pad_id: int = -1,
+    **extra: Any,
+) -> Path:
+    """Train a sentencepiece model on `texts` and return the path of `<out_prefix>.model`.
+
+    Each text is one training "sentence". `max_sentence_length` (bytes) is raised from
+    sentencepiece's 4192 because documents are longer than sentences and would otherwise be skipped
+    silently. `input_sentence_size=0` uses every text; a positive value lets sentencepiece sample
+    that many with the seeded generator. `extra` passes any other trainer option through unchanged.
+    Special ids keep sentencepiece's defaults (unk=0, bos=1, eos=2, no pad unless `pad_id` >= 0).
+    """
+    if model_type not in ("bpe", "unigram"):
+        msg = f"model_type must be 'bpe' or 'unigram', not {model_type!r}"
+        raise ValueError(msg)
+    out_prefix = Path(out_prefix)
+    out_prefix.parent.mkdir(parents=True, exist_ok=True)
+    model = out_prefix.with_name(out_prefix.name + ".model")
+    proto = io.BytesIO()
+    spm.set_random_generator_seed(int(seed))
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_writer=proto,
+        vocab_size=int(vocab_size),
+        model_type=model_type,
+        byte_fallback=byte_fallback,
+        character_coverage=character_coverage,
+        normalization_rule_name=normalization_rule_name,
+        remove_extra_whitespaces=False,
+        max_sentence_length=max_sentence_length,
+        input_sentence_size=input_sentence_size,
+        shuffle_input_sentence=True,
+        num_threads=num_threads,
+        pad_id=pad_id,
+        minloglevel=2,
+        **extra,
+    )
+    data = proto.getvalue()
+    if not data:
+        msg = "sentencepiece returned no model"
+        raise RuntimeError(msg)
+    tmp = model.with_name(model.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(model)  # atomic: a reader never sees half a model
+    return model
+
+
+def load_tokenizer(path: Path | str) -> spm.SentencePieceProcessor:
+    """Load a `.model` file (local path) into a processor."""
+    return spm.SentencePieceProcessor(model_file=str(path))
+
+
+def model_hash(path: Path | str) -> str:
+    """sha256 (hex) of the `.model` bytes: the identity of a tokenizer recorded in manifests."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def encode_batch(
+    sp: spm.SentencePieceProcessor, texts: Sequence[str], num_threads: int = -1
+) -> list[list[int]]:
+    """Encode many texts in one call; sentencepiece's batched encode runs them on `num_threads`
+    native threads (-1: all cores) outside the GIL, far faster than a Python loop of `encode`."""
+    if not texts:
+        return []
+    return sp.encode(list(texts), out_type=int, num_threads=num_threads)

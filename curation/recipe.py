@@ -16,8 +16,10 @@ from curation import io
 from curation.bloomdedup import BloomDedup
 from curation.corpus import CorpusStage, ExactDedup
 from curation.fuzzy import MinhashDedup
+from curation.mixture import MixtureParams
 from curation.readers import READERS
 from curation.stages import STAGES, StageParams
+from curation.tokens.config import PackConfig, TokenizerConfig
 
 CORPUS_STAGES: dict[str, type[CorpusStage]] = {s.name: s for s in (ExactDedup, MinhashDedup, BloomDedup)}
 ALL_STAGES = {**STAGES, **CORPUS_STAGES}
@@ -105,6 +107,10 @@ class Recipe(_Strict):
     sources: list[Source] = Field(..., min_length=1)
     stages: list[StageEntry] = Field(default_factory=list, description="Document stages, in order.")
     rejects: Rejects = Field(default_factory=Rejects)
+    mixture: MixtureParams | None = Field(
+        None, description="Output token shares or budgets per source (needs `tokenizer` and `pack`).")
+    tokenizer: TokenizerConfig | None = Field(None, description="sentencepiece model to tokenize with (with `pack`).")
+    pack: PackConfig | None = Field(None, description="Pack tokens into shuffled Arrow shards (with `tokenizer`).")
 
     def stage_specs(self) -> list[tuple[str, str, StageParams]]:
         """(unique name, stage kind, params) per stage; a kind used twice gets `kind_2`, `kind_3`..."""
@@ -208,6 +214,7 @@ def _cross_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
     for i, name in enumerate(names):
         if names.index(name) != i:
             out.append((("sources", i, "name"), f"source name {name!r} is used twice"))
+    out += _token_checks(recipe, names)
     seen_corpus = rewriting = None
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
         if kind in CORPUS_STAGES and rewriting:
@@ -226,6 +233,25 @@ def _cross_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
     return out
 
 
+def _token_checks(recipe: Recipe, names: list[str]) -> list[tuple[tuple[Any, ...], str]]:
+    out: list[tuple[tuple[Any, ...], str]] = []
+    if (recipe.tokenizer is None) != (recipe.pack is None):
+        given, missing = ("tokenizer", "pack") if recipe.pack is None else ("pack", "tokenizer")
+        out.append(((given,), f"`{given}` needs `{missing}` as well: tokens are packed into shards"))
+    if recipe.mixture is not None:
+        if recipe.pack is None:
+            out.append((("mixture",), "`mixture` weighs output tokens: it needs `tokenizer` and `pack`"))
+        kind = "weights" if recipe.mixture.weights is not None else "tokens"
+        given = recipe.mixture.sources()
+        for name in given:
+            if name not in names:
+                out.append((("mixture", kind, name), f"no source named {name!r} (sources: {', '.join(names)})"))
+        for name in names:
+            if name not in given:
+                out.append((("mixture", kind), f"source {name!r} has no entry; give it 0 to leave it out"))
+    return out
+
+
 def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
     """Inputs and models a recipe names must exist before any work starts."""
     out: list[tuple[tuple[Any, ...], str]] = []
@@ -236,6 +262,8 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
                     out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
             except OSError as exc:
                 out.append((("sources", i, "paths", j), f"cannot list {pattern!r}: {exc}"))
+    if recipe.tokenizer is not None and recipe.tokenizer.model and not io.exists(recipe.tokenizer.model):
+        out.append((("tokenizer", "model"), f"no tokenizer model at {recipe.tokenizer.model!r}"))
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
         model = getattr(params, "model", None)
         if isinstance(model, str) and not io.exists(model):

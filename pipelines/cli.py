@@ -27,6 +27,19 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from curation.tokens.export import export_megatron
+
+    try:
+        written = export_megatron(args.job, args.out)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"curate export: {exc}", file=sys.stderr)
+        return 2
+    for split, part in written.items():
+        print(f"{split}: {part['documents']:,} documents, {part['tokens']:,} tokens -> {part['prefix']}.bin/.idx")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     recipe = _load(args.recipe, "; nothing was run")
     if recipe is None:
@@ -118,6 +131,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--output", help="folder under which the job folder is made (default: the recipe's output)")
     run.add_argument("--quiet", action="store_true", help="no progress display")
     run.set_defaults(func=_run)
+    export = sub.add_parser("export", help="write a packed job's splits in another trainer's format")
+    export.add_argument("job", help="job folder (with manifest.json)")
+    export.add_argument("--format", required=True, choices=["megatron"], help="megatron: Megatron-LM/NeMo .bin/.idx")
+    export.add_argument("--out", required=True, help="folder for <split>_text_document.bin/.idx")
+    export.set_defaults(func=_export)
     validate = sub.add_parser("validate", help="check a recipe and report every problem with its line")
     validate.add_argument("recipe")
     validate.set_defaults(func=_validate)

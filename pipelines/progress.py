@@ -83,4 +83,24 @@ def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None)
         f"from {shards['total']} shards ({shards['skipped_already_done']} already done) "
         f"in {stats['wall_seconds']:.1f} s"
     )
+    if "tokens" in stats:
+        _token_summary(stats["tokens"], console)
+        console.print(f"output: {job_dir}  (shards/, manifest.json, tokenizer.model, documents/, rejects/, "
+                      "stats.json, events.jsonl, recipe.yaml)")
+        return
     console.print(f"output: {job_dir}  (documents/, rejects/, stats.json, events.jsonl, recipe.yaml)")
+
+
+def _token_summary(tokens: dict[str, Any], console: Console) -> None:
+    """The mixture, target beside achieved, and the packed splits."""
+    table = Table(title="mixture (train tokens, EOS included)", title_justify="left")
+    for column in ("source", "available", "target", "achieved", "target %", "achieved %", "epochs", "shortfall"):
+        table.add_column(column, justify="left" if column == "source" else "right")
+    for source, m in tokens["mixture"].items():
+        table.add_row(source, f"{m['available_tokens']:,}", f"{m['target_tokens']:,}", f"{m['achieved_tokens']:,}",
+                      f"{100 * m['target_share']:.2f}", f"{100 * m['achieved_share']:.2f}", f"{m['epochs']:.3f}",
+                      f"{m['shortfall_tokens']:,}" if m["shortfall_tokens"] else "-")
+    console.print(table)
+    for split, part in tokens["splits"].items():
+        console.print(f"{split}: {part['tokens']:,} tokens in {part['rows']:,} rows of {tokens['seq_len'] + 1} "
+                      f"({part['padded_rows']} padded) in {part['shards']} shards")

@@ -20,6 +20,7 @@ from curation.stages import Stage
 from pipelines import plan
 from pipelines.corpus import run_corpus_stages
 from pipelines.progress import Progress
+from pipelines.tokens import pack_job, token_stats
 
 BLOCK_BYTES = 8 << 20
 VERSIONED = ("curation", "ray", "pyarrow", "trafilatura", "resiliparse", "fastwarc", "pydantic")
@@ -96,7 +97,9 @@ def run(
     finished: list[str] = []
     corpus_counters: dict[str, dict[str, Any]] = {}
     ray_started = time.time()
-    we_started = _start_ray(recipe, address) if todo or corpus_stages else False
+    packing = recipe.pack is not None and not io.exists(io.join(job_dir, "manifest.json"))
+    we_started = _start_ray(recipe, address) if todo or corpus_stages or packing else False
+    manifest = None
     ray_seconds = time.time() - ray_started
     try:
         if todo:
@@ -129,6 +132,11 @@ def run(
             corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards],
                                                 rejects_sample=recipe.rejects.sample,
                                                 max_rejects=recipe.rejects.max_per_reason, on_done=corpus_step_done)
+        if recipe.pack is not None:
+            events.emit("packing_started")
+            progress.say("tokens: tokenize, mix, pack and shuffle into shards")
+            manifest = pack_job(job_dir, recipe, [s.name for s in shards], say=progress.say, versions=versions())
+            events.emit("packing_done", **{s: manifest["splits"][s]["tokens"] for s in manifest["splits"]})
     except BaseException as exc:
         events.emit("job_failed", error=f"{type(exc).__name__}: {exc}", shards_done=len(writer.done))
         raise
@@ -137,6 +145,8 @@ def run(
             ray.shutdown()
     stats = _stats(recipe, writer, shards, time.time() - started, len(shards) - len(todo), corpus_counters)
     stats["ray_start_seconds"] = round(ray_seconds, 3)  # part of wall_seconds
+    if manifest is not None:
+        stats["tokens"] = token_stats(manifest)
     io.write_json_atomic(io.join(job_dir, "stats.json"), stats)
     events.emit("job_done", documents=stats["documents"]["out"], seconds=stats["wall_seconds"])
     return RunResult(job_dir, stats, len(shards) - len(todo), finished)

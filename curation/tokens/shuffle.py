@@ -9,6 +9,8 @@ does not grow with the corpus. numpy has no such function, hence these few lines
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 ROUNDS = 6
@@ -23,15 +25,18 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def permute(positions: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """The images of `positions` (each in [0, n)) under the permutation of [0, n) given by `seed`."""
+def permute(positions: np.ndarray, n: int, seed: int | Sequence[int]) -> np.ndarray:
+    """The images of `positions` (each in [0, n)) under the permutation of [0, n) given by `seed`
+    (an int or a sequence of ints such as (seed, epoch), as `numpy.random.SeedSequence` takes)."""
     positions = np.asarray(positions, dtype=np.int64)
+    if not positions.size:
+        return positions
     if n < 1 or (positions.size and (positions.min() < 0 or positions.max() >= n)):
         msg = f"positions must lie in [0, {n})"
         raise ValueError(msg)
     half = max(1, (max(n - 1, 1).bit_length() + 1) // 2)
     mask = np.uint64((1 << half) - 1)
-    keys = np.random.default_rng(seed).integers(0, np.iinfo(np.int64).max, ROUNDS, dtype=np.int64).astype(np.uint64)
+    keys = np.random.SeedSequence(seed).generate_state(ROUNDS, dtype=np.uint64)
     out = positions.astype(np.uint64)
     todo = np.ones(out.size, dtype=bool)
     with np.errstate(over="ignore"):

@@ -65,47 +65,19 @@ import pyarrow as pa
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
+from curation.tokens import shuffle
+from curation.train.model import IGNORE_INDEX
+
 FORMAT = "curation.packed/1"
 STATE_FORMAT = "curation.loader/1"
 REMAINDERS = ("drop", "wrap", "uneven")
-IGNORE_INDEX = -100  # what torch.nn.functional.cross_entropy skips by default
 
-_ROUNDS = 6
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
-
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer: the Feistel round function (uint64 arithmetic wraps, as intended)."""
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
 
 
 def permute(positions: np.ndarray, n: int, seed: int, epoch: int) -> np.ndarray:
     """Row index at each position of the (seed, epoch) permutation of range(n), for any subset of
-    positions at once: a bijection on [0, n) computed in O(len(positions)) time and memory."""
-    positions = np.asarray(positions, dtype=np.int64)
-    if n <= 1:
-        return np.zeros_like(positions)
-    bits = max(2, (n - 1).bit_length())
-    half = np.uint64((bits + 1) // 2)  # an even-width domain < 4n keeps cycle walks short (< 4 on average)
-    mask = np.uint64((1 << int(half)) - 1)
-    keys = np.random.SeedSequence([seed, epoch, 0x9ACED]).generate_state(_ROUNDS, dtype=np.uint64)
-
-    def feistel(x: np.ndarray) -> np.ndarray:
-        left, right = x >> half, x & mask
-        for key in keys:
-            left, right = right, left ^ (_mix(right ^ key) & mask)
-        return (left << half) | right
-
-    out = feistel(positions.astype(np.uint64))
-    # Cycle walking: the domain (a power of four) holds more than n values; re-apply until inside [0, n).
-    todo = np.flatnonzero(out >= n)
-    while todo.size:
-        out[todo] = feistel(out[todo])
-        todo = todo[out[todo] >= n]
-    return out.astype(np.int64)
+    positions at once (a bijection computed per position: no list of n rows is ever held)."""
+    return shuffle.permute(positions, n, (seed, epoch, 0x9ACED))
 
 
 @dataclass(frozen=True)

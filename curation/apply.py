@@ -16,7 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation import schema
-from curation.stages.base import Stage
+from curation.stages.base import Processed, Stage
+
+STAGE_ERROR = "stage_error"  # the reason of a row on which a stage raised
 
 
 def sampled(ids: pa.Array, rate: float) -> np.ndarray:
@@ -73,7 +75,7 @@ def run_stage(
         return _drop_html_if(stage, _with_columns(batch, added))
 
     started = time.perf_counter()
-    result = stage.process(todo)
+    result = process_isolated(stage, todo)
     seconds = time.perf_counter() - started
 
     out = result.table
@@ -105,6 +107,31 @@ def run_stage(
 
     rest = _drop_html_if(stage, _with_columns(rest, added))
     return pa.concat_tables([out, rest.select(out.column_names)], promote_options="permissive")
+
+
+def process_isolated(stage: Stage, rows: pa.Table) -> Processed:
+    """`stage.process(rows)`, except that a row on which the stage raises becomes a drop with reason
+    `stage_error` (its exception as detail) instead of failing the batch and the job. On an error
+    the rows are split in halves until each failing row is alone, so a batch with k poisoned rows
+    costs O(k log n) extra calls and every other row is processed normally."""
+    try:
+        return stage.process(rows)
+    except Exception as exc:  # any error of the stage's own code: the rows are the culprit
+        if rows.num_rows <= 1:
+            detail = f"{type(exc).__name__}: {exc}"[:500]
+            return Processed(rows, pa.array([STAGE_ERROR] * rows.num_rows, pa.string()),
+                             pa.array([detail] * rows.num_rows, pa.string()))
+    half = rows.num_rows // 2
+    parts = [process_isolated(stage, rows.slice(0, half)), process_isolated(stage, rows.slice(half))]
+    counts = {key: np.concatenate([(p.counts or {}).get(key, np.zeros(p.table.num_rows, np.int64)) for p in parts])
+              for key in stage.count_keys}
+    return Processed(
+        pa.concat_tables([p.table for p in parts], promote_options="permissive"),
+        pa.concat_arrays([p.reasons.cast(pa.string()) for p in parts]),
+        pa.concat_arrays([(p.details if p.details is not None else pa.nulls(p.table.num_rows, pa.string()))
+                          .cast(pa.string()) for p in parts]),
+        counts or None,
+    )
 
 
 def _drop_html_if(stage: Stage, table: pa.Table) -> pa.Table:

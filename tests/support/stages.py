@@ -29,3 +29,22 @@ class SetupCounter(Stage):
     def process(self, batch: pa.Table) -> Processed:
         pids = pa.array([os.getpid()] * batch.num_rows, pa.int64())
         return Processed(batch.append_column("worker_pid", pids), pa.nulls(batch.num_rows, pa.string()))
+
+
+class Poisoned(Stage):
+    """Raises on any batch holding a document whose text contains `marker`, as a buggy model might."""
+
+    name = "poisoned"
+    resources = Resources(cpus=0.5, stateful=True)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {"checked": pa.bool_()}
+
+    class Params(StageParams):
+        marker: str = Field("POISON", description="Text that makes the stage raise.")
+
+    def process(self, batch: pa.Table) -> Processed:
+        texts = batch.column("text").to_pylist()
+        if any(self.params.marker in (t or "") for t in texts):
+            msg = f"cannot handle {self.params.marker}"
+            raise RuntimeError(msg)
+        checked = pa.array([True] * batch.num_rows)
+        return Processed(batch.append_column("checked", checked), pa.nulls(batch.num_rows, pa.string()))

@@ -16,15 +16,9 @@ import pytest
 from curation.recipe import load_recipe
 from pipelines.run import run
 from tests.conftest import ROOT, warc_response
+from tests.support.pages import slow_page
 
 pytestmark = pytest.mark.ray
-
-
-def slow_page(i: int) -> bytes:
-    """A page that takes trafilatura about half a second: enough to kill a run in the middle."""
-    cells = "".join(f"<div><p>Row {j} of page {i}, some words.</p><table><tr><td>{j}</td></tr></table></div>"
-                    for j in range(3000))
-    return f"<html><body><article><h1>Page {i}</h1>{cells}</article></body></html>".encode()
 
 
 def make_corpus(folder: Path, shards: int = 6, pages: int = 3) -> Path:

@@ -48,3 +48,18 @@ class Poisoned(Stage):
             raise RuntimeError(msg)
         checked = pa.array([True] * batch.num_rows)
         return Processed(batch.append_column("checked", checked), pa.nulls(batch.num_rows, pa.string()))
+
+
+class NodeRecorder(Stage):
+    """Keeps every row and records the Ray node that processed it (tests of multi-node runs)."""
+
+    name = "node_recorder"
+    resources = Resources(cpus=0.5)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {"node": pa.string()}
+
+    def process(self, batch: pa.Table) -> Processed:
+        import ray  # tests only: curation's own stages never import Ray
+
+        node = ray.get_runtime_context().get_node_id()
+        return Processed(batch.append_column("node", pa.array([node] * batch.num_rows, pa.string())),
+                         pa.nulls(batch.num_rows, pa.string()))

@@ -1,0 +1,95 @@
+"""`curate submit` to a separate `ray start --head` cluster through the Ray Jobs API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from pipelines.submit import auth_headers, client
+from tests.conftest import ROOT, SAMPLE
+
+CURATE = [sys.executable, "-m", "pipelines.cli"]
+
+
+def get(url: str) -> object:
+    """GET a Ray dashboard REST endpoint, with the token Ray uses when token authentication is on."""
+    with urllib.request.urlopen(urllib.request.Request(url, headers=auth_headers()), timeout=30) as response:
+        return json.loads(response.read())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def head():
+    """A Ray head with its dashboard (the Jobs API) in its own temp dir, stopped by signalling its
+    `ray start --block` process (never `ray stop`, which would stop the test session's Ray too)."""
+    temp = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: Ray's socket paths have a length limit
+    port, dashboard = free_port(), free_port()
+    ray = Path(sys.executable).with_name("ray")
+    # Every port of its own: the default ones (agent 52365, metrics...) may be held by another Ray here.
+    ports = [f"--{name}={free_port()}" for name in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+                                                     "runtime-env-agent-port", "metrics-export-port")]
+    proc = subprocess.Popen([str(ray), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+                             f"--dashboard-port={dashboard}", "--dashboard-host=127.0.0.1", "--include-dashboard=true",
+                             f"--temp-dir={temp}", "--disable-usage-stats", *ports],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                            # `python` on the head is this venv's, as it is the image's on a real cluster
+                            env={**os.environ, "RAY_ADDRESS": "", "RAY_AUTH_MODE": "token",
+                                 "PATH": f"{ray.parent}{os.pathsep}{os.environ.get('PATH', '')}"})
+    address = f"http://127.0.0.1:{dashboard}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            client(address).get_version()
+            break
+        except (OSError, RuntimeError, ConnectionError):
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+            time.sleep(1)
+    else:
+        pytest.fail("the Ray head's dashboard did not come up")
+    yield address
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_submit_runs_the_recipe_on_the_cluster(head, tmp_path):
+    recipe = tmp_path / "recipe.yaml"
+    text = (ROOT / "recipes" / "quickstart.yaml").read_text().replace("recipes/sample/", f"{SAMPLE}/")
+    recipe.write_text(text)
+    out = subprocess.run([*CURATE, "submit", str(recipe), "--address", head, "--output", str(tmp_path / "jobs"),
+                          "--wait"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    job_id = out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+    logs = subprocess.run([*CURATE, "logs", job_id, "--address", head], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:] + logs.stdout[-3000:]
+    assert "quickstart: funnel" in logs.stdout and "10 documents kept of 31 records" in logs.stdout
+    status = subprocess.run([*CURATE, "status", job_id, "--address", head], cwd=ROOT, capture_output=True, text=True)
+    info = json.loads(status.stdout)
+    assert info["status"] == "SUCCEEDED" and info["metadata"]["recipe"] == "quickstart"
+    assert get(f"{head}/api/jobs/{job_id}")["status"] == "SUCCEEDED"  # Ray's own REST API
+    stats = json.loads(next((tmp_path / "jobs").glob("quickstart-*/stats.json")).read_text())
+    assert stats["documents"]["out"] == 10 and stats["tokens"]["splits"]["train"]["rows"] > 0
+
+
+def test_a_bad_recipe_is_refused_before_submission(head, tmp_path):
+    recipe = tmp_path / "bad.yaml"
+    recipe.write_text("name: bad\nsources: [{name: a, format: warc, paths: [nowhere/*.warc]}]\n")
+    out = subprocess.run([*CURATE, "submit", str(recipe), "--address", head], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2 and "nothing was submitted" in out.stderr and "no file matches" in out.stderr
+    assert all((j.get("metadata") or {}).get("recipe") != "bad" for j in get(f"{head}/api/jobs/"))

@@ -47,13 +47,108 @@ def _run(args: argparse.Namespace) -> int:
     from pipelines.progress import summary  # Ray is imported only when a job really runs
     from pipelines.run import run
 
+    service = None
+    if args.serve:
+        from pathlib import Path
+
+        from pipelines.service.server import for_run, linger
+
+        try:
+            service = for_run(str(Path(recipe.job_dir(args.output)).parent), args.serve)
+        except (ValueError, RuntimeError) as exc:
+            print(f"curate run --serve: {exc}; nothing was run", file=sys.stderr)
+            return 2
+        print(f"status service: {service.url}", file=sys.stderr)
     result = run(recipe, address=args.address, output=args.output, quiet=args.quiet)
     summary(result.stats, result.job_dir)
+    if service is not None:
+        linger(service)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from pipelines.service import serve
+
+    serve(args.jobs, host=args.host, port=args.port)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    if args.address:  # a job submitted with `curate submit`: ask the Ray Jobs API
+        from pipelines.submit import job_status
+
+        if not args.job:
+            print("curate status --address needs the job id `curate submit` printed", file=sys.stderr)
+            return 2
+        info = job_status(args.address, args.job)
+        print(json.dumps(info, indent=2, default=str))
+        return 0 if info["status"] != "FAILED" else 1
+    from pipelines.service.client import status
+
+    return status(args.url, args.job, watch=args.watch)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from pipelines.submit import submit
+
+    try:
+        job_id = submit(args.recipe, args.address, output=args.output)
+    except RecipeError as exc:
+        print(exc, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s) in {args.recipe}; nothing was submitted", file=sys.stderr)
+        return 2
+    print(job_id)
+    if args.wait:
+        import time
+
+        from pipelines.submit import TERMINAL, client
+
+        while (state := client(args.address).get_job_status(job_id)) not in TERMINAL:
+            time.sleep(1)
+        print(f"{job_id}: {state.value}", file=sys.stderr)
+        return 0 if state.value == "SUCCEEDED" else 1
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    from pipelines.submit import logs
+
+    print(logs(args.address, args.job), end="")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from pipelines.submit import stop
+
+    print("stopped" if stop(args.address, args.job) else "not running")
     return 0
 
 
 def _schema(args: argparse.Namespace) -> int:
     print(json.dumps(json_schema(), indent=2))
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from curation.train.config import load_train_recipe
+
+    try:
+        recipe = load_train_recipe(args.recipe)
+    except RecipeError as exc:
+        print(exc, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s) in {args.recipe}; nothing was run", file=sys.stderr)
+        return 2
+    from pipelines.train import train  # Ray and torch are imported only when a run really starts
+
+    try:
+        result = train(recipe, resume=args.resume, address=args.address)
+    except FileExistsError as exc:
+        print(f"curate train: {exc}", file=sys.stderr)
+        return 2
+    first, last = (result.metrics[0], result.metrics[-1]) if result.metrics else ({}, {})
+    print(f"{len(result.metrics)} steps in {result.seconds:.1f} s: loss {first.get('loss', float('nan')):.4f} -> "
+          f"{last.get('loss', float('nan')):.4f}, val_loss {last.get('val_loss')}, {len(result.spikes)} spike(s)")
+    print(f"metrics, spikes and checkpoints: {result.train_dir}")
     return 0
 
 
@@ -130,7 +225,32 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--address", help="Ray address: auto, ray://host:10001 (default: the recipe's ray.address)")
     run.add_argument("--output", help="folder under which the job folder is made (default: the recipe's output)")
     run.add_argument("--quiet", action="store_true", help="no progress display")
+    run.add_argument("--serve", nargs="?", const="127.0.0.1:8000", metavar="[HOST:]PORT",
+                     help="serve the status API and dashboard while the job runs (and after, until Ctrl-C, in a "
+                     "terminal); default 127.0.0.1:8000")
     run.set_defaults(func=_run)
+    serve = sub.add_parser("serve", help="status service: REST API, dashboard page and /metrics over a jobs folder")
+    serve.add_argument("--jobs", default="./jobs", help="folder holding job folders (default: ./jobs)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.set_defaults(func=_serve)
+    status = sub.add_parser("status", help="jobs, or one job's progress and funnel, from a status service")
+    status.add_argument("job", nargs="?", help="job id or a unique prefix of one (default: list every job)")
+    status.add_argument("--url", default="http://127.0.0.1:8000", help="status service (default: %(default)s)")
+    status.add_argument("--watch", type=float, metavar="SECONDS", help="refresh every SECONDS until the job ends")
+    status.add_argument("--address", help="Ray dashboard address (http://HEAD:8265): status of a submitted job")
+    status.set_defaults(func=_status)
+    submit = sub.add_parser("submit", help="run a recipe on a Ray cluster through the Ray Jobs API; prints the job id")
+    submit.add_argument("recipe")
+    submit.add_argument("--address", required=True, help="Ray dashboard address, e.g. http://HEAD:8265")
+    submit.add_argument("--output", help="job output folder or URI, as the cluster sees it")
+    submit.add_argument("--wait", action="store_true", help="wait for the job to end; exit 1 unless it succeeded")
+    submit.set_defaults(func=_submit)
+    for name, func, text in (("logs", _logs, "a submitted job's driver log"), ("stop", _stop, "stop a submitted job")):
+        command = sub.add_parser(name, help=text)
+        command.add_argument("job", help="the job id `curate submit` printed")
+        command.add_argument("--address", required=True, help="Ray dashboard address, e.g. http://HEAD:8265")
+        command.set_defaults(func=func)
     export = sub.add_parser("export", help="write a packed job's splits in another trainer's format")
     export.add_argument("job", help="job folder (with manifest.json)")
     export.add_argument("--format", required=True, choices=["megatron"], help="megatron: Megatron-LM/NeMo .bin/.idx")
@@ -141,6 +261,11 @@ def parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=_validate)
     schema = sub.add_parser("schema", help="print the recipe JSON Schema (for editor completion)")
     schema.set_defaults(func=_schema)
+    fit = sub.add_parser("train", help="train the reference model on a job's packed shards (Ray Train, FSDP)")
+    fit.add_argument("recipe", help="training recipe, e.g. recipes/train.yaml")
+    fit.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in the train folder")
+    fit.add_argument("--address", help="Ray address: auto, ray://host:10001 (default: a local Ray)")
+    fit.set_defaults(func=_train)
     train = sub.add_parser(
         "train-classifier",
         help="train a fastText classifier (quality, toxicity) from labelled JSONL; writes the model and its sidecar",

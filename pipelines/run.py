@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 import platform
 import time
 from dataclasses import dataclass, field
@@ -58,9 +59,11 @@ def _start_ray(recipe: Recipe, address: str | None) -> bool:
     """Start an embedded Ray (or join a cluster); True when this call started it."""
     if ray.is_initialized():
         return False
-    address = address or recipe.ray.address
+    # "local" starts a new embedded Ray even where another one runs on this machine (plain
+    # ray.init() would join that one, and then refuse num_cpus); RAY_ADDRESS joins a cluster as usual.
+    address = address or recipe.ray.address or os.environ.get("RAY_ADDRESS") or "local"
     kwargs: dict[str, Any] = {"address": address, "logging_level": "WARNING", "log_to_driver": True}
-    if address is None:
+    if address == "local":
         kwargs.update(num_cpus=recipe.ray.num_cpus, include_dashboard=False)
         # Embedded Ray is private to this process: its token-auth notice says nothing to act on.
         logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)

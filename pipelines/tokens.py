@@ -34,17 +34,22 @@ MANIFEST_FORMAT = "curation.packed/1"
 Say = Callable[[str], None]
 
 
-def _gather(refs: list[ray.ObjectRef], what: str, say: Say) -> list[Any]:
-    """Wait for tasks in order of completion, saying how far along they are every few seconds."""
+def _gather(refs: list[ray.ObjectRef], what: str, say: Say,
+            fold: Callable[[Any], None] | None = None) -> list[Any]:
+    """Wait for tasks in order of completion, saying how far along they are every few seconds; with
+    `fold`, each result is handed to it as it arrives (and not kept) instead of returned in order."""
     started, last, done = time.time(), 0.0, 0
     pending = list(refs)
     while pending:
         ready, pending = ray.wait(pending, num_returns=1, timeout=5)
         done += len(ready)
+        if fold is not None:
+            for ref in ready:
+                fold(ray.get(ref))
         if time.time() - last > 5 and pending:
             last = time.time()
             say(f"  {what}: {done}/{len(refs)} tasks done ({time.time() - started:.0f} s)")
-    return ray.get(refs)
+    return [] if fold is not None else ray.get(refs)
 
 
 def _tokenizer(job_dir: str, recipe: Recipe, files: list[str]) -> bytes:
@@ -73,23 +78,26 @@ def _read(uri: str) -> bytes:
 
 
 def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes, buckets: int,
-              say: Say) -> dict[str, dict[str, Any]]:
+              say: Say) -> dict[str, np.ndarray]:
+    """Tokenize every documents file not done yet; return each source's token histogram (train split),
+    summed as the results arrive so that the driver never holds one summary per file."""
     outs = {shard: io.join(job_dir, TOKENS, f"{shard}.parquet") for shard in files}
     todo = [s for s in files if not io.exists(outs[s])]
+    hists: dict[str, np.ndarray] = {}
+
+    def fold(summary: dict[str, Any]) -> None:
+        for source, part in summary.items():
+            hist = np.asarray(part["histogram"], dtype=np.int64)
+            hists[source] = hists[source] + hist if source in hists else hist
+
+    for shard in files:
+        if shard not in todo:
+            fold(read_summary(outs[shard]))
     task = ray.remote(num_cpus=1)(tokenize_file)
     model_ref = ray.put(model)
     refs = [task.remote(files[s], outs[s], model_ref, buckets=buckets, seed=recipe.seed,
                         validation=recipe.pack.validation) for s in todo]
-    fresh = dict(zip(todo, _gather(refs, "tokenize", say), strict=True))
-    return {s: fresh[s] if s in fresh else read_summary(outs[s]) for s in files}
-
-
-def _histograms(summaries: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
-    hists: dict[str, np.ndarray] = {}
-    for summary in summaries.values():
-        for source, part in summary.items():
-            hist = np.asarray(part["histogram"], dtype=np.int64)
-            hists[source] = hists[source] + hist if source in hists else hist
+    _gather(refs, "tokenize", say, fold)
     return hists
 
 
@@ -166,8 +174,7 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], *, say: Say,
     sp = processor(model)
     say(f"tokenizer: {sp.get_piece_size():,} pieces ({'trained' if recipe.tokenizer.train else 'loaded'})")
     buckets = max(1, math.ceil(text_bytes(files) / recipe.pack.bucket_bytes)) if files else 1
-    summaries = _tokenize(job_dir, recipe, docs, model, buckets, say)
-    plans = plan(recipe.mixture, _histograms(summaries))
+    plans = plan(recipe.mixture, _tokenize(job_dir, recipe, docs, model, buckets, say))
     for source, p in sorted(plans.items()):
         note = f", SHORT by {p.shortfall_tokens:,} (max_epochs reached)" if p.shortfall_tokens else ""
         say(f"  mixture {source}: {p.available_tokens:,} tokens available, target {p.target_tokens:,}, "

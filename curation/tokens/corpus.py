@@ -10,7 +10,7 @@ that any executor (Ray tasks here) can run them and a rerun finds their outputs 
 
 from __future__ import annotations
 
-import json
+import itertools
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +28,7 @@ from curation.tokens.pack import Packer, token_dtype
 BUCKET_SALT = 0xB0C7E7
 ORDER_SALT = 0x0DE7
 PACK_DOCS = 4096  # documents per Packer.add: bounds the packer's temporaries, not its output
+ENCODE_DOCS = 1024  # documents per sentencepiece call in tokenize_file
 SPLITS = ("train", "valid")
 
 
@@ -38,8 +39,16 @@ def processor(model: bytes) -> spm.SentencePieceProcessor:
 def _token_lists(token_lists: list[list[int]], dtype: np.dtype) -> pa.ListArray:
     lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(token_lists))
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    values = np.fromiter((i for t in token_lists for i in t), dtype=dtype, count=int(offsets[-1]))
+    values = np.fromiter(itertools.chain.from_iterable(token_lists), dtype=dtype, count=int(offsets[-1]))
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
+
+
+def _encode(sp: spm.SentencePieceProcessor, texts: pa.ChunkedArray, dtype: np.dtype) -> pa.ChunkedArray:
+    """Token lists of `texts`, ENCODE_DOCS at a time: sentencepiece returns Python ints (~50 bytes
+    each), so only one chunk of them lives at once; the Arrow result holds 2 or 4 bytes a token."""
+    chunks = [_token_lists(sp.encode(texts.slice(start, ENCODE_DOCS).to_pylist(), out_type=int, num_threads=1), dtype)
+              for start in range(0, len(texts), ENCODE_DOCS)]
+    return pa.chunked_array(chunks, type=pa.list_(pa.from_numpy_dtype(dtype)))
 
 
 def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed: int,
@@ -51,17 +60,16 @@ def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed:
     sp = processor(model)
     dtype = token_dtype(sp.get_piece_size())
     ids = table.column("id").to_pylist()
-    tokens = sp.encode(table.column("text").to_pylist(), out_type=int, num_threads=1)
     rows = pa.table({
         "id": table.column("id"),
         "source": table.column("source"),
         "valid": pa.array(unit_hash(ids, VALIDATION_SALT) < validation),
         "bucket": pa.array((unit_hash(ids, seed ^ BUCKET_SALT) * buckets).astype(np.int32)),
         "u": pa.array(unit_hash(ids, seed)),
-        "tokens": _token_lists(tokens, dtype),
+        "tokens": _encode(sp, table.column("text"), dtype),
     }).sort_by([("bucket", "ascending"), ("id", "ascending")])
     summary = _summary(rows)
-    rows = rows.replace_schema_metadata({"summary": json.dumps(summary)})
+    io.write_json_atomic(summary_uri(out), summary)  # first: the Parquet file marks the work as done
     out_fs, _ = io.resolve(out)
     with io.temp_path(out) as tmp, pq.ParquetWriter(tmp, rows.schema, filesystem=out_fs, compression="zstd") as w:
         bucket = rows.column("bucket").to_numpy()
@@ -91,26 +99,43 @@ def _summary(rows: pa.Table) -> dict[str, Any]:
     return out
 
 
+def summary_uri(tokens_file: str) -> str:
+    return tokens_file.removesuffix(".parquet") + ".json"
+
+
 def read_summary(tokens_file: str) -> dict[str, Any]:
-    fs, path = io.resolve(tokens_file)
-    return json.loads(pq.read_schema(path, filesystem=fs).metadata[b"summary"])
+    return io.read_json(summary_uri(tokens_file))
 
 
-def bucket_documents(tokens_files: list[str], bucket: int, split: str, plans: dict[str, SourcePlan],
-                     seed: int) -> pa.Table:
-    """The document copies of one bucket and split in packing order: (id, source, tokens).
+def _bucket_rows(uri: str, bucket: int) -> pa.Table | None:
+    """The rows of one bucket in a tokens file: its row group, found from the footer's statistics
+    (one row group per bucket), read without the dataset machinery a filter would start."""
+    fs, path = io.resolve(uri)
+    with fs.open_input_file(path) as f:
+        parquet = pq.ParquetFile(f)
+        column = parquet.schema_arrow.get_field_index("bucket")
+        meta = parquet.metadata
+        groups = [g for g in range(meta.num_row_groups)
+                  if meta.row_group(g).num_rows and meta.row_group(g).column(column).statistics.min == bucket]
+        if not groups:
+            return None
+        return parquet.read_row_groups(groups, columns=["id", "source", "valid", "u", "tokens"])
+
+
+def bucket_rows(tokens_files: list[str], bucket: int) -> pa.Table | None:
+    """Every document of one bucket, from every tokens file (each file read once for both splits)."""
+    parts = [part for uri in tokens_files if (part := _bucket_rows(uri, bucket)) is not None]
+    return pa.concat_tables(parts) if parts else None
+
+
+def bucket_documents(rows: pa.Table | None, split: str, plans: dict[str, SourcePlan], seed: int) -> pa.Table:
+    """The document copies of one bucket's split in packing order: (id, source, tokens).
 
     Train documents are repeated as their source's plan says; validation documents are taken once
     (from sources the mixture keeps), so the validation split measures the same sources without
     repeats. The order is a seeded hash of (id, copy number): the same on every rerun.
     """
-    parts = []
-    for uri in tokens_files:
-        fs, path = io.resolve(uri)
-        part = pq.read_table(path, filesystem=fs, filters=[("bucket", "=", bucket)],
-                             columns=["id", "source", "valid", "u", "tokens"])
-        parts.append(part.filter(pc.equal(part.column("valid"), split == "valid")))
-    table = pa.concat_tables(parts) if parts else None
+    table = rows.filter(pc.equal(rows.column("valid"), split == "valid")) if rows is not None else None
     if table is None or not table.num_rows:
         return pa.table({"id": pa.array([], pa.string()), "source": pa.array([], pa.string()),
                          "tokens": pa.array([], pa.list_(pa.uint32()))})
@@ -147,16 +172,17 @@ def pack_bucket(tokens_files: list[str], bucket: int, plans: dict[str, SourcePla
     """Pack one bucket's document copies of each split into `out[split]` (an Arrow IPC stream file);
     return per split its rows, tokens, padded rows, and documents and tokens per source."""
     result = {}
+    in_bucket = bucket_rows(tokens_files, bucket)
     for split in SPLITS:
-        documents = bucket_documents(tokens_files, bucket, split, plans, seed)
+        documents = bucket_documents(in_bucket, split, plans, seed)
         packer = Packer(**packer_args)
         fs, _ = io.resolve(out[split])
         with io.temp_path(out[split]) as tmp, fs.open_output_stream(tmp, compression=None) as sink, \
                 pa.ipc.new_stream(sink, packer.schema) as writer:
             padded = 0
-            for rows in pack_documents(documents, packer):
-                writer.write_table(rows)
-                padded += int(pc.sum(pc.less(rows.column("valid"), packer.width)).as_py() or 0)
+            for packed in pack_documents(documents, packer):
+                writer.write_table(packed)
+                padded += int(pc.sum(pc.less(packed.column("valid"), packer.width)).as_py() or 0)
         lengths = pc.list_value_length(documents.column("tokens")).to_numpy(zero_copy_only=False) + 1
         sources = documents.column("source").to_pylist()
         per_source: Counter[str] = Counter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from curation.recipe import Recipe, RecipeError, json_schema, load_recipe
 
@@ -19,7 +20,29 @@ def _load(path: str, consequence: str = "") -> Recipe | None:
         return None
 
 
+def _is_train_recipe(path: str) -> bool:
+    """A training recipe names a curation job (`job:`); a curation recipe has `sources:`."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False  # the curation parser reports why, with the line
+    return isinstance(data, dict) and "job" in data and "sources" not in data
+
+
 def _validate(args: argparse.Namespace) -> int:
+    if _is_train_recipe(args.recipe):
+        from curation.train.config import load_train_recipe
+
+        try:
+            load_train_recipe(args.recipe)
+        except RecipeError as exc:
+            print(exc, file=sys.stderr)
+            print(f"{len(exc.problems)} problem(s) in {args.recipe}", file=sys.stderr)
+            return 2
+        print(f"{args.recipe}: valid (training recipe)")
+        return 0
     recipe = _load(args.recipe)
     if recipe is None:
         return 2
@@ -49,8 +72,6 @@ def _run(args: argparse.Namespace) -> int:
 
     service = None
     if args.serve:
-        from pathlib import Path
-
         from pipelines.service.server import for_run, linger
 
         try:

@@ -103,6 +103,11 @@ def test_schema_documents_every_stage_and_key():
 @pytest.mark.parametrize("recipe", sorted((ROOT / "recipes").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_recipes_are_valid(recipe: Path, monkeypatch):
     monkeypatch.chdir(ROOT)
+    if recipe.name == "train.yaml":  # a training recipe: its job exists once the quickstart has run
+        from curation.train.config import load_train_recipe
+
+        load_train_recipe(recipe, check_paths=False)
+        return
     # Only the quickstart's inputs ship with the project; the others point at a user's data.
     load_recipe(recipe, check_paths=recipe.name == "quickstart.yaml")
 

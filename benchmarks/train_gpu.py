@@ -1,11 +1,11 @@
 """GPU check of the training job: a ~100M-parameter model under bf16 FSDP2 on CUDA, tokens/s and MFU.
 
 Writes a synthetic packed job (random documents, seq_len 2048, vocab 32000) to a temporary folder and runs
-on it the worker loop that `curate train` runs on each Ray Train worker (`pipelines.train.run_worker`), here
+on it the worker loop that `curate train` runs on each Ray Train worker (`curation.train.loop.run_worker`), here
 on one GPU in this process with a one-rank NCCL group: Ray only launches workers, and the GPU machine need
 not have it. The model: d_model 768, 12 layers, 12 heads (4 KV heads), SwiGLU 2048, tied embeddings, 100.1M
 parameters. It reports the median tokens/s and step time over the steps after `--warmup`, MFU against the
-device's dense bf16 peak (H100 SXM / H200: 989 TFLOP/s; `pipelines.train.PEAK_BF16`) with the PaLM FLOPs
+device's dense bf16 peak (H100 SXM / H200: 989 TFLOP/s; `curation.train.loop.PEAK_BF16`) with the PaLM FLOPs
 count of `ModelConfig.flops_per_token`, data-loading time and peak GPU memory.
 
 Without CUDA it prints that the GPU figure is missing and exits 0. `--smoke` runs the same path on CPU
@@ -36,7 +36,7 @@ import torch.distributed as dist
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout, not installed
 
 from curation.train.config import TrainRecipe
-from pipelines.train import METRICS, peak_bf16_flops, read_jsonl, run_worker
+from curation.train.loop import METRICS, peak_bf16_flops, read_jsonl, run_worker
 
 MODEL = {"d_model": 768, "n_layers": 12, "n_heads": 12, "n_kv_heads": 4, "ffn_hidden": 2048,
          "tie_embeddings": True}

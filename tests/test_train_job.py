@@ -23,7 +23,7 @@ from curation.recipe import RecipeError
 from curation.tokens import Packer
 from curation.train.config import TrainRecipe, load_train_recipe, parse_train_recipe
 from curation.train.loader import PackedDataset, permute
-from pipelines.train import CHECKPOINTS, EVENTS, SPIKES, batch_from_arrow, checkpoint_dirs, read_jsonl
+from curation.train.loop import CHECKPOINTS, EVENTS, SPIKES, batch_from_arrow, checkpoint_dirs, read_jsonl
 
 from .conftest import ROOT
 from .support.shards import EOS_ID, PAD_ID, build_job, write_split

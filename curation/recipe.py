@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -51,8 +52,8 @@ class Source(_Strict):
 
 class RayConfig(_Strict):
     address: str | None = Field(
-        None, description='null: start an embedded local Ray; "auto" or ray://host:10001 joins a cluster.'
-    )
+        None, description='null: start an embedded local Ray (or join $RAY_ADDRESS when set); "auto" or '
+        "ray://host:10001 joins a cluster.")
     num_cpus: int | None = Field(None, gt=0, description="CPUs of the embedded local Ray (default: all).")
 
 
@@ -274,8 +275,11 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
     return out
 
 
-def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True) -> Recipe:
-    """Validate a recipe; raise `RecipeError` listing every problem with its line and column."""
+def parse_yaml_model(text: str, file: str, model: type[BaseModel],
+                     checks: Callable[[Any], list[tuple[tuple[Any, ...], str]]] | None = None, *,
+                     what: str = "a YAML mapping of keys") -> Any:
+    """Validate YAML `text` as `model`; raise `RecipeError` listing every problem at its file:line:column.
+    `checks(validated)` may add (location, message) problems of its own (cross-references, paths)."""
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -284,7 +288,7 @@ def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise RecipeError([Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]) from None
     if not isinstance(data, dict):
-        raise RecipeError([Problem(file, 1, 1, "", "a recipe is a YAML mapping (name:, sources:, stages: ...)")])
+        raise RecipeError([Problem(file, 1, 1, "", f"expected {what}")])
     problems = _duplicate_keys(root, file)
 
     def problem(loc: tuple[Any, ...], message: str, at_key: bool = False) -> Problem:
@@ -293,15 +297,21 @@ def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True)
         return Problem(file, mark.line + 1 if mark else 1, mark.column + 1 if mark else 1, path, message)
 
     try:
-        recipe = Recipe.model_validate(data)
+        validated = model.model_validate(data)
     except ValidationError as exc:
         problems += [problem(e["loc"], _describe(e), e["type"] == "extra_forbidden") for e in exc.errors()]
         raise RecipeError(problems) from None
-    checks = _cross_checks(recipe) + (_path_checks(recipe) if check_paths else [])
-    problems += [problem(loc, msg) for loc, msg in checks]
+    problems += [problem(loc, msg) for loc, msg in (checks(validated) if checks else [])]
     if problems:
         raise RecipeError(problems)
-    return recipe
+    return validated
+
+
+def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True) -> Recipe:
+    """Validate a recipe; raise `RecipeError` listing every problem with its line and column."""
+    return parse_yaml_model(
+        text, file, Recipe, lambda r: _cross_checks(r) + (_path_checks(r) if check_paths else []),
+        what="a recipe: a YAML mapping (name:, sources:, stages: ...)")
 
 
 def load_recipe(path: str | Path, *, check_paths: bool = True) -> Recipe:

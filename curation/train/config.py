@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from curation.train.model import ModelConfig
 from curation.train.optim import OptimConfig
@@ -162,42 +162,12 @@ def _manifest_checks(recipe: TrainRecipe) -> list[tuple[tuple[Any, ...], str]]:
     return out
 
 
-def parse_yaml_model(text: str, file: str, model: type[BaseModel], checks: Any = None) -> Any:
-    """Validate YAML `text` as `model`, raising `curation.recipe.RecipeError` with every problem located at its
-    file:line:column; `checks(validated)` may add (location, message) problems of its own."""
-    import yaml
-
-    from curation.recipe import Problem, RecipeError, _describe, _duplicate_keys, _locate
-
-    try:
-        root, data = yaml.compose(text), yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise RecipeError([Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]) from None
-    if not isinstance(data, dict):
-        raise RecipeError([Problem(file, 1, 1, "", "expected a YAML mapping of keys")])
-    problems = _duplicate_keys(root, file)
-
-    def problem(loc: tuple[Any, ...], message: str, at_key: bool = False) -> Problem:
-        node, path = _locate(root, loc, at_key)
-        mark = node.start_mark if node is not None else None
-        return Problem(file, mark.line + 1 if mark else 1, mark.column + 1 if mark else 1, path, message)
-
-    try:
-        validated = model.model_validate(data)
-    except ValidationError as exc:
-        problems += [problem(e["loc"], _describe(e), e["type"] == "extra_forbidden") for e in exc.errors()]
-        raise RecipeError(problems) from None
-    problems += [problem(loc, msg) for loc, msg in (checks(validated) if checks else [])]
-    if problems:
-        raise RecipeError(problems)
-    return validated
-
-
 def parse_train_recipe(text: str, file: str = "<train recipe>", *, check_paths: bool = True) -> TrainRecipe:
     """Validate a training recipe; `check_paths` also reads the job's manifest and checks the model fits it."""
-    return parse_yaml_model(text, file, TrainRecipe, _manifest_checks if check_paths else None)
+    from curation.recipe import parse_yaml_model
+
+    return parse_yaml_model(text, file, TrainRecipe, _manifest_checks if check_paths else None,
+                            what="a training recipe: a YAML mapping (name:, job:, model: ...)")
 
 
 def load_train_recipe(path: str | Path, *, check_paths: bool = True) -> TrainRecipe:

@@ -15,6 +15,7 @@ import yaml
 
 from curation import io
 from curation.job import DOCUMENTS, WORK_DOCUMENTS, EventLog, JobWriter, funnel
+from curation.progress import LiveProgress
 from curation.recipe import Recipe
 from curation.shards import list_shards
 from curation.stages import Stage
@@ -97,6 +98,7 @@ def run(
     events.emit("job_started", shards=len(shards), already_done=len(shards) - len(todo), versions=versions())
     started = time.time()
     progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)
+    live = LiveProgress(job_dir, writer)  # the status service's live counters (`_progress.json`)
     finished: list[str] = []
     corpus_counters: dict[str, dict[str, Any]] = {}
     ray_started = time.time()
@@ -119,6 +121,7 @@ def run(
                         events.emit("shard_done", shard=name, documents=writer.done[name]["documents"])
                     finished += completed
                     progress.update(batch, len(completed))
+                    live.update(force=bool(completed))
         if writer.incomplete():
             msg = f"rows of these shards never arrived: {', '.join(writer.incomplete())}"
             raise RuntimeError(msg)

@@ -1,0 +1,390 @@
+"""Looking inside a job folder from a notebook: what each stage dropped and why, dedup clusters, loss spikes.
+
+`job` is a job folder path everywhere. Functions return pandas DataFrames (pandas is imported only
+when they are called); the `*_table`/`*_page` helpers return Arrow or plain Python and serve the
+status service too. `explain` runs one document through a recipe's document stages and shows each
+decision with the scores behind it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from curation import schema
+from curation.job import DOCUMENTS, REJECTS, WORK_DOCUMENTS
+from curation.progress import JobFolder
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from curation.recipe import Recipe
+
+REMOVED = "_work/removed"
+_SURVIVOR = re.compile(r"^kept (\S+)(?: \(cluster (\S+)\))?")
+_PARTITION = re.compile(r"^(stage|reason)=(.+)$")
+
+
+# -- Arrow level (also used by the service) ---------------------------------------------------------
+
+
+def reject_files(job: str | Path) -> dict[str, dict[str, list[Path]]]:
+    """{stage: {reason: [parquet files]}} found under `rejects/`, names taken from the folders only."""
+    root = Path(job) / REJECTS
+    out: dict[str, dict[str, list[Path]]] = {}
+    if not root.is_dir():
+        return out
+    for stage_dir in sorted(root.iterdir()):
+        stage = _PARTITION.match(stage_dir.name)
+        if not stage or stage.group(1) != "stage" or not stage_dir.is_dir():
+            continue
+        for reason_dir in sorted(stage_dir.iterdir()):
+            reason = _PARTITION.match(reason_dir.name)
+            if reason and reason.group(1) == "reason" and reason_dir.is_dir():
+                files = sorted(p for p in reason_dir.iterdir() if p.suffix == ".parquet")
+                if files:
+                    out.setdefault(stage.group(2), {})[reason.group(2)] = files
+    return out
+
+
+def rows_in(files: list[Path]) -> list[int]:
+    """Row count of each Parquet file, from its footer only."""
+    return [pq.read_metadata(f).num_rows for f in files]
+
+
+def page(files: list[Path], offset: int, limit: int, columns: list[str] | None = None) -> pa.Table:
+    """Rows `offset` to `offset + limit` of the files read as one table, opening only the files needed."""
+    parts, start = [], 0
+    for f, n in zip(files, rows_in(files), strict=True):
+        lo, hi = max(offset - start, 0), min(offset + limit - start, n)
+        if lo < hi:
+            table = pq.read_table(f, columns=[c for c in columns or [] if c in pq.read_schema(f).names] or None)
+            parts.append(table.slice(lo, hi - lo))
+        start += n
+        if start >= offset + limit:
+            break
+    return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+
+
+def dedup_stages(job: str | Path) -> list[str]:
+    """Corpus stages whose removals are in `_work/removed/`."""
+    folder = Path(job) / REMOVED
+    return sorted(p.stem for p in folder.glob("*.parquet")) if folder.is_dir() else []
+
+
+def removed_table(job: str | Path, stage: str) -> pa.Table:
+    """(id, reason, detail, survivor, cluster) of every document `stage` removed."""
+    table = pq.read_table(Path(job) / REMOVED / f"{stage}.parquet", columns=["id", "reason", "detail"])
+    parsed = [_SURVIVOR.match(d or "") for d in table.column("detail").to_pylist()]
+    survivors = pa.array([m.group(1) if m else None for m in parsed], pa.string())
+    clusters = pa.array([m.group(2) if m else None for m in parsed], pa.string())
+    return table.append_column("survivor", survivors).append_column("cluster", clusters)
+
+
+def cluster_table(job: str | Path, stage: str) -> list[dict[str, Any]]:
+    """One entry per survivor, its removed copies listed; largest clusters first, then by survivor id."""
+    table = removed_table(job, stage)
+    groups: dict[str, dict[str, Any]] = {}
+    for row in table.to_pylist():
+        key = row["survivor"] or row["id"]  # removals without a survivor (paragraph dedup) stand alone
+        group = groups.setdefault(key, {"survivor": row["survivor"], "cluster": row["cluster"], "removed": []})
+        group["removed"].append({"id": row["id"], "reason": row["reason"], "detail": row["detail"]})
+    return sorted(groups.values(), key=lambda g: (-len(g["removed"]), g["survivor"] or ""))
+
+
+def lookup(job: str | Path, ids: list[str], columns: tuple[str, ...] = ("id", "source", "url", "title", "text"),
+           *, before_corpus: bool = True) -> dict[str, dict[str, Any]]:
+    """Documents by id: as they were before corpus stages (dedup removed ones are only there), or
+    `before_corpus=False`: as finally written, falling back to the earlier copy."""
+    job = Path(job)
+    folders = [job / WORK_DOCUMENTS, job / DOCUMENTS]
+    found: dict[str, dict[str, Any]] = {}
+    for folder in folders if before_corpus else folders[::-1]:
+        missing = [i for i in ids if i not in found]
+        if not missing or not folder.is_dir():
+            continue
+        dataset = pads.dataset(folder, format="parquet")
+        wanted = [c for c in columns if c in dataset.schema.names]
+        table = dataset.to_table(columns=wanted, filter=pc.field("id").isin(missing))
+        found.update((row["id"], row) for row in table.to_pylist())
+    return found
+
+
+# -- DataFrames for notebooks ----------------------------------------------------------------------
+
+
+def _frame(rows: Any) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def funnel(job: str | Path) -> pd.DataFrame:
+    """Per stage: documents in and out, kept share, drops and skips per reason, bytes, seconds."""
+    return _frame(JobFolder(job).funnel())
+
+
+def reasons(job: str | Path) -> pd.DataFrame:
+    """Per stage and reason: documents dropped, and how many of them were kept as samples in `rejects/`."""
+    sampled = {(s, r): sum(rows_in(f)) for s, by in reject_files(job).items() for r, f in by.items()}
+    rows = [{"stage": row["stage"], "reason": reason, "dropped": n, "sampled": sampled.get((row["stage"], reason), 0)}
+            for row in JobFolder(job).funnel() for reason, n in row["dropped"].items()]
+    frame = _frame(rows or {"stage": [], "reason": [], "dropped": [], "sampled": []})
+    return frame.sort_values("dropped", ascending=False, ignore_index=True)
+
+
+def rejects(job: str | Path, stage: str | None = None, reason: str | None = None, *,
+            limit: int | None = None) -> pd.DataFrame:
+    """Sampled rejects with `stage`, `reason` and `detail` columns, optionally of one stage and reason."""
+    tables = []
+    for s, by in reject_files(job).items():
+        for r, files in by.items():
+            if stage in (None, s) and reason in (None, r):
+                table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+                n = table.num_rows
+                table = table.append_column("stage", pa.array([s] * n, pa.string()))
+                tables.append(table.append_column("reason", pa.array([r] * n, pa.string())))
+    if not tables:
+        return _frame({"id": [], "stage": [], "reason": [], "detail": [], "text": []})
+    table = pa.concat_tables(tables, promote_options="permissive")
+    return table.slice(0, limit).to_pandas() if limit is not None else table.to_pandas()
+
+
+def samples(job: str | Path, per_reason: int = 3, *, seed: int = 0, chars: int = 300) -> pd.DataFrame:
+    """A few rejects per stage and reason (seeded), text cut to `chars`: the first look at what went."""
+    frame = rejects(job)
+    if frame.empty:
+        return frame
+    shuffled = frame.sample(frac=1.0, random_state=seed)
+    picked = shuffled.groupby(["stage", "reason"], sort=False).head(per_reason)
+    picked = picked.sort_values(["stage", "reason"], kind="stable", ignore_index=True)
+    picked["text"] = picked["text"].fillna("").str.slice(0, chars)
+    return picked[[c for c in ("stage", "reason", "id", "url", "detail", "text") if c in picked.columns]]
+
+
+def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None = None) -> pd.DataFrame:
+    """A seeded random sample of `n` kept documents (of one source if given)."""
+    folder = Path(job) / DOCUMENTS
+    table = pads.dataset(folder, format="parquet").to_table() if folder.is_dir() else pa.table({"id": []})
+    if source is not None:
+        table = table.filter(pc.equal(table.column("source"), source))
+    frame = table.to_pandas()
+    return frame.sample(min(n, len(frame)), random_state=seed).reset_index(drop=True)
+
+
+def dedup_clusters(job: str | Path, stage: str | None = None) -> pd.DataFrame:
+    """One row per removed duplicate: its stage, reason, survivor and cluster (all corpus stages by default)."""
+    frames = []
+    for s in dedup_stages(job) if stage is None else [stage]:
+        table = removed_table(job, s)
+        frames.append(table.append_column("stage", pa.array([s] * table.num_rows, pa.string())))
+    if not frames:
+        return _frame({"id": [], "reason": [], "detail": [], "survivor": [], "cluster": [], "stage": []})
+    return pa.concat_tables(frames).to_pandas()
+
+
+@dataclass
+class SideBySide:
+    """A survivor beside the copies a dedup stage removed; shows as an HTML table in a notebook."""
+
+    stage: str
+    survivor: dict[str, Any]
+    removed: list[dict[str, Any]]
+    chars: int = 1500
+
+    def similarity(self, other: dict[str, Any]) -> float:
+        a, b = (self.survivor.get("text") or "").split(), (other.get("text") or "").split()
+        return round(difflib.SequenceMatcher(None, a, b, autojunk=False).ratio(), 3)
+
+    def _cell(self, doc: dict[str, Any], label: str) -> str:
+        text = html.escape((doc.get("text") or "")[: self.chars])
+        ident, url = html.escape(doc.get("id") or ""), html.escape(doc.get("url") or "")
+        head = f"<b>{label}</b> <code>{ident}</code><br><small>{url}</small>"
+        return f"<td style='vertical-align:top;text-align:left;white-space:pre-wrap'>{head}<hr>{text}</td>"
+
+    def _repr_html_(self) -> str:
+        cells = [self._cell(self.survivor, "kept")]
+        cells += [self._cell(d, f"removed ({self.stage}, similarity {self.similarity(d)})") for d in self.removed]
+        return f"<table><tr>{''.join(cells)}</tr></table>"
+
+    def __str__(self) -> str:
+        lines = [f"kept {self.survivor.get('id')}: {(self.survivor.get('text') or '')[:200]!r}"]
+        lines += [f"removed {d.get('id')} (similarity {self.similarity(d)}): {(d.get('text') or '')[:200]!r}"
+                  for d in self.removed]
+        return "\n".join(lines)
+
+
+def dedup_pair(job: str | Path, stage: str | None = None, survivor: str | None = None) -> SideBySide:
+    """A dedup cluster side by side: the given survivor's, else the largest cluster of `stage` (or the first
+    corpus stage that removed anything)."""
+    stages = [stage] if stage else dedup_stages(job)
+    for s in stages:
+        clusters = [c for c in cluster_table(job, s) if c["survivor"] and survivor in (None, c["survivor"])]
+        if clusters:
+            chosen = clusters[0]
+            docs = lookup(job, [chosen["survivor"], *(r["id"] for r in chosen["removed"])])
+            removed = [{**docs.get(r["id"], {"id": r["id"]}), **r} for r in chosen["removed"]]
+            return SideBySide(s, docs.get(chosen["survivor"], {"id": chosen["survivor"]}), removed)
+    msg = f"no dedup cluster in {job}" + (f" for survivor {survivor}" if survivor else "")
+    raise LookupError(msg)
+
+
+# -- training curves -----------------------------------------------------------------------------
+
+
+def train_metrics(job: str | Path) -> pd.DataFrame:
+    """Every step the trainer logged in `train/metrics.jsonl` (see `curation.progress` for the fields), with
+    `spiked`: whether the step was flagged (`spike` holds the reason)."""
+    frame = _frame(JobFolder(job).train_metrics() or {"step": [], "loss": []})
+    if "spike" not in frame.columns:
+        frame["spike"] = None
+    frame["spiked"] = [bool(v) and v == v for v in frame["spike"]]  # v == v: NaN is not a spike
+    return frame.sort_values("step", ignore_index=True)
+
+
+def spikes(job: str | Path) -> pd.DataFrame:
+    """Flagged steps: the trainer's `train/spikes.jsonl` (step, loss, reason, action, documents), else the
+    flagged lines of metrics.jsonl."""
+    return _frame(JobFolder(job).train_spikes() or {"step": [], "loss": [], "reason": []})
+
+
+def spike_documents(job: str | Path, step: int) -> pd.DataFrame:
+    """The documents in the batch of `step`: as spikes.jsonl or the metrics line lists them, or through the
+    provenance of the packed rows the line names."""
+    folder = JobFolder(job)
+    rows = [r for r in folder.train_spikes() if r["step"] == step] or [
+        r for r in folder.train_metrics() if r["step"] == step]
+    if not rows:
+        msg = f"step {step} is not in {Path(job) / 'train'}"
+        raise LookupError(msg)
+    row = rows[-1]
+    ids = list(row.get("documents") or [])
+    batch = row.get("batch") or {}
+    if not ids and batch.get("shard"):
+        import pyarrow.ipc as ipc
+
+        shard = (Path(job) / batch["shard"]).resolve()
+        if not shard.is_relative_to(Path(job).resolve()):
+            msg = f"batch shard {batch['shard']!r} is outside the job folder"
+            raise ValueError(msg)
+        with pa.memory_map(str(shard)) as source:
+            try:
+                reader = ipc.open_file(source)
+            except pa.ArrowInvalid:  # packed shards are written as IPC streams
+                source.seek(0)
+                reader = ipc.open_stream(source)
+            table = reader.read_all().select(["doc_ids"])
+        for r in batch.get("rows", []):
+            ids += [i for i in table.column("doc_ids")[r].as_py() if i not in ids]
+    docs = lookup(job, ids, before_corpus=False)
+    columns = ["id", "source", "url", "title", "text"]
+    return _frame([{c: docs.get(i, {"id": i}).get(c) for c in columns} for i in ids] or {c: [] for c in columns})
+
+
+# -- explain ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Explanation:
+    """Each document stage's decision on one document, with its scores; the last text it had."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    kept: bool = True
+    text: str | None = None
+
+    def to_frame(self) -> pd.DataFrame:
+        return _frame(self.steps)
+
+    def _repr_html_(self) -> str:
+        verdict = "kept" if self.kept else f"dropped by {self.steps[-1]['stage']} ({self.steps[-1]['reason']})"
+        return f"<p><b>{verdict}</b></p>" + self.to_frame().to_html(index=False)
+
+    def __str__(self) -> str:
+        lines = []
+        for s in self.steps:
+            scores = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in s["scores"].items())
+            why = f" {s['reason']}" + (f" ({s['detail']})" if s["detail"] else "") if s["reason"] else ""
+            lines.append(f"{s['stage']:<20} {s['decision']}{why}  {scores}")
+        return "\n".join(lines)
+
+
+_READY: dict[str, list[tuple[str, Any]]] = {}  # set-up stages per recipe: models load once per session
+
+
+def _recipe(recipe: Recipe | str | Path) -> Recipe:
+    from curation.recipe import Recipe, parse_recipe
+
+    if isinstance(recipe, Recipe):
+        return recipe
+    path = Path(recipe)
+    path = path / "recipe.yaml" if path.is_dir() else path
+    return parse_recipe(path.read_text(encoding="utf-8"), str(path), check_paths=False)
+
+
+def _stages(recipe: Recipe) -> list[tuple[str, Any]]:
+    from curation.stages import STAGES
+
+    key = recipe.fingerprint()
+    if key not in _READY:
+        stages = [(n, STAGES[kind].from_params(p)) for n, kind, p in recipe.stage_specs() if kind in STAGES]
+        for _, stage in stages:
+            stage.setup()
+        _READY[key] = stages
+    return _READY[key]
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> Explanation:
+    """Run one document through `recipe`'s document stages (a Recipe, a recipe file or a job folder).
+
+    A dict may carry `text` or `html` (raw page bytes or str, for `extract`), `source` (for stages
+    limited with `only`), `url` and `title`. Corpus stages need the whole corpus and are not run.
+    """
+    from curation.apply import run_stage
+    from curation.stages import DocumentFilter
+
+    doc = {"text": text_or_doc} if isinstance(text_or_doc, str) else dict(text_or_doc)
+    batch = schema.documents_table([doc.get("text")], source=doc.get("source") or "local")
+    for column in ("url", "title"):
+        if doc.get(column) is not None:
+            batch = batch.set_column(batch.schema.get_field_index(column), column, pa.array([doc[column]], pa.string()))
+    if doc.get("html") is not None:
+        body = doc["html"].encode() if isinstance(doc["html"], str) else doc["html"]
+        batch = batch.append_column(schema.HTML, pa.array([body], pa.binary()))
+    out = Explanation()
+    for name, stage in _stages(_recipe(recipe)):
+        given, before = batch, batch.column("text")[0].as_py()
+        batch = run_stage(stage, batch, name=name)
+        row = batch.slice(0, 1).to_pylist()[0]
+        processed = row.get(schema.metric_column("sec", name)) is not None
+        scores: dict[str, Any] = {}
+        if processed and isinstance(stage, DocumentFilter):
+            scores = {k: _plain(v[0]) for k, v in stage.score(given).items()}
+        reason = row[schema.REASON] if row[schema.STAGE] == name else None
+        plain = {f.name for f in schema.DOCUMENT_FIELDS} | {"html"}  # the text itself is not a score
+        added = {c: row.get(c) for c in stage.output_columns if c not in plain and row.get(c) is not None}
+        decision = "dropped" if reason and not reason.startswith(schema.SKIPPED) else (
+            "skipped" if reason else "kept" if processed else "not applied")
+        out.steps.append({"stage": name, "decision": decision, "reason": reason,
+                          "detail": row[schema.DETAIL] if reason else None, "scores": {**scores, **added},
+                          "text_changed": processed and row.get("text") != before,
+                          "chars": len(row.get("text") or "")})
+        out.text = row.get("text")
+        if reason:
+            out.kept = False
+            break
+    return out

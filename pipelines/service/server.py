@@ -1,0 +1,76 @@
+"""Running the service: in the foreground (`curate serve`) or on a thread beside a job (`curate run --serve`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+
+from pipelines.service.app import create_app
+
+
+def _config(jobs_dir: str | Path, host: str, port: int, log_level: str) -> uvicorn.Config:
+    # A deep backlog: hundreds of dashboards may connect at once.
+    return uvicorn.Config(create_app(jobs_dir), host=host, port=port, log_level=log_level, access_log=False,
+                          backlog=4096, timeout_keep_alive=30)
+
+
+def serve(jobs_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
+    """Serve until interrupted."""
+    uvicorn.Server(_config(jobs_dir, host, port, log_level)).run()
+
+
+class Background:
+    """The service on a daemon thread of this process (uvicorn leaves signals to the main thread there)."""
+
+    def __init__(self, jobs_dir: str | Path, host: str = "127.0.0.1", port: int = 8000,
+                 log_level: str = "warning") -> None:
+        self.server = uvicorn.Server(_config(jobs_dir, host, port, log_level))
+        self.thread = threading.Thread(target=self.server.run, name="curation-service", daemon=True)
+        self.url = f"http://{host}:{port}"
+
+    def start(self, timeout: float = 10.0) -> Background:
+        self.thread.start()
+        deadline = time.time() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive() or time.time() > deadline:
+                msg = f"the status service did not start on {self.url}"
+                raise RuntimeError(msg)
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def for_run(output: str, address: str) -> Background:
+    """The service over a job's output folder, started before the job (`curate run --serve [HOST:]PORT`)."""
+    from curation import io
+
+    if io.is_remote(output):
+        msg = f"--serve needs a local output folder, not {output}: run `curate serve` where the folder is readable"
+        raise ValueError(msg)
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        msg = f"--serve takes [HOST:]PORT, not {address!r}"
+        raise ValueError(msg)
+    Path(output).mkdir(parents=True, exist_ok=True)
+    return Background(output, host or "127.0.0.1", int(port)).start()
+
+
+def linger(service: Background) -> None:
+    """After the job: keep serving until Ctrl-C when someone watches a terminal; scripts just go on."""
+    import sys
+
+    if not sys.stdin.isatty():
+        service.stop()
+        return
+    print(f"the status service goes on at {service.url} (Ctrl-C to stop)", file=sys.stderr)
+    try:
+        while service.thread.is_alive():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        service.stop()

@@ -1,0 +1,162 @@
+"""`curation.inspect` and the progress store: on folders made here (no Ray), then on the job the service tests ran."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+import pytest
+
+from curation import inspect, progress
+from curation.job import JobWriter, _Shard, empty_counters
+from curation.progress import PROGRESS, JobFolder, LiveProgress
+from curation.recipe import parse_recipe
+from tests.test_service import watched_job
+
+RECIPE = """
+name: explained
+sources: [{name: web, format: warc, paths: ["nowhere/*.warc.gz"]}]
+stages:
+  - extract: {only: [web]}
+  - length: {min_words: 5}
+  - gopher_quality: {keep_scores: true}
+"""
+
+
+def test_explain_shows_each_decision_with_its_scores_and_stops_at_the_drop():
+    recipe = parse_recipe(RECIPE, check_paths=False)
+    short = inspect.explain({"text": "far too short", "source": "notes"}, recipe)
+    assert not short.kept
+    assert [(s["stage"], s["decision"]) for s in short.steps] == [("extract", "not applied"), ("length", "dropped")]
+    assert short.steps[-1]["reason"] == "too_few_words" and short.steps[-1]["scores"]["n_words"] == 3
+    line = ("the river runs past an old mill and the town that grew around it was built by people who came for "
+            "the work and stayed for the quiet life along the water")
+    words = line.split()
+    rng = random.Random(1)
+    sentences = " ".join(" ".join(rng.sample(words, 12)).capitalize() + "." for _ in range(12))
+    page = f"<html><body><article><p>{sentences}</p></article></body></html>"
+    kept = inspect.explain({"html": page, "source": "web"}, recipe)
+    assert [s["decision"] for s in kept.steps] == ["kept", "kept", "kept"] and kept.kept
+    assert kept.steps[0]["text_changed"] and kept.text == sentences
+    gopher = kept.steps[2]["scores"]
+    assert gopher and all(isinstance(v, int | float) for v in gopher.values())
+    assert "gopher_quality" in str(kept) and "<table" in kept._repr_html_()
+    assert list(kept.to_frame()["stage"]) == ["extract", "length", "gopher_quality"]
+
+
+def write_documents(job: Path, ids: list[str]) -> None:
+    (job / "documents").mkdir(parents=True)
+    pq.write_table(pa.table({"id": ids, "source": ["web"] * len(ids), "url": [f"https://x/{i}" for i in ids],
+                             "title": [None] * len(ids), "text": [f"text of {i}" for i in ids]}),
+                   job / "documents" / "part.parquet")
+
+
+def test_spike_documents_through_packed_row_provenance(tmp_path):
+    job = tmp_path / "packed-0123456789"
+    write_documents(job, ["a", "b", "c", "d"])
+    (job / "shards").mkdir()
+    rows = pa.table({"doc_ids": pa.array([["a", "b"], ["b", "c"], ["d"]], pa.list_(pa.string()))})
+    with ipc.new_file(job / "shards" / "shard-00000.arrow", rows.schema) as writer:
+        writer.write_table(rows)
+    (job / "train").mkdir()
+    lines = [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 9.0, "spike": True,
+                                        "batch": {"shard": "shards/shard-00000.arrow", "rows": [1, 2]}},
+             {"step": 3, "loss": 3.1, "spike": True, "batch": {"shard": "../../etc/passwd", "rows": [0]}},
+             {"step": "bad", "loss": 1.0}]
+    (job / "train" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"step": 4, "lo')
+    assert list(inspect.train_metrics(job)["step"]) == [1, 2, 3]  # the bad line and the half-written one left out
+    assert list(inspect.spikes(job)["step"]) == [2, 3]
+    docs = inspect.spike_documents(job, 2)
+    assert list(docs["id"]) == ["b", "c", "d"] and list(docs["text"]) == ["text of b", "text of c", "text of d"]
+    with pytest.raises(ValueError, match="outside the job folder"):
+        inspect.spike_documents(job, 3)
+    with pytest.raises(LookupError):
+        inspect.spike_documents(job, 99)
+
+
+def test_live_progress_snapshots_done_and_open_shards_throttled_with_a_bounded_series(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "SERIES_POINTS", 16)
+    job = tmp_path / "live-0123456789"
+    writer = JobWriter(str(job), ["length"])
+    counters = empty_counters(writer.stages)
+    counters["read"].update(docs_in=10, docs_out=10)
+    counters["length"].update(docs_in=10, docs_out=7, dropped={"too_few_words": 3})
+    writer.done["a"] = {"shard": "a", "documents": 7, "counters": counters}
+    live = LiveProgress(str(job), writer, interval=3600)
+    first = json.loads((job / PROGRESS).read_text())
+    assert first["records"] == 10 and first["documents"] == 7 and first["shards_done"] == 1
+    opened = _Shard("b", counters=empty_counters(writer.stages))
+    opened.counters["read"].update(docs_in=4, docs_out=4)
+    opened.counters["length"].update(docs_in=4, docs_out=4)
+    writer.open["b"] = opened
+    live.update()  # within the interval: nothing written
+    assert json.loads((job / PROGRESS).read_text())["records"] == 10
+    live.update(force=True)
+    snapshot = json.loads((job / PROGRESS).read_text())
+    assert snapshot["records"] == 14 and snapshot["documents"] == 11 and snapshot["shards_open"] == 1
+    length = next(s for s in snapshot["stages"] if s["stage"] == "length")
+    assert length["dropped"] == {"too_few_words": 3} and length["docs_in"] == 14
+    live.gap = 0.0
+    for _ in range(3 * 16):
+        live.update(force=True)
+    points = json.loads((job / PROGRESS).read_text())["series"]["points"]
+    assert 8 <= len(points) <= 17 and points[-1][1] == 14
+    assert JobFolder(job).funnel()[1]["docs_in"] == 14  # no events yet: the live counters
+
+
+# -- on the job the service tests ran -------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def job(ray_session, tmp_path_factory):
+    return watched_job(tmp_path_factory)
+
+
+@pytest.mark.ray
+def test_funnel_reasons_and_rejects_agree_with_stats(job):
+    stats = json.loads((job.job_dir / "stats.json").read_text())
+    funnel = inspect.funnel(job.job_dir)
+    assert list(funnel["stage"]) == [s["stage"] for s in stats["stages"]]
+    assert list(funnel["docs_out"]) == [s["docs_out"] for s in stats["stages"]]
+    reasons = inspect.reasons(job.job_dir)
+    assert {(r.stage, r.reason, r.dropped, r.sampled) for r in reasons.itertuples()} == {
+        ("length", "too_few_words", 7, 7), ("exact_dedup", "duplicate", 7, 7)}
+    rejects = inspect.rejects(job.job_dir, "length")
+    assert len(rejects) == 7 and set(rejects["reason"]) == {"too_few_words"}
+    assert len(inspect.rejects(job.job_dir)) == 14 and len(inspect.rejects(job.job_dir, limit=3)) == 3
+    samples = inspect.samples(job.job_dir, per_reason=2)
+    assert samples.groupby(["stage", "reason"]).size().to_dict() == {("exact_dedup", "duplicate"): 2,
+                                                                     ("length", "too_few_words"): 2}
+    kept = inspect.documents(job.job_dir, n=5, source="notes")
+    assert len(kept) == 5 and set(kept["source"]) == {"notes"}
+
+
+@pytest.mark.ray
+def test_explain_agrees_with_the_job_on_its_rejects_and_kept_documents(job):
+    rejected = inspect.rejects(job.job_dir, "length", "too_few_words")
+    for row in rejected.itertuples():
+        explained = inspect.explain({"text": row.text, "source": row.source}, job.job_dir)
+        assert (explained.steps[-1]["stage"], explained.steps[-1]["reason"]) == ("length", "too_few_words")
+    kept = inspect.documents(job.job_dir, n=3, source="notes")
+    for row in kept.itertuples():
+        assert inspect.explain({"text": row.text, "source": "notes"}, job.job_dir).kept
+
+
+@pytest.mark.ray
+def test_dedup_pair_side_by_side(job):
+    clusters = inspect.dedup_clusters(job.job_dir)
+    assert len(clusters) == 7 and set(clusters["stage"]) == {"exact_dedup"}
+    assert clusters["survivor"].notna().all()
+    pair = inspect.dedup_pair(job.job_dir, "exact_dedup")
+    assert len(pair.removed) == 5 and all(pair.similarity(d) == 1.0 for d in pair.removed)
+    assert all(d["detail"] == f"kept {pair.survivor['id']}" for d in pair.removed)
+    html = pair._repr_html_()
+    assert pair.survivor["id"] in html and all(d["id"] in html for d in pair.removed)
+    small = inspect.dedup_pair(job.job_dir, survivor=clusters["survivor"].value_counts().index[-1])
+    assert len(small.removed) == 1 and small.survivor["source"] == "notes"
+    with pytest.raises(LookupError):
+        inspect.dedup_pair(job.job_dir, survivor="no-such-id")

@@ -1,0 +1,66 @@
+"""Both notebooks execute cleanly against a job the tests ran; the committed copies carry no outputs."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.conftest import ROOT
+from tests.test_service import watched_job
+
+NOTEBOOKS = ROOT / "notebooks"
+
+
+@pytest.fixture(scope="session")
+def job(ray_session, tmp_path_factory):
+    return watched_job(tmp_path_factory)
+
+
+def execute(name: str, job_dir: str, cwd, monkeypatch) -> list[dict]:
+    monkeypatch.setenv("CURATION_JOB", job_dir)  # the kernel inherits it
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(cwd)}}).execute()
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+
+def text_of(outputs: list[dict]) -> str:
+    parts = [o.get("text", "") for o in outputs if o["output_type"] == "stream"]
+    parts += [json.dumps(o.get("data", {})) for o in outputs if "data" in o]
+    return "\n".join(parts)
+
+
+def images(outputs: list[dict]) -> int:
+    return sum("image/png" in o.get("data", {}) for o in outputs)
+
+
+def test_notebooks_are_committed_without_outputs():
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, path.name
+
+
+@pytest.mark.ray
+def test_inspect_filtered_samples_notebook(job, tmp_path, monkeypatch):
+    outputs = execute("inspect_filtered_samples.ipynb", str(job.job_dir), tmp_path, monkeypatch)
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    text = text_of(outputs)
+    assert images(outputs) >= 2, "funnel and reasons plots"
+    assert "== length / too_few_words" in text and "== exact_dedup / duplicate" in text
+    assert "dropped too_few_words" in text and "length               kept" in text  # explain, then a longer text
+    assert "similarity 1.0" in text and "https://copy.example/" in text  # the dedup pair
+
+
+@pytest.mark.ray
+def test_training_curves_notebook(job, tmp_path, monkeypatch):
+    outputs = execute("training_curves.ipynb", str(job.job_dir), tmp_path, monkeypatch)
+    text = text_of(outputs)
+    assert "300 steps logged" in text and images(outputs) >= 2
+    assert "== step 180: loss spike" in text and "3 document(s)" in text
+    assert all(doc_id in text for doc_id in job.spike_documents)

@@ -1,0 +1,414 @@
+"""The status service against a real Ray job: live numbers, final numbers, errors and refused paths.
+
+One job (`watched_job`, shared with the dashboard, inspect and notebook tests) runs through
+`curate run --serve` on the session's Ray while a thread polls that in-process service and a
+separate `curate serve` process started before the job; both are real uvicorn servers on loopback.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gzip
+import http.client
+import json
+import math
+import os
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pyarrow.parquet as pq
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from curation.recipe import load_recipe
+from pipelines.cli import main
+from tests.conftest import ROOT, warc_response
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def slow_page(i: int) -> bytes:
+    """A page that takes trafilatura about half a second: the run lasts long enough to watch."""
+    cells = "".join(f"<div><p>Row {j} of page {i}, some words.</p><table><tr><td>{j}</td></tr></table></div>"
+                    for j in range(3000))
+    return f"<html><body><article><h1>Page {i}</h1>{cells}</article></body></html>".encode()
+
+
+def article(i: int, words: int = 90) -> bytes:
+    body = " ".join(f"word{(i * 7 + k) % 50} text" for k in range(words // 2))
+    return (f"<html><head><title>Article {i}</title></head><body><article><h1>Article {i}</h1><p>{body}.</p>"
+            f"<p>Second paragraph of article {i} with more words to read.</p></article></body></html>").encode()
+
+
+def build_inputs(folder: Path, shards: int = 6) -> Path:
+    """Web shards with slow pages (the run lasts seconds), short pages (length drops) and one page copied into
+    every shard (exact_dedup removals); a JSONL source with copies and a tiny note."""
+    folder.mkdir(parents=True)
+    for s in range(shards):
+        records = [warc_response(f"https://slow.example/{s}/{p}", slow_page(s * 100 + p)) for p in range(2)]
+        records.append(warc_response(f"https://news.example/{s}", article(s)))
+        records.append(warc_response(f"https://copy.example/{s}", article(999)))
+        records.append(warc_response(f"https://short.example/{s}", b"<html><body><p>Too short.</p></body></html>"))
+        (folder / f"crawl-{s}.warc.gz").write_bytes(b"".join(records))
+    notes = [{"text": f"Note {i}: " + " ".join(f"alpha{j} beta{i}" for j in range(15)),
+              "url": f"https://notes.example/{i}"} for i in range(8)]
+    notes += [dict(notes[0], url="https://notes.example/copy0"), dict(notes[1], url="https://notes.example/copy1")]
+    notes.append({"text": "tiny note", "url": "https://notes.example/tiny"})
+    (folder / "notes.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(n) + "\n" for n in notes).encode()))
+    recipe = folder / "recipe.yaml"
+    recipe.write_text(f"""
+name: watched
+ray: {{num_cpus: 2}}
+sources:
+  - {{name: web, format: warc, paths: ["{folder}/crawl-*.warc.gz"]}}
+  - {{name: notes, format: jsonl, paths: ["{folder}/notes.jsonl.gz"], text_field: text, url_field: url}}
+stages:
+  - extract: {{timeout_s: 30, only: [web]}}
+  - length: {{min_words: 20}}
+  - exact_dedup: {{}}
+""")
+    return recipe
+
+
+def write_training_metrics(job_dir: Path, steps: int = 300, spike_at: int = 180) -> list[str]:
+    """What `curate train` writes (`train/metrics.jsonl` and `spikes.jsonl`, see `curation.progress`), made up
+    here without training: one spike, traced to real documents of the job; returns those documents' ids."""
+    docs = pq.read_table(job_dir / "documents", columns=["id"]).column("id").to_pylist()[:3]
+    rng = random.Random(0)
+    smoothed = None
+    lines = []
+    for step in range(1, steps + 1):
+        loss = 2.0 + 6.0 * math.exp(-step / 60) + rng.random() * 0.1 + (2.5 if step == spike_at else 0.0)
+        smoothed = loss if smoothed is None else 0.95 * smoothed + 0.05 * loss
+        row = {"step": step, "loss": round(loss, 4), "loss_smoothed": round(smoothed, 4), "lr": 3e-4,
+               "grad_norm": 1.0, "tokens_per_s": 5000.0, "time": 1.8e9 + step, "spike": None}
+        if step % 100 == 0:
+            row["val_loss"] = round(smoothed + 0.05, 4)
+        if step == spike_at:
+            row.update(spike="loss spike: 4.6 is 9.1 std above the mean 2.3", documents=docs[:2])  # capped
+            spike = {"step": step, "loss": row["loss"], "reason": row["spike"], "action": "logged", "split": "train",
+                     "rows": [[0, 7]], "documents": docs}
+        lines.append(json.dumps(row))
+    (job_dir / "train").mkdir(exist_ok=True)
+    (job_dir / "train" / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    (job_dir / "train" / "spikes.jsonl").write_text(json.dumps(spike) + "\n")
+    return docs
+
+
+@dataclass
+class Watched:
+    recipe: Path
+    jobs: Path
+    job_dir: Path
+    url: str  # the `curate serve` process, still serving after the run
+    inline: list[dict] = field(default_factory=list)  # polls of `run --serve` during the run
+    outside: list[dict] = field(default_factory=list)  # polls of the `curate serve` process during the run
+    spike_documents: list[str] = field(default_factory=list)
+    run_seconds: float = 0.0
+
+
+_WATCHED: list[Watched] = []
+
+
+def _poll(url: str, job: str, into: list[dict], stop: threading.Event) -> None:
+    with httpx.Client(timeout=5) as client:
+        while not stop.is_set():
+            try:
+                status = client.get(f"{url}/api/jobs/{job}")
+                funnel = client.get(f"{url}/api/jobs/{job}/funnel")
+                if status.status_code == 200 and funnel.status_code == 200:
+                    into.append({"t": time.time(), "status": status.json(), "funnel": funnel.json()})
+            except httpx.TransportError:
+                pass  # not listening yet
+            stop.wait(0.15)
+
+
+def start_server(jobs: Path) -> tuple[str, subprocess.Popen]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--jobs", str(jobs), "--port", str(port)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    atexit.register(proc.kill)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return url, proc
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError("curate serve did not start")
+
+
+def watched_job(tmp_path_factory: pytest.TempPathFactory) -> Watched:
+    """The shared job, run once per session (needs the session's Ray started)."""
+    if _WATCHED:
+        return _WATCHED[0]
+    base = tmp_path_factory.mktemp("watched")
+    recipe = build_inputs(base / "in")
+    jobs = base / "jobs"
+    jobs.mkdir()
+    job_dir = Path(load_recipe(recipe).job_dir(str(jobs)))
+    url, _ = start_server(jobs)
+    inline_port = free_port()
+    watched = Watched(recipe, jobs, job_dir, url)
+    stop = threading.Event()
+    pollers = [threading.Thread(target=_poll, args=(f"http://127.0.0.1:{inline_port}", job_dir.name, watched.inline,
+                                                    stop), daemon=True),
+               threading.Thread(target=_poll, args=(url, job_dir.name, watched.outside, stop), daemon=True)]
+    for p in pollers:
+        p.start()
+    started = time.time()
+    try:
+        assert main(["run", str(recipe), "--output", str(jobs), "--quiet", "--serve", f"127.0.0.1:{inline_port}"]) == 0
+    finally:
+        watched.run_seconds = time.time() - started
+        stop.set()
+        for p in pollers:
+            p.join(timeout=10)
+    watched.spike_documents = write_training_metrics(job_dir)
+    deadline = time.time() + 10
+    while httpx.get(f"{url}/api/jobs/{job_dir.name}", timeout=5).json()["state"] != "done":  # answers live <= ttl
+        assert time.time() < deadline, "the service never saw the job end"
+        time.sleep(0.1)
+    time.sleep(0.6)  # past the answer cache's ttl: every later request sees the training metrics too
+    _WATCHED.append(watched)
+    return watched
+
+
+@pytest.fixture(scope="session")
+def job(ray_session, tmp_path_factory) -> Watched:
+    return watched_job(tmp_path_factory)
+
+
+def get(job: Watched, path: str, status: int = 200) -> dict:
+    response = httpx.get(job.url + path, timeout=10)
+    assert response.status_code == status, (path, response.status_code, response.text[:500])
+    return response.json()
+
+
+def raw_status(url: str, path: str) -> int:
+    """Status of a request sent with its path exactly as given (no client-side normalisation of `..`)."""
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.putrequest("GET", path, skip_accept_encoding=True)
+    conn.endheaders()
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    assert b"root:" not in body and b"BEGIN" not in body
+    return response.status
+
+
+def stage_of(rows: list[dict], name: str) -> dict:
+    return next(r for r in rows if r["stage"] == name)
+
+
+# -- with the Ray job -------------------------------------------------------------------------------
+
+
+@pytest.mark.ray
+def test_numbers_move_during_the_run_and_match_stats_at_the_end(job):
+    stats = json.loads((job.job_dir / "stats.json").read_text())
+    for polls in (job.inline, job.outside):
+        running = [p for p in polls if p["status"]["state"] == "running"]
+        assert len(running) >= 3, "the pollers should catch the job running"
+        seen = [(p["status"]["phase"], p["status"]["records"], p["status"]["shards"]["done"], p["status"]["percent"])
+                for p in running]
+        assert [s[1] for s in seen] == sorted(s[1] for s in seen), "counters never go back"
+        assert [s[3] for s in seen] == sorted(s[3] for s in seen), seen
+        assert len(set(seen)) >= 3, f"the numbers should move during the run: {seen}"
+        assert any(0 < s[3] < 100 for s in seen) and any(0 < s[2] < 7 or s[0] != "documents" for s in seen), seen
+        lengths = [stage_of(p["funnel"]["stages"], "length")["docs_in"] for p in running
+                   if any(r["stage"] == "length" for r in p["funnel"]["stages"])]
+        assert lengths and min(lengths) < stage_of(stats["stages"], "length")["docs_in"], "the funnel moves live"
+        assert not any(p["funnel"]["final"] for p in running)
+    phases = {p["status"]["phase"] for p in job.inline + job.outside}
+    assert "documents" in phases
+
+    status = get(job, f"/api/jobs/{job.job_dir.name}")
+    assert status["state"] == "done" and status["percent"] == 100.0
+    assert status["records"] == stats["documents"]["records_read"] and status["documents"] == stats["documents"]["out"]
+    assert status["shards"] == {"total": 7, "done": 7, "already_done": 0}
+    assert status["stages"] == {"document": ["extract", "length"], "corpus": ["exact_dedup"]}
+    funnel = get(job, f"/api/jobs/{job.job_dir.name}/funnel")
+    assert funnel["final"]
+    keys = ("stage", "docs_in", "docs_out", "dropped", "skipped", "bytes_in", "bytes_out")
+    assert [{k: r[k] for k in keys} for r in funnel["stages"]] == [{k: r[k] for k in keys} for r in stats["stages"]]
+    assert stage_of(funnel["stages"], "exact_dedup")["kind"] == "corpus"
+    assert stage_of(funnel["stages"], "length")["dropped"] == {"too_few_words": 7}
+    assert stage_of(funnel["stages"], "exact_dedup")["dropped"] == {"duplicate": 7}
+    one = get(job, f"/api/jobs/{job.job_dir.name}/stages/length")
+    assert one["docs_out"] == stage_of(stats["stages"], "length")["docs_out"]
+    assert get(job, "/api/jobs")["jobs"][0]["id"] == job.job_dir.name
+    assert get(job, f"/api/jobs/{job.job_dir.name}/stats") == stats
+    points = get(job, f"/api/jobs/{job.job_dir.name}/throughput")["points"]
+    assert len(points) >= 3 and points[-1]["records"] == stats["documents"]["records_read"]
+    assert any(p["records_per_s"] for p in points)
+
+
+@pytest.mark.ray
+def test_rejects_and_dedup_clusters_paged(job):
+    name = job.job_dir.name
+    index = get(job, f"/api/jobs/{name}/rejects")["stages"]
+    assert index["length"]["too_few_words"] == {"dropped": 7, "sampled": 7}
+    assert index["exact_dedup"]["duplicate"] == {"dropped": 7, "sampled": 7}
+    first = get(job, f"/api/jobs/{name}/rejects/length/too_few_words?limit=4&chars=5")
+    rest = get(job, f"/api/jobs/{name}/rejects/length/too_few_words?offset=4&limit=10")
+    assert first["total"] == 7 and len(first["rows"]) == 4 and len(rest["rows"]) == 3
+    ids = [r["id"] for r in first["rows"] + rest["rows"]]
+    assert len(set(ids)) == 7
+    assert {r["url"] for r in first["rows"] + rest["rows"]} >= {"https://notes.example/tiny", "https://short.example/0"}
+    assert all(len(r["text"] or "") <= 5 for r in first["rows"])
+    assert get(job, f"/api/jobs/{name}/dedup")["stages"] == ["exact_dedup"]
+    dedup = get(job, f"/api/jobs/{name}/dedup/exact_dedup?limit=2")
+    assert dedup["clusters_total"] == 3 and dedup["removed_total"] == 7
+    biggest = dedup["clusters"][0]
+    assert len(biggest["removed"]) == 5 and biggest["survivor"]["url"].startswith("https://copy.example/")
+    assert all(r["text"] == biggest["survivor"]["text"] and r["detail"] == f"kept {biggest['survivor']['id']}"
+               for r in biggest["removed"])
+
+
+@pytest.mark.ray
+def test_training_metrics_manifest_and_prometheus(job):
+    name = job.job_dir.name
+    curve = get(job, f"/api/jobs/{name}/train")
+    assert curve["count"] == 300 and len(curve["points"]) == 300 and curve["last"]["step"] == 300
+    assert [s["step"] for s in curve["spikes"]] == [180] and curve["spikes"][0]["documents"] == job.spike_documents
+    assert curve["spikes"][0]["reason"].startswith("loss spike")
+    thin = get(job, f"/api/jobs/{name}/train?max_points=50&since_step=100")
+    assert thin["count"] == 200 and len(thin["points"]) <= 60 and 180 in [p["step"] for p in thin["points"]]
+    get(job, f"/api/jobs/{name}/manifest", 404)  # not tokenized
+    text = httpx.get(job.url + "/metrics", timeout=10).text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}
+    stats = json.loads((job.job_dir / "stats.json").read_text())
+    assert samples[("curation_job_state", (("job", name), ("state", "done")))] == 1.0
+    assert samples[("curation_job_records_read_total", (("job", name),))] == stats["documents"]["records_read"]
+    assert samples[("curation_stage_dropped_total", (("job", name), ("reason", "too_few_words"),
+                                                     ("stage", "length")))] == 7
+    assert samples[("curation_stage_docs_in_total", (("job", name), ("stage", "exact_dedup")))] == \
+        stage_of(stats["stages"], "exact_dedup")["docs_in"]
+    assert samples[("curation_train_step", (("job", name),))] == 300
+
+
+@pytest.mark.ray
+def test_unknown_job_or_stage_is_404_and_bad_parameters_422(job):
+    name = job.job_dir.name
+    for path in ("/api/jobs/nope-0123456789", "/api/jobs/nope/funnel", f"/api/jobs/{name}/stages/nope",
+                 f"/api/jobs/{name}/rejects/nope/too_few_words", f"/api/jobs/{name}/rejects/length/nope",
+                 f"/api/jobs/{name}/dedup/minhash_dedup", f"/api/jobs/{name}/dedup/length", "/api/nothing"):
+        assert "detail" in get(job, path, 404)
+    for path in (f"/api/jobs/{name}/rejects/length/too_few_words?limit=0",
+                 f"/api/jobs/{name}/rejects/length/too_few_words?limit=501",
+                 f"/api/jobs/{name}/rejects/length/too_few_words?offset=-1",
+                 f"/api/jobs/{name}/rejects/length/too_few_words?offset=abc",
+                 f"/api/jobs/{name}/dedup/exact_dedup?chars=-5", f"/api/jobs/{name}/train?max_points=1",
+                 f"/api/jobs/{name}/train?since_step=x", "/api/jobs/-bad", "/api/jobs/" + "x" * 300):
+        assert get(job, path, 422)["detail"]
+
+
+@pytest.mark.ray
+def test_path_traversal_is_refused(job, tmp_path):
+    name = job.job_dir.name
+    outside = tmp_path / "outside-job"
+    outside.mkdir()
+    (outside / "events.jsonl").write_text('{"event": "job_started", "time": 1}\n')
+    (outside / "stats.json").write_text('{"secret": true}')
+    (job.jobs / "linked-job").symlink_to(outside)
+    try:
+        attempts = ["/api/jobs/..", "/api/jobs/../funnel", "/api/jobs/%2e%2e/stats", "/api/jobs/..%2F..%2Fetc/stats",
+                    "/api/jobs/%2e%2e%2f%2e%2e%2fetc%2fpasswd", f"/api/jobs/{name}/rejects/..%2F..%2F/passwd",
+                    f"/api/jobs/{name}/rejects/../../stats", f"/api/jobs/{name}/dedup/..%2f..%2fstats",
+                    "/static/../../../../etc/passwd", "/static/..%2f..%2f..%2fetc%2fpasswd",
+                    "/static/%2e%2e/%2e%2e/%2e%2e/etc/passwd", "/api/jobs/linked-job/stats", "/api/jobs/linked-job",
+                    f"/api/jobs/{name}/../linked-job/stats"]
+        for path in attempts:
+            assert raw_status(job.url, path) in (404, 422), path
+        assert "linked-job" not in [j["id"] for j in get(job, "/api/jobs")["jobs"]]
+    finally:
+        (job.jobs / "linked-job").unlink()
+
+
+@pytest.mark.ray
+def test_healthz_openapi_and_curate_status(job, capsys):
+    assert get(job, "/healthz")["status"] == "ok"
+    paths = get(job, "/openapi.json")["paths"]
+    assert {"/api/jobs", "/api/jobs/{job}", "/api/jobs/{job}/funnel", "/api/jobs/{job}/rejects/{stage}/{reason}",
+            "/api/jobs/{job}/dedup/{stage}", "/api/jobs/{job}/train", "/api/jobs/{job}/manifest", "/metrics",
+            "/healthz"} <= set(paths)
+    env = {**os.environ, "COLUMNS": "160"}
+    listing = subprocess.run([sys.executable, "-m", "pipelines.cli", "status", "--url", job.url], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60, env=env)
+    assert listing.returncode == 0, listing.stderr
+    assert job.job_dir.name in listing.stdout and "done" in listing.stdout
+    assert main(["status", "watch", "--url", job.url]) == 0  # a unique prefix names the job
+    shown = capsys.readouterr().out
+    assert "too_few_words 7" in shown and "duplicate 7" in shown and "exact_dedup" in shown
+    assert main(["status", "nope", "--url", job.url]) == 2
+    assert "no job 'nope'" in capsys.readouterr().out
+
+
+# -- without Ray ------------------------------------------------------------------------------------
+
+
+def test_a_run_whose_driver_died_is_interrupted_and_a_finished_folder_needs_no_snapshot(tmp_path):
+    from curation.progress import JobFolder
+
+    job = tmp_path / "killed-0123456789"
+    job.mkdir()
+    (job / "events.jsonl").write_text(json.dumps({"time": 1.0, "event": "job_started", "shards": 4,
+                                                  "already_done": 0}) + "\n")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (job / "_progress.json").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": 1.0,
+                                                    "updated": 2.0, "shards_done": 1, "records": 10, "documents": 8,
+                                                    "stages": [], "series": {"points": []}}))
+    status = JobFolder(job).status()
+    assert status["state"] == "interrupted" and status["shards"]["done"] == 1 and status["percent"] == 25.0
+    (job / "events.jsonl").write_text(json.dumps({"time": 1.0, "event": "job_started", "shards": 4}) + "\n"
+                                      + json.dumps({"time": 5.0, "event": "job_failed", "error": "OSError: disk"})
+                                      + "\n" + '{"truncated li')
+    status = JobFolder(job).status()
+    assert status["state"] == "failed" and status["error"] == "OSError: disk"
+
+
+def test_run_serve_refuses_an_object_store_output_and_a_bad_address(tmp_path):
+    from pipelines.service.server import for_run
+
+    with pytest.raises(ValueError, match="local output folder"):
+        for_run("s3://bucket/jobs", "127.0.0.1:8000")
+    with pytest.raises(ValueError, match=r"\[HOST:\]PORT"):
+        for_run(str(tmp_path), "localhost:http")
+
+
+def test_a_packing_job_shows_its_phase_and_manifest(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from pipelines.service import create_app
+
+    job = tmp_path / "packed-0123456789"
+    job.mkdir()
+    events = [{"time": 1.0, "event": "job_started", "shards": 2, "already_done": 0},
+              {"time": 2.0, "event": "shard_done", "shard": "a"}, {"time": 3.0, "event": "shard_done", "shard": "b"},
+              {"time": 4.0, "event": "packing_started"}]
+    (job / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    manifest = {"seq_len": 2048, "splits": {"train": {"tokens": 123}}}
+    (job / "manifest.json").write_text(json.dumps(manifest))
+    with TestClient(create_app(tmp_path)) as client:
+        status = client.get(f"/api/jobs/{job.name}").json()
+        assert status["phase"] == "packing" and status["state"] == "running" and status["has"]["manifest"]
+        assert client.get(f"/api/jobs/{job.name}/manifest").json() == manifest
+        assert client.get(f"/api/jobs/{job.name}/stats").status_code == 404
+        assert client.get(f"/api/jobs/{job.name}/funnel").json()["final"] is False

@@ -88,9 +88,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from pipelines.service import serve
+    import os
 
-    serve(args.jobs, host=args.host, port=args.port)
+    from pipelines.service import serve
+    from pipelines.service.control import Control
+
+    token = os.environ.get(args.token_env)
+    if args.ray_address and not token:
+        print(f"curate serve: --ray-address needs a token in ${args.token_env}; job control stays off",
+              file=sys.stderr)
+    job_control = Control(token, args.ray_address, args.submit_output) if args.ray_address and token else None
+    serve(args.jobs, host=args.host, port=args.port, job_control=job_control)
     return 0
 
 
@@ -254,6 +262,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--jobs", default="./jobs", help="folder holding job folders (default: ./jobs)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--ray-address", help="Ray dashboard (http://HEAD:8265) that POST /api/jobs submits to; with "
+                       "a token, turns on POST and DELETE /api/jobs")
+    serve.add_argument("--token-env", default="CURATE_SERVICE_TOKEN",
+                       help="environment variable holding the bearer token of POST/DELETE (default: %(default)s)")
+    serve.add_argument("--submit-output", help="output folder or URI of submitted jobs, as the cluster sees it")
     serve.set_defaults(func=_serve)
     status = sub.add_parser("status", help="jobs, or one job's progress and funnel, from a status service")
     status.add_argument("job", nargs="?", help="job id or a unique prefix of one (default: list every job)")

@@ -93,3 +93,37 @@ def test_a_bad_recipe_is_refused_before_submission(head, tmp_path):
     out = subprocess.run([*CURATE, "submit", str(recipe), "--address", head], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 2 and "nothing was submitted" in out.stderr and "no file matches" in out.stderr
     assert all((j.get("metadata") or {}).get("recipe") != "bad" for j in get(f"{head}/api/jobs/"))
+
+
+def test_rest_job_control_needs_the_token(head, tmp_path):
+    import httpx
+
+    from pipelines.service.control import Control
+    from pipelines.service.server import Background
+
+    off = Background(tmp_path, port=free_port()).start()
+    on = Background(tmp_path, port=free_port(), job_control=Control("s3cret", head, str(tmp_path / "jobs"))).start()
+    recipe = (ROOT / "recipes" / "quickstart.yaml").read_text().replace("recipes/sample/", f"{SAMPLE}/")
+    try:
+        assert httpx.post(f"{off.url}/api/jobs", content=recipe).status_code == 403  # no token configured: off
+        assert httpx.post(f"{on.url}/api/jobs", content=recipe).status_code == 401
+        wrong = httpx.post(f"{on.url}/api/jobs", content=recipe, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+        auth = {"Authorization": "Bearer s3cret"}
+        bad = httpx.post(f"{on.url}/api/jobs", content="name: x\nsources: []\n", headers=auth)
+        assert bad.status_code == 422 and "sources" in bad.text
+        assert httpx.delete(f"{on.url}/api/jobs/raysubmit_nosuchjob", headers=auth).status_code == 404
+        made = httpx.post(f"{on.url}/api/jobs", content=recipe, headers=auth, timeout=300)
+        assert made.status_code == 201, made.text
+        job_id = made.json()["job_id"]
+        assert httpx.delete(f"{on.url}/api/jobs/{job_id}").status_code == 401
+        stopped = httpx.delete(f"{on.url}/api/jobs/{job_id}", headers=auth, timeout=60)
+        assert stopped.status_code == 200 and stopped.json()["job_id"] == job_id
+        deadline = time.time() + 120
+        while (state := client(head).get_job_status(job_id).value) not in ("STOPPED", "SUCCEEDED", "FAILED"):
+            assert time.time() < deadline
+            time.sleep(1)
+        assert state == ("STOPPED" if stopped.json()["stopped"] else "SUCCEEDED")
+    finally:
+        off.stop()
+        on.stop()

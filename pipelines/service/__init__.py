@@ -3,7 +3,7 @@
 `curate serve --jobs DIR [--host --port]`, or `curate run RECIPE --serve [HOST:]PORT` beside a job.
 Every answer is read from the job folders directly inside DIR (`curation.progress.JobFolder`), so a
 restarted service, or one started after the job, shows the same numbers. Imports neither Ray nor
-the pipelines that run jobs.
+the pipelines that run jobs (the Ray Jobs client only when a POST or DELETE needs it).
 
     GET /                                        the dashboard (plotly.js from the installed plotly package)
     GET /healthz                                 liveness
@@ -21,6 +21,11 @@ the pipelines that run jobs.
     GET /api/jobs/{job}/train                    loss curve points and spikes, ?since_step=&max_points=
     GET /api/jobs/{job}/manifest                 manifest.json of a packed job (404 until written)
     GET /api/jobs/{job}/stats                    stats.json (404 until the job ends)
+    POST /api/jobs                               submit a recipe (YAML body) to a Ray cluster   (bearer token)
+    DELETE /api/jobs/{ray job id}                stop a submitted job                           (bearer token)
+
+POST and DELETE are off (403) unless the service was started with `--ray-address` and a token
+(`$CURATE_SERVICE_TOKEN`); see `pipelines.service.control`.
 """
 
 from pipelines.service.app import create_app

@@ -10,7 +10,7 @@ from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from pipelines.service import metrics, routes
+from pipelines.service import control, metrics, routes
 from pipelines.service.jobs import Jobs
 
 STATIC = Path(__file__).with_name("static")
@@ -25,19 +25,23 @@ def plotly_js() -> Path | None:
     return path if path.is_file() else None
 
 
-def create_app(jobs_dir: str | Path, *, ttl: float = 0.5) -> FastAPI:
-    """The service over every job folder directly inside `jobs_dir`; answers are at most `ttl` s old."""
+def create_app(jobs_dir: str | Path, *, ttl: float = 0.5, job_control: control.Control | None = None) -> FastAPI:
+    """The service over every job folder directly inside `jobs_dir`; answers are at most `ttl` s old.
+    With `job_control`, `POST /api/jobs` and `DELETE /api/jobs/{id}` submit and stop jobs (bearer token)."""
     app = FastAPI(
         title="curation status",
         version="1",
-        description="Read-only status of curation and training jobs: progress, funnels, rejects, dedup clusters, "
-        "training curves. Every answer is read from the job folders under the served jobs folder.",
+        description="Status of curation and training jobs: progress, funnels, rejects, dedup clusters, training "
+        "curves, read from the job folders under the served jobs folder; with a token, jobs submitted to and "
+        "stopped on a Ray cluster.",
         docs_url=None,  # Swagger UI and ReDoc load their scripts from a CDN; /openapi.json is served
         redoc_url=None,
     )
     app.state.jobs = Jobs(jobs_dir, ttl=ttl)
+    app.state.control = job_control
     registry = metrics.registry(app.state.jobs)
     app.include_router(routes.router)
+    app.include_router(control.router)
 
     @app.get("/healthz", summary="Liveness: the service answers and can read its jobs folder")
     async def healthz() -> dict[str, object]:

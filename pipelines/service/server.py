@@ -9,25 +9,28 @@ from pathlib import Path
 import uvicorn
 
 from pipelines.service.app import create_app
+from pipelines.service.control import Control
 
 
-def _config(jobs_dir: str | Path, host: str, port: int, log_level: str) -> uvicorn.Config:
+def _config(jobs_dir: str | Path, host: str, port: int, log_level: str,
+            job_control: Control | None = None) -> uvicorn.Config:
     # A deep backlog: hundreds of dashboards may connect at once.
-    return uvicorn.Config(create_app(jobs_dir), host=host, port=port, log_level=log_level, access_log=False,
-                          backlog=4096, timeout_keep_alive=30)
+    return uvicorn.Config(create_app(jobs_dir, job_control=job_control), host=host, port=port, log_level=log_level,
+                          access_log=False, backlog=4096, timeout_keep_alive=30)
 
 
-def serve(jobs_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
+def serve(jobs_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
+          job_control: Control | None = None) -> None:
     """Serve until interrupted."""
-    uvicorn.Server(_config(jobs_dir, host, port, log_level)).run()
+    uvicorn.Server(_config(jobs_dir, host, port, log_level, job_control)).run()
 
 
 class Background:
     """The service on a daemon thread of this process (uvicorn leaves signals to the main thread there)."""
 
     def __init__(self, jobs_dir: str | Path, host: str = "127.0.0.1", port: int = 8000,
-                 log_level: str = "warning") -> None:
-        self.server = uvicorn.Server(_config(jobs_dir, host, port, log_level))
+                 log_level: str = "warning", job_control: Control | None = None) -> None:
+        self.server = uvicorn.Server(_config(jobs_dir, host, port, log_level, job_control))
         self.thread = threading.Thread(target=self.server.run, name="curation-service", daemon=True)
         self.url = f"http://{host}:{port}"
 

@@ -1,0 +1,85 @@
+"""Starting and stopping jobs over REST: `POST /api/jobs` (a recipe YAML body) submits it to a Ray
+cluster through the Ray Jobs API, `DELETE /api/jobs/{id}` stops a submitted job.
+
+Both are off unless the service was started with a bearer token and a cluster to submit to
+(`curate serve --ray-address http://HEAD:8265`, token in `$CURATE_SERVICE_TOKEN`): reading stays
+open, changing needs the token. The Ray client is imported only when a request needs it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, HTTPException, Request
+from fastapi import Path as PathParam
+from starlette.concurrency import run_in_threadpool
+
+from curation.recipe import RecipeError, parse_recipe
+
+MAX_RECIPE_BYTES = 1 << 20
+router = APIRouter(prefix="/api")
+RayJobId = Annotated[str, PathParam(pattern=r"^[A-Za-z0-9_-]{1,100}$", description="Ray job submission id")]
+
+
+@dataclass(frozen=True)
+class Control:
+    token: str
+    ray_address: str
+    output: str | None = None  # where submitted jobs write, as the cluster sees it (default: the recipe's)
+
+
+def _authorized(request: Request, authorization: str | None) -> Control:
+    control: Control | None = request.app.state.control
+    if control is None:
+        raise HTTPException(status_code=403, detail="job control is off: start the service with --ray-address and "
+                            "a token in $CURATE_SERVICE_TOKEN")
+    scheme, _, given = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not secrets.compare_digest(given.encode(), control.token.encode()):
+        raise HTTPException(status_code=401, detail="a valid bearer token is required",
+                            headers={"WWW-Authenticate": "Bearer"})
+    return control
+
+
+@router.post("/jobs", status_code=201, summary="Submit a recipe (YAML body) to the Ray cluster; needs the token",
+             openapi_extra={"requestBody": {"required": True,
+                                            "content": {"application/yaml": {"schema": {"type": "string"}}}}})
+async def submit_job(request: Request, authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+    control = _authorized(request, authorization)
+    body = await request.body()
+    if not body or len(body) > MAX_RECIPE_BYTES:
+        raise HTTPException(status_code=422, detail=f"the body must be a recipe in YAML, 1 byte to {MAX_RECIPE_BYTES}")
+    try:
+        text = body.decode("utf-8")
+        recipe = parse_recipe(text, "<posted recipe>")
+    except UnicodeDecodeError:
+        raise HTTPException(status_code=422, detail="the recipe is not UTF-8") from None
+    except RecipeError as exc:
+        raise HTTPException(status_code=422, detail=[str(p) for p in exc.problems]) from None
+    job_id = await run_in_threadpool(_submit, text, control)  # blocking HTTP to the cluster and an upload
+    return {"job_id": job_id, "recipe": recipe.name, "job_dir": recipe.job_dir(control.output)}
+
+
+def _submit(text: str, control: Control) -> str:
+    from pipelines.submit import submit
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "recipe.yaml"
+        path.write_text(text, encoding="utf-8")
+        return submit(str(path), control.ray_address, output=control.output)
+
+
+@router.delete("/jobs/{job_id}", summary="Stop a job submitted to the Ray cluster; needs the token")
+def stop_job(request: Request, job_id: RayJobId, authorization: Annotated[str | None, Header()] = None
+             ) -> dict[str, Any]:
+    control = _authorized(request, authorization)
+    from pipelines.submit import job_status, stop
+
+    try:
+        job_status(control.ray_address, job_id)
+    except RuntimeError:
+        raise HTTPException(status_code=404, detail=f"no submitted job {job_id!r}") from None
+    return {"job_id": job_id, "stopped": stop(control.ray_address, job_id)}

@@ -86,21 +86,29 @@ def build(
     recipe: Recipe, shards: list[Shard], stages: list[tuple[str, Stage]] | None = None, *, read_batch_rows: int = 32
 ) -> Dataset:
     sources = {s.name: s for s in recipe.sources}
-    ds = ray.data.read_datasource(ShardSource(shards, sources, read_batch_rows), override_num_blocks=len(shards))
     cpus = ray.available_resources().get("CPU", 1.0)
-    for name, stage in recipe_stages(recipe) if stages is None else stages:
+    stages = recipe_stages(recipe) if stages is None else stages
+    # Every actor pool keeps at least one actor alive for the whole run; a task that asks for more
+    # than the CPUs left beside them would never start (e.g. `ray.num_cpus: 1` with a 0.5-CPU model
+    # stage), so tasks ask for at most what is left.
+    reserved = sum(stage.resources.cpus for _, stage in stages if stage.resources.stateful)
+    task_cpus = max(0.1, min(1.0, cpus - reserved))
+    ds = ray.data.read_datasource(ShardSource(shards, sources, read_batch_rows), override_num_blocks=len(shards),
+                                  ray_remote_args={"num_cpus": task_cpus})
+    for name, stage in stages:
         res = stage.resources
         args = {"name": name, "stage": stage, "rejects_sample": recipe.rejects.sample}
         if res.stateful:
             ds = ds.map_batches(
                 StageActor,
                 fn_constructor_kwargs=args,
-                # one CPU stays free for the read tasks: a pool that takes every CPU starves them and hangs
-                compute=ActorPoolStrategy(min_size=1, max_size=max(1, int((cpus - 1) // res.cpus))),
+                # one task's CPUs stay free for the read tasks: a pool that takes every CPU starves them
+                compute=ActorPoolStrategy(min_size=1, max_size=max(1, int((cpus - task_cpus) // res.cpus))),
                 num_cpus=res.cpus,
                 batch_size=None,
                 batch_format="pyarrow",
             )
         else:
-            ds = ds.map_batches(stage_task, fn_kwargs=args, num_cpus=res.cpus, batch_size=None, batch_format="pyarrow")
+            ds = ds.map_batches(stage_task, fn_kwargs=args, num_cpus=min(res.cpus, task_cpus), batch_size=None,
+                                batch_format="pyarrow")
     return ds

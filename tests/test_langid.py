@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from curation import schema
 from curation.apply import run_stage
-from curation.stages.langid import LangId, dominant_scripts, normalize_label
+from curation.stages.langid import HIGH_ACCURACY_MAX_CHARS, LangId, _pieces, dominant_scripts, normalize_label
 
 ENGLISH = "The committee published its annual report on Tuesday, two weeks later than planned."
 GERMAN = "Der Ausschuss hat seinen Jahresbericht am Dienstag veröffentlicht, zwei Wochen später als geplant."
@@ -61,9 +61,10 @@ def test_real_sentences_macro_accuracy_beats_fasttext_alone(testdata: Path, stag
     ours = np.mean([np.mean(labels[gold_arr == c] == c) for c in set(gold)])
     alone = ready(second_opinion=False, min_score=0.0).identify(texts).lang
     fasttext_only = np.mean([np.mean(alone[gold_arr == c] == c) for c in set(gold)])
-    assert ours >= 0.93, ours  # 0.948 on all 7,500 sentences (benchmarks/langid_accuracy.py)
-    assert ours >= fasttext_only + 0.03, (ours, fasttext_only)  # fastText alone: ~0.89
-    for code in ("hr", "nn", "af", "sk", "so"):  # close languages and a weak one for lid.176
+    assert ours >= 0.94, ours  # 0.964 on this fifth, 0.960 on all 7,500 sentences (benchmarks/langid_accuracy.py)
+    assert ours >= fasttext_only + 0.04, (ours, fasttext_only)  # fastText alone: ~0.89
+    # close languages (groups), languages lid.176 saw little of (unranked), kana-less Chinese (ja/zh group)
+    for code in ("hr", "nn", "af", "sk", "az", "so", "yo", "zh"):
         assert np.mean(labels[gold_arr == code] == code) >= 0.75, code
     assert out.column("lang_score").type == pa.float32()
     assert out.column(schema.REASON).null_count == out.num_rows  # min_score 0, keep all: nothing dropped
@@ -78,6 +79,28 @@ def test_latin_script_serbian_is_not_turned_into_croatian(testdata: Path, stage:
     labels = stage.identify([line.translate(table) for line in lines]).lang
     assert np.mean(labels == "sr") >= 0.4  # fastText alone: ~0.5; with lingua deciding alone: 0
     assert np.mean(np.isin(labels, ["sr", "hr", "bs"])) >= 0.85
+
+
+def test_lingua_does_not_relabel_a_language_it_does_not_model(stage: LangId):
+    """Galician and Occitan are lid.176 labels lingua lacks: a fairly sure fastText label is kept, not handed
+    to Portuguese or Catalan, which lingua models; an unsure guess may go to a language fastText cannot rank."""
+    galician = "O concello vai arranxar a estrada que leva ata a praia despois do verán."
+    occitan = "La lenga occitana es parlada dins lo sud de França."
+    opinion = stage.identify([galician, occitan])
+    assert list(opinion.fasttext_lang) == ["gl", "oc"] and list(opinion.route) == ["unsure", "unsure"]
+    assert list(opinion.lang) == ["gl", "oc"]
+    unranked = stage._unranked["Latn"]
+    assert {"zu", "xh", "so", "yo"} <= unranked and not {"en", "pt", "gl"} & unranked  # read from the model
+
+
+def test_long_texts_are_judged_in_pieces_under_lingua_high_accuracy_limit(stage: LangId):
+    """From 120 characters on lingua uses trigrams only: the group route asks about pieces and adds log-odds."""
+    text = " ".join(["Rapporten ble lagt fram for kommunestyret i går, to uker senere enn planlagt."] * 6)
+    pieces = _pieces(text, HIGH_ACCURACY_MAX_CHARS - 1)
+    assert len(pieces) > 3 and all(len(p) < HIGH_ACCURACY_MAX_CHARS for p in pieces)
+    assert " ".join(pieces) == " ".join(text.split())
+    opinion = stage._lingua_opinion(text, frozenset({"nb", "nn", "da", "sv"}), "high")
+    assert max(opinion, key=opinion.__getitem__) == "nb" and abs(sum(opinion.values()) - 1) < 1e-9
 
 
 def test_keep_min_score_and_drop_reasons():

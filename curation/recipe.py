@@ -18,7 +18,7 @@ from curation.bloomdedup import BloomDedup
 from curation.corpus import CorpusStage, ExactDedup
 from curation.fuzzy import MinhashDedup
 from curation.mixture import MixtureParams
-from curation.readers import READERS
+from curation.readers import READERS, CodeOptions
 from curation.stages import STAGES, StageParams
 from curation.tokens.config import PackConfig, TokenizerConfig
 
@@ -34,7 +34,8 @@ class Source(_Strict):
     """An input: files of one format under one name (the name the mixture and `only:` refer to)."""
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", description="Source name, unique in the recipe.")
-    format: Literal["warc", "wet", "jsonl", "parquet"] = Field(..., description="Input file format.")
+    format: Literal["warc", "wet", "jsonl", "parquet", "code"] = Field(
+        ..., description="Input file format; `code`: repository archives or folders, or The-Stack-like tables.")
     paths: list[str] = Field(
         ...,
         min_length=1,
@@ -43,10 +44,12 @@ class Source(_Strict):
     text_field: str = Field("text", description="jsonl/parquet: the field holding the document text.")
     url_field: str = Field("url", description="jsonl/parquet: the field holding the document URL, if any.")
     max_record_bytes: int = Field(10 << 20, gt=0, description="Records larger than this are rejects (`too_large`).")
+    code: CodeOptions | None = Field(None, description="code: layout, file size limit, table columns (CodeOptions).")
 
     def reader(self) -> Any:
+        extra = {"code": self.code or CodeOptions()} if self.format == "code" else {}
         return READERS[self.format](
-            text_field=self.text_field, url_field=self.url_field, max_record_bytes=self.max_record_bytes
+            text_field=self.text_field, url_field=self.url_field, max_record_bytes=self.max_record_bytes, **extra
         )
 
 
@@ -277,7 +280,7 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
 
 def parse_yaml_model(text: str, file: str, model: type[BaseModel],
                      checks: Callable[[Any], list[tuple[tuple[Any, ...], str]]] | None = None, *,
-                     what: str = "a YAML mapping of keys") -> Any:
+                     what: str = "expected a YAML mapping of keys") -> Any:
     """Validate YAML `text` as `model`; raise `RecipeError` listing every problem at its file:line:column.
     `checks(validated)` may add (location, message) problems of its own (cross-references, paths)."""
     try:
@@ -288,7 +291,7 @@ def parse_yaml_model(text: str, file: str, model: type[BaseModel],
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise RecipeError([Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]) from None
     if not isinstance(data, dict):
-        raise RecipeError([Problem(file, 1, 1, "", f"expected {what}")])
+        raise RecipeError([Problem(file, 1, 1, "", what)])
     problems = _duplicate_keys(root, file)
 
     def problem(loc: tuple[Any, ...], message: str, at_key: bool = False) -> Problem:
@@ -311,7 +314,7 @@ def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True)
     """Validate a recipe; raise `RecipeError` listing every problem with its line and column."""
     return parse_yaml_model(
         text, file, Recipe, lambda r: _cross_checks(r) + (_path_checks(r) if check_paths else []),
-        what="a recipe: a YAML mapping (name:, sources:, stages: ...)")
+        what="a recipe is a YAML mapping (name:, sources:, stages: ...)")
 
 
 def load_recipe(path: str | Path, *, check_paths: bool = True) -> Recipe:

@@ -57,7 +57,8 @@ rejects: {sample: 2}
 """
     found = problems(text, check_paths=False)
     assert found[0].startswith("r.yaml:1:7: name: String should match pattern")
-    assert "r.yaml:3:25: sources[0].format: Input should be 'warc', 'wet', 'jsonl' or 'parquet', got 'warcc'" in found
+    assert ("r.yaml:3:25: sources[0].format: Input should be 'warc', 'wet', 'jsonl', 'parquet' or 'code', "
+            "got 'warcc'") in found
     assert any(p.startswith("r.yaml:3:39: sources[0].paths: List should have at least 1 item") for p in found)
     assert "r.yaml:5:26: stages[0].extract.timeout_s: Input should be greater than 0" in found
     assert any(p.startswith("r.yaml:6:5: stages[1]: unknown stage 'lenght'") and "did you mean 'length'" in p

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from curation.readers.base import Reader, Record, read_shard
+from curation.readers.code import CodeOptions, CodeReader
 from curation.readers.jsonl import JsonlReader
 from curation.readers.parquet import ParquetReader
 from curation.readers.warc import WarcReader, WetReader
 
-READERS: dict[str, type[Reader]] = {r.format: r for r in (WarcReader, WetReader, JsonlReader, ParquetReader)}
+READERS: dict[str, type[Reader]] = {
+    r.format: r for r in (WarcReader, WetReader, JsonlReader, ParquetReader, CodeReader)
+}
 
-__all__ = ["READERS", "JsonlReader", "ParquetReader", "Reader", "Record", "WarcReader", "WetReader", "read_shard"]
+__all__ = [
+    "READERS", "CodeOptions", "CodeReader", "JsonlReader", "ParquetReader", "Reader", "Record", "WarcReader",
+    "WetReader", "read_shard",
+]

@@ -113,6 +113,8 @@ def read_shard(
             emitted += len(rows)
             yield _table(rows, time.perf_counter() - started)
             rows, size, started = [], 0, time.perf_counter()
+    if position == -1 and not rows and _empty(uri):  # a zero-byte file (a failed copy?) is a reject, not silence
+        rows.append(_row(Record(0, reason="unreadable_input", detail="empty file (0 bytes)"), source, uri, shard))
     marker = {c: None for c in READ_BATCH_SCHEMA.names}
     marker.update(
         {
@@ -126,6 +128,15 @@ def read_shard(
     )
     rows.append(marker)
     yield _table(rows, time.perf_counter() - started)
+
+
+def _empty(uri: str) -> bool:
+    """Whether the file has no bytes at all (as the Parquet and archive readers say too)."""
+    try:
+        fs, path = io.resolve(uri)
+        return fs.get_file_info(path).size == 0
+    except OSError:
+        return False
 
 
 def _failure(position: int, exc: BaseException) -> Record:

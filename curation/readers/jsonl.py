@@ -17,17 +17,32 @@ class JsonlReader(Reader):
 
     def records(self, uri: str) -> Iterator[Record]:
         with io.open_text_stream(uri) as stream:
-            pending = b""
-            position = 0
+            # The line being read is kept as pieces, joined once at its end (joining at every read is
+            # quadratic: a 200 MB line took hours), and only up to max_record_bytes: past that its bytes
+            # are counted, not kept, so a huge line or a gzip bomb without newlines costs no memory.
+            pieces: list[bytes] = []
+            size = position = 0
             while chunk := stream.read(1 << 14):  # small reads salvage more of a truncated file
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    if line.strip():
-                        yield self.parse(position, line)
+                *ends, rest = chunk.split(b"\n")
+                for end in ends:
+                    if (record := self._line(position, pieces, end, size + len(end))) is not None:
+                        yield record
                     position += 1
-            if pending.strip():
-                yield self.parse(position, pending)
+                    pieces, size = [], 0
+                size += len(rest)
+                if size <= self.max_record_bytes:
+                    pieces.append(rest)
+                else:
+                    pieces.clear()
+            if size and (record := self._line(position, pieces, b"", size)) is not None:
+                yield record
+
+    def _line(self, position: int, pieces: list[bytes], end: bytes, size: int) -> Record | None:
+        """The record of a complete line (its kept pieces, then `end`, `size` bytes in all); None if blank."""
+        if size > self.max_record_bytes:
+            return Record(position, reason="too_large", detail=f"{size} bytes", raw_bytes=size)
+        line = b"".join([*pieces, end])
+        return self.parse(position, line) if line.strip() else None
 
     def parse(self, position: int, line: bytes) -> Record:
         size = len(line)
@@ -35,7 +50,9 @@ class JsonlReader(Reader):
             return Record(position, reason="too_large", detail=f"{size} bytes", raw_bytes=size)
         try:
             obj = json.loads(line)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
+        except UnicodeDecodeError as exc:  # before ValueError, its base: bytes that are not UTF-8
+            return Record(position, reason="invalid_utf8", detail=str(exc)[:300], raw_bytes=size)
+        except ValueError as exc:  # JSONDecodeError
             return Record(position, reason="bad_json", detail=str(exc)[:300], raw_bytes=size)
         return self.from_mapping(position, obj, size)
 

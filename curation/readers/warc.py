@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import functools
+import io as _io
+import zlib
+from collections.abc import Callable, Iterator
 from typing import ClassVar
 
-from fastwarc.stream_io import GzipReader, Lz4Reader, ZstdReader
+from fastwarc.stream_io import BrotliReader, GzipReader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from curation import io
@@ -21,17 +25,12 @@ _SKIPPED = {
 }
 
 
-_CODECS = {".gz": GzipReader, ".lz4": Lz4Reader, ".zst": ZstdReader, ".zstd": ZstdReader}
-
-
 def _open(uri: str) -> object:
-    """A path for local files (fastwarc detects the codec); a decoding reader over a remote file."""
+    """A path for local files, a seekable file for remote ones: fastwarc detects the codec (gzip, lz4,
+    zstd) either way and reports each record's offset in the file as stored, which resyncing needs."""
     if not io.is_remote(uri):
         return io.canonical(uri)
-    fs, path = io.resolve(uri)
-    file = fs.open_input_file(path)  # fastwarc needs a seekable file
-    codec = next((c for ext, c in _CODECS.items() if path.endswith(ext)), None)
-    return codec(file) if codec else file
+    return _open_at(uri, 0)
 
 
 def _looks_like_html(body: bytes) -> bool:
@@ -49,15 +48,62 @@ class WarcReader(Reader):
     format: ClassVar[str] = "warc"
 
     def records(self, uri: str) -> Iterator[Record]:
-        stream = _open(uri)
-        for position, rec in enumerate(ArchiveIterator(stream, parse_http=False)):
-            yield self._record(position, rec)
+        """Records in file order. A break in the stream (a lying Content-Length, a header block over
+        fastwarc's 32 KiB, garbage between records) becomes one `unreadable_input` reject, and reading
+        resumes at the next record start found in the raw file (the next gzip member of a per-record
+        .warc.gz, the next `WARC/1.` line of a plain WARC), so the records after it are not lost. A file
+        cut short ends with one `truncated_input` (or `truncated_record`) reject, wherever the cut is."""
+        position, start, stream = 0, 0, _open(uri)
+        broken: Record | None = None  # a break, reported when reading resumes after it or the file ends
+        while True:
+            last, clipped = None, False
+            try:
+                for rec in ArchiveIterator(stream, parse_http=False):
+                    if broken is not None:
+                        broken.detail = f"{broken.detail}; reading resumed at byte {start}"[:500]
+                        yield broken
+                        broken = None
+                    last = rec.stream_pos  # absolute offset (of its gzip member) in the file
+                    record = self._record(position, rec)
+                    clipped = record.reason in ("truncated_record", "truncated_input")
+                    yield record
+                    position += 1
+            except OSError as exc:  # fastwarc: "Invalid WARC header", "Maximum header length exceeded", ...
+                if broken is None:  # else a restart that failed at once: still the same break
+                    message = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else ""
+                    reason = "truncated_input" if "truncat" in message.lower() else "unreadable_input"  # as read_shard
+                    broken = Record(position=position, reason=reason, detail=f"{type(exc).__name__}: {message}")
+                    position += 1
+            offset = start if last is None else last
+            # a clipped record may have swallowed later records with a too long Content-Length: look for them too
+            resume = _next_record_start(uri, offset + 1) if broken is not None or clipped else None
+            if resume is not None:
+                start, stream = resume, _open_at(uri, resume)
+                continue
+            cut = _cut_gzip_member(uri, offset)  # fastwarc ends quietly where a gzip member breaks off early
+            if broken is not None:
+                broken.reason = "truncated_input" if cut is not None else broken.reason
+                ending = "no record start after it" if cut is None else f"gzip member at byte {cut} breaks off"
+                broken.detail = f"{broken.detail}; {ending}"[:500]
+                yield broken
+            elif cut is not None and not clipped:
+                detail = f"gzip member at byte {cut} breaks off: the file is cut short"
+                yield Record(position=position, reason="truncated_input", detail=detail)
+            return
 
     def _record(self, position: int, rec: WarcRecord) -> Record:
         kind = str(rec.record_type)
         url = rec.headers.get("WARC-Target-URI")
         meta = {"warc_record_id": rec.headers.get("WARC-Record-ID"), "warc_date": rec.headers.get("WARC-Date")}
         base = Record(position=position, url=url, meta=meta, raw_bytes=rec.content_length)
+        # Content-Length is mandatory: without one, fastwarc yielded what it had of a header block cut off by
+        # the end of the file (and would report nothing at all)
+        if not (rec.headers.get("Content-Length") or "").strip().isdigit():
+            base.reason, base.detail = "truncated_input", "header block ends without Content-Length"
+            return base
+        if rec.content_length > self.max_record_bytes and kind in ("response", "resource", "conversion"):
+            base.reason, base.detail = "too_large", f"{rec.content_length} bytes > {self.max_record_bytes}"
+            return base
         if kind in _SKIPPED:
             base.reason = _SKIPPED[kind]
             return base
@@ -65,9 +111,6 @@ class WarcReader(Reader):
             return self._conversion(base, rec)
         if kind not in ("response", "resource"):
             base.reason, base.detail = "skipped:unknown_record_type", kind
-            return base
-        if rec.content_length > self.max_record_bytes:
-            base.reason, base.detail = "too_large", f"{rec.content_length} bytes > {self.max_record_bytes}"
             return base
         block = rec.reader.read()
         if len(block) < rec.content_length:
@@ -77,12 +120,15 @@ class WarcReader(Reader):
             content_type, charset, body = rec.headers.get("Content-Type"), None, block
         else:
             try:
-                status, content_type, charset, body = _http_payload(block)
+                status, content_type, charset, body = _http_payload(block, self.max_record_bytes)
             except OSError as exc:
                 base.reason, base.detail = "bad_http", str(exc)[:300]
                 return base
             if status is not None and not 200 <= status < 300:
                 base.reason, base.detail = "skipped:http_status", str(status)
+                return base
+            if len(body) > self.max_record_bytes:  # a Content-Encoding bomb: only limit + 1 bytes were inflated
+                base.reason, base.detail = "too_large", f"decoded payload over {self.max_record_bytes} bytes"
                 return base
         mime = (content_type or "").split(";")[0].strip().lower()
         if mime not in HTML_TYPES and not (not mime and _looks_like_html(body)):
@@ -106,23 +152,103 @@ class WetReader(WarcReader):
     format: ClassVar[str] = "wet"
 
 
-def _http_payload(block: bytes) -> tuple[int | None, str | None, str | None, bytes]:
+# Content-Encoding decoders: fastwarc's streaming readers, which inflate only what is read
+_DECODERS: dict[str, Callable[[object], object]] = {
+    "gzip": GzipReader, "x-gzip": GzipReader, "deflate": functools.partial(GzipReader, zlib=True),
+    "br": BrotliReader, "zstd": ZstdReader,
+}
+
+
+def _http_payload(block: bytes, limit: int) -> tuple[int | None, str | None, str | None, bytes]:
     """Status, content type, charset and payload with transfer and content encodings undone.
 
     Some crawls (ClueWeb) store payloads already decompressed but keep `Content-Encoding`:
-    then only the transfer encoding is undone.
+    then only the transfer encoding is undone. At most `limit + 1` payload bytes are decoded, so a
+    small gzip that inflates to gigabytes (a gzip bomb) costs no more than a record over the limit
+    (fastwarc's `auto_decode="all"` would inflate all of it into memory first).
     """
-    try:
-        return _parse_http(block, "all")
-    except OSError:
-        return _parse_http(block, "transfer")
-
-
-def _parse_http(block: bytes, decode: str) -> tuple[int | None, str | None, str | None, bytes]:
     record = WarcRecord()
     record.init_headers(WarcRecordType.response)
     record.set_bytes_content(block)
     record.is_http = True
-    record.parse_http(auto_decode=decode, quirks_mode=True)  # quirks: LF-only header lines (ClueWeb)
-    body = record.reader.read()
-    return record.http_headers.status_code, record.http_content_type, record.http_charset, body
+    record.parse_http(auto_decode="transfer", quirks_mode=True)  # quirks: LF-only header lines (ClueWeb)
+    body = record.reader.read()  # no larger than the record's block
+    given = record.http_headers.get("Content-Encoding") or ""
+    codings = [c.strip().lower() for c in given.split(",") if c.strip().lower() not in ("", "identity")]
+    if codings and all(c in _DECODERS for c in codings):
+        stream: object = _io.BytesIO(body)
+        for coding in reversed(codings):  # the last coding applied is undone first
+            stream = _DECODERS[coding](stream)
+        with contextlib.suppress(OSError):  # not encoded after all (stored decoded): keep the bytes as they are
+            body = stream.read(limit + 1)  # type: ignore[attr-defined]
+    return record.http_headers.status_code, record.http_content_type, record.http_charset, body[: limit + 1]
+
+
+_GZIP, _PLAIN = b"\x1f\x8b\x08", b"WARC/1."
+_SCAN = 1 << 20
+
+
+def _open_at(uri: str, offset: int) -> object:
+    """The raw file positioned at `offset`; fastwarc detects the codec there and reports absolute offsets."""
+    fs, path = io.resolve(uri)
+    file = fs.open_input_file(path)
+    file.seek(offset)
+    return file
+
+
+def _cut_gzip_member(uri: str, offset: int, max_inflate: int = 64 << 20) -> int | None:
+    """The offset of a gzip member at or after `offset` (the last record's) that breaks off unfinished;
+    None when every member ends (or the file is not gzip, or checking would inflate over `max_inflate`)."""
+    fs, path = io.resolve(uri)
+    with fs.open_input_file(path) as f:
+        if not f.read(len(_GZIP)).startswith(_GZIP):
+            return None
+        f.seek(offset)
+        at, member, inflater, fed, inflated, data = offset, offset, zlib.decompressobj(31), False, 0, b""
+        while data or (data := f.read(_SCAN)):
+            try:
+                inflated += len(inflater.decompress(data, _SCAN))
+            except zlib.error:
+                return None  # not gzip: garbage after the records is fastwarc's to report
+            if inflated > max_inflate:
+                return None
+            fed = True
+            rest = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
+            at += len(data) - len(rest)
+            data = rest
+            if inflater.eof:  # the next member starts here
+                member, inflater, fed = at, zlib.decompressobj(31), False
+        return member if fed else None
+
+
+def _next_record_start(uri: str, offset: int) -> int | None:
+    """The first offset >= `offset` where a record starts: a gzip member that inflates to `WARC/` in a
+    .warc.gz (one member per record, as crawlers write them), or a `WARC/1.` line in a plain WARC;
+    None when there is none or the file is another codec (lz4/zstd frames are not searched)."""
+    fs, path = io.resolve(uri)
+    with fs.open_input_file(path) as f:
+        head = f.read(len(_PLAIN))
+        if head.startswith(_GZIP):
+            marker = _GZIP
+        elif head.startswith(_PLAIN):
+            marker = b"\n" + _PLAIN
+            offset -= 1  # the newline before it
+        else:
+            return None
+        size = f.size()
+        while offset < size:
+            f.seek(offset)
+            window = f.read(_SCAN + 4096)  # overlapping windows: a marker and its first bytes are never split
+            at = window.find(marker)
+            while 0 <= at < _SCAN:
+                if marker is _GZIP:
+                    try:
+                        if zlib.decompressobj(31).decompress(window[at : at + 4096], 8).startswith(b"WARC/"):
+                            return offset + at
+                    except zlib.error:
+                        pass
+                else:
+                    return offset + at + 1
+                at = window.find(marker, at + 1)
+            offset += _SCAN
+    return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from curation.stages.base import DocumentFilter, Processed, Resources, Stage, StageParams
 from curation.stages.c4 import C4
 from curation.stages.classifier import FastTextClassifier
+from curation.stages.code_filters import CodeFilters
+from curation.stages.code_secrets import CodeSecrets
 from curation.stages.decontaminate import Decontaminate
 from curation.stages.extract import Extract
 from curation.stages.fineweb import FineWeb
@@ -20,12 +22,12 @@ STAGES: dict[str, type[Stage]] = {
     s.name: s
     for s in (
         Extract, Normalize, LangId, Length, GopherQuality, GopherRepetition, C4, FineWeb, Density, FlaggedWords,
-        FastTextClassifier, PiiRedaction, Decontaminate,
+        FastTextClassifier, PiiRedaction, Decontaminate, CodeFilters, CodeSecrets,
     )
 }
 
 __all__ = [
-    "C4", "STAGES", "Decontaminate", "Density", "DocumentFilter", "Extract", "FastTextClassifier", "FineWeb",
-    "FlaggedWords", "GopherQuality", "GopherRepetition", "LangId", "Length", "Normalize", "PiiRedaction",
-    "Processed", "Resources", "Stage", "StageParams",
+    "C4", "STAGES", "CodeFilters", "CodeSecrets", "Decontaminate", "Density", "DocumentFilter", "Extract",
+    "FastTextClassifier", "FineWeb", "FlaggedWords", "GopherQuality", "GopherRepetition", "LangId", "Length",
+    "Normalize", "PiiRedaction", "Processed", "Resources", "Stage", "StageParams",
 ]

@@ -167,7 +167,7 @@ def parse_train_recipe(text: str, file: str = "<train recipe>", *, check_paths: 
     from curation.recipe import parse_yaml_model
 
     return parse_yaml_model(text, file, TrainRecipe, _manifest_checks if check_paths else None,
-                            what="a training recipe: a YAML mapping (name:, job:, model: ...)")
+                            what="a training recipe is a YAML mapping (name:, job:, model: ...)")
 
 
 def load_train_recipe(path: str | Path, *, check_paths: bool = True) -> TrainRecipe:

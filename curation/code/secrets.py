@@ -1,0 +1,243 @@
+"""Secrets in source files: where they are, so the `code_secrets` stage can redact them.
+
+Detection is Yelp's detect-secrets (the detector BigCode ran over The Stack for StarCoder's PII
+pass), used as a library: its token plugins (AWS, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid,
+npm, PyPI, OpenAI, Discord, Telegram, Azure storage, Artifactory, Square, JWT, basic-auth URLs...)
+run over the whole file; its keyword plugin (`password = "..."`, `api_key: ...`, `secret=...`,
+with its per-file-type assignment rules) over the lines that name a keyword, followed by the
+heuristic filters detect-secrets itself applies to keyword hits (templates like `{{ pw }}` or
+`${PW}`, indirect references `password = get_password()`, identifiers, sequences, UUIDs). The
+entropy plugins stay off, as BigCode needed a gibberish model and hash heuristics on top of them.
+
+Private keys are found as whole PEM/OpenSSH/PGP blocks (BEGIN line, base64 body, END line; or the
+body lines after a BEGIN whose END is missing), not just the header line detect-secrets flags, and
+only with a body of 64+ base64 characters, so parsers that hold the header strings are untouched.
+Token matches are redacted where they are; keyword values on the line that assigns them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+from urllib.parse import unquote
+
+from detect_secrets.filters import heuristic
+
+KINDS = ("private_key", "aws", "github", "gitlab", "slack", "jwt", "password", "api_key")
+
+_KIND_BY_TYPE = {
+    "AWS Access Key": "aws", "GitHub Token": "github", "GitLab Token": "gitlab", "Slack Token": "slack",
+    "JSON Web Token": "jwt", "Secret Keyword": "password", "Basic Auth Credentials": "password",
+}  # fmt: skip
+_TOKEN_PLUGINS = (
+    "aws.AWSKeyDetector", "github_token.GitHubTokenDetector", "gitlab_token.GitLabTokenDetector",
+    "slack.SlackDetector", "jwt.JwtTokenDetector", "stripe.StripeDetector", "twilio.TwilioKeyDetector",
+    "sendgrid.SendGridDetector", "npm.NpmDetector", "pypi_token.PypiTokenDetector", "openai.OpenAIDetector",
+    "discord.DiscordBotTokenDetector", "telegram_token.TelegramBotTokenDetector",
+    "azure_storage_key.AzureStorageKeyDetector", "artifactory.ArtifactoryDetector",
+    "square_oauth.SquareOAuthDetector", "basic_auth.BasicAuthDetector", "mailchimp.MailchimpDetector",
+)  # fmt: skip
+# Literal tests before each token plugin's regexes (Python's re scans slowly without a literal prefix).
+_HINTS: dict[str, tuple[str, ...]] = {
+    "AWSKeyDetector": ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "aws", "AWS", "Aws"),
+    "GitHubTokenDetector": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "GitLabTokenDetector": ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-",
+                            "glptt-", "glagent-", "gloas-"),
+    "SlackDetector": ("xox", "XOX", "hooks.slack.com"), "JwtTokenDetector": ("eyJ",),
+    "StripeDetector": ("k_live_",), "SendGridDetector": ("SG.",), "NpmDetector": ("_authToken",),
+    "PypiTokenDetector": ("pypi-",), "OpenAIDetector": ("T3BlbkFJ",), "AzureStorageKeyDetector": ("AccountKey=",),
+    "SquareOAuthDetector": ("sq0csp-",), "BasicAuthDetector": ("://",), "MailchimpDetector": ("-us",),
+    "ArtifactoryDetector": ("AKC", *(f"AP{c}" for c in "0123456789ABCDEF")),
+}
+# One RE2 pattern (pyarrow, linear time) a file must match before any plugin runs: a superset of
+# what the token plugins and private-key blocks find.
+TOKEN_HINT = "|".join([
+    r"A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|(?i:aws).{0,20}(?i:key|pwd|pw|pass|token).{0,20}['\"][0-9a-zA-Z/+]{40}",
+    r"gh[pousr]_[A-Za-z0-9_]{36}", r"gl[a-z]{2,7}-[A-Za-z0-9_-]{20}|GR1348941", r"(?i:xox[abposr]-)|hooks\.slack\.com",
+    r"eyJ[A-Za-z0-9_=-]+\.", r"[rs]k_live_", r"AC[a-z0-9]{32}|SK[a-z0-9]{32}", r"SG\.[\w-]{22}\.", r"_authToken",
+    r"pypi-AgE", r"T3BlbkFJ", r"[MNO][\w-]{23,25}\.[\w-]{6}\.", r"\d{8,10}:[\w-]{35}", r"AccountKey=",
+    r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}", r"sq0csp-", r"://[^\s:/@]+:[^\s/@]+@", r"[0-9a-z]{32}-us\d",
+    r"PRIVATE KEY|PuTTY-User-Key-File",
+])  # fmt: skip
+KEYWORD_HINT = (r"(?i)(?:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|"
+                r"client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contrase)")
+_STEMS = ("key", "pass", "pwd", "secret", "contrase")
+_KEYWORD_LINE = re.compile(KEYWORD_HINT)
+_PLACEHOLDERS = frozenset({
+    "password", "passwd", "pass", "pwd", "secret", "secrets", "changeme", "change_me", "changeit", "example",
+    "sample", "test", "testing", "dummy", "fake", "foo", "bar", "foobar", "baz", "xxx", "none", "null", "nil",
+    "true", "false", "redacted", "hidden", "masked", "username", "user", "admin", "root", "guest", "yourpassword",
+    "your_password", "mypassword", "my_password", "secretkey", "secret_key", "apikey", "api_key", "token", "value",
+    "default", "placeholder", "required", "optional", "string", "str", "bytes", "env",
+})
+_SEPARATORS = set("_-.:/")
+_WORDISH = re.compile(r"[A-Za-z0-9]")
+_DELIMITERS = frozenset(" \t\r\n\"'=:")
+_BASE64URL = re.compile(r"[A-Za-z0-9_\-+/=]*")
+# Credentials published as examples (AWS's documentation key pair, "...EXAMPLE..." values), as gitleaks allows.
+_DOCUMENTED = re.compile(r"EXAMPLE|(?i:example)")
+_PEM = re.compile(
+    r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
+    r"(?P<body>(?:[A-Za-z0-9+/=\s:,.\-\"'|]|\\[nr]){0,20000}?)"
+    r"-----END (?P=label)-----"
+)
+_PEM_OPEN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<body>(?:\s*(?:\\n)?[A-Za-z0-9+/=]{40,})+)")
+_PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:[^\n]*\n(?:[^\n]*\n){0,40}?Private-MAC: [0-9a-f]+")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]")
+# Extensions whose `key = value` lines are configuration (values need no quotes there).
+_CONFIG_AS = {"dotenv": ".cfg", "ini": ".ini", "shell": ".cfg", "toml": ".toml", "yaml": ".yaml",
+              "java-properties": ".properties", "dockerfile": ".cfg", "makefile": ".cfg"}
+
+
+@functools.cache
+def _plugins() -> tuple[list[tuple[Any, str]], Any]:
+    import importlib
+
+    tokens = []
+    for dotted in _TOKEN_PLUGINS:
+        module, name = dotted.rsplit(".", 1)
+        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)()
+        tokens.append((plugin, _KIND_BY_TYPE.get(plugin.secret_type, "api_key")))
+    keyword = importlib.import_module("detect_secrets.plugins.keyword").KeywordDetector()
+    return tokens, keyword
+
+
+def _private_keys(text: str) -> list[tuple[int, int, str]]:
+    spans = []
+    for m in _PEM.finditer(text):
+        if len(_BASE64.findall(m.group("body"))) >= 64:
+            spans.append((m.start(), m.end(), "private_key"))
+    for m in _PEM_OPEN.finditer(text):
+        if not any(s <= m.start() < e for s, e, _ in spans) and len(_BASE64.findall(m.group("body"))) >= 64:
+            spans.append((m.start(), m.end(), "private_key"))
+    spans += [(m.start(), m.end(), "private_key") for m in _PUTTY.finditer(text)]
+    return spans
+
+
+def plausible_value(value: str) -> bool:
+    """Whether a keyword or URL credential value looks like a real one, not an example or a reference.
+
+    detect-secrets' own filters leave placeholders (`password`, `changeme`, `<password>`), booleans,
+    ARNs, paths and words in documentation examples; a credential a person chose has a letter and a
+    digit or symbol, no whitespace, and six or more characters.
+    """
+    if "%" in value:
+        value = unquote(value)
+    if len(value) < 6 or any(c.isspace() for c in value) or "://" in value:
+        return False
+    if value.lower().strip("<>{}[]()$*'\"`") in _PLACEHOLDERS or value.startswith(("arn:", "/", "./", "~/")):
+        return False
+    has_letter = any(c.isalpha() for c in value)
+    has_other = any(c.isdigit() or (not c.isalnum() and c not in _SEPARATORS) for c in value)
+    return has_letter and has_other
+
+
+def _token_span(m: re.Match[str]) -> tuple[int, int]:
+    """The secret inside a plugin's match: its widest group when that holds the value (AWS secret keys,
+    URL passwords), else the whole match without the delimiters some patterns include."""
+    groups = [g for g in range(1, (m.re.groups or 0) + 1) if m.group(g)]
+    widest = max(groups, key=lambda g: len(m.group(g)), default=None)
+    start, end = m.span(widest) if widest is not None and len(m.group(widest)) >= 8 else m.span()
+    text = m.string
+    while start < end and text[start] in _DELIMITERS:
+        start += 1
+    while end > start and text[end - 1] in _DELIMITERS:
+        end -= 1
+    return start, end
+
+
+def _tokens(text: str) -> list[tuple[int, int, str]]:
+    spans = []
+    plugins, _ = _plugins()
+    for plugin, kind in plugins:
+        hints = _HINTS.get(type(plugin).__name__)
+        if hints is not None and not any(h in text for h in hints):
+            continue
+        for regex in plugin.denylist:
+            for m in regex.finditer(text):
+                start, end = _token_span(m)
+                if kind == "jwt":  # detect-secrets' pattern ends lazily: take the whole signature
+                    end = _BASE64URL.match(text, end).end()
+                value = text[start:end]
+                if (len(value) < 8 or heuristic.is_sequential_string(value) or heuristic.is_potential_uuid(value)
+                        or _DOCUMENTED.search(value)):
+                    continue
+                if kind == "jwt" and not plugin.is_formally_valid(value):
+                    continue
+                if kind == "password" and (not plausible_value(value) or heuristic.is_templated_secret(value)):
+                    continue
+                # a match inside a longer word or number (a Telegram-shaped run inside an ARN) is none
+                if (start > 0 and _WORDISH.match(text, start - 1)) or _WORDISH.match(text, end):
+                    continue
+                spans.append((start, end, kind))
+    return spans
+
+
+def _keyword_filename(path: str, language: str | None) -> str:
+    """The name detect-secrets' keyword plugin picks its assignment rules by (config files need no quotes)."""
+    name = path.rsplit("/", 1)[-1].lower()
+    if name == ".env" or name.startswith(".env.") or name.endswith(".env"):  # dotenv files identify misses
+        return "file.cfg"
+    if language in _CONFIG_AS and not name.endswith((".yaml", ".yml", ".ini", ".cfg", ".toml", ".properties")):
+        return f"file{_CONFIG_AS[language]}"
+    return path or "file.txt"
+
+
+def _keyword_lines(text: str) -> list[tuple[int, str]]:
+    """(offset, line) of the lines naming a secret keyword, found with str.find on the lowercased text."""
+    lowered = text.lower()
+    starts = set()
+    for stem in _STEMS:
+        at = lowered.find(stem)
+        while at >= 0:
+            start = lowered.rfind("\n", 0, at) + 1
+            starts.add(start)
+            end = lowered.find("\n", at)
+            if end < 0:
+                break
+            at = lowered.find(stem, end)
+    lines = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        line = text[start : end if end >= 0 else len(text)]
+        if len(line) <= 1000 and _KEYWORD_LINE.search(line):
+            lines.append((start, line))
+    return lines
+
+
+def _keywords(text: str, path: str, language: str | None) -> list[tuple[int, int, str]]:
+    _, keyword = _plugins()
+    filename = _keyword_filename(path, language)
+    spans: list[tuple[int, int, str]] = []
+    for start, line in _keyword_lines(text):
+        if heuristic.is_indirect_reference(line):
+            continue
+        for found in keyword.analyze_line(filename=filename, line=line, line_number=0):
+            value = found.secret_value or ""
+            if (not plausible_value(value) or heuristic.is_templated_secret(value) or _DOCUMENTED.search(value)
+                    or heuristic.is_prefixed_with_dollar_sign(value) or heuristic.is_likely_id_string(value, line)
+                    or heuristic.is_sequential_string(value) or heuristic.is_potential_uuid(value)):
+                continue
+            at = line.find(value)
+            if at >= 0:
+                spans.append((start + at, start + at + len(value), "password"))
+    return spans
+
+
+def find_secrets(text: str, path: str = "", language: str | None = None, *, tokens: bool = True,
+                 keywords: bool = True) -> list[tuple[int, int, str]]:
+    """Non-overlapping (start, end, kind) of the secrets in a file, in text order (longest first on overlap).
+
+    `tokens=False` / `keywords=False` skip the token plugins and private keys / the keyword plugin
+    (for files the stage's column-wise prefilter already cleared).
+    """
+    found = (_private_keys(text) + _tokens(text) if tokens else []) + (
+        _keywords(text, path, language) if keywords else [])
+    found.sort(key=lambda s: (s[0], -(s[1] - s[0])))
+    out: list[tuple[int, int, str]] = []
+    for start, end, kind in found:
+        if out and start < out[-1][1]:
+            continue
+        out.append((start, end, kind))
+    return out

@@ -1,0 +1,290 @@
+"""Source-code shards: a repository archive, a file of a repository folder, or a The-Stack-like table.
+
+One document per source file, with `meta` holding `repo`, `path` (inside the repository),
+`language`, `size` (bytes), `license`, `license_class` and `license_source`. What is not text
+becomes a counted skip, never a document: binary files (a NUL byte in the first 8,000 bytes, as
+git decides, or a binary format by name), bytes that are not UTF-8, files over `max_file_bytes`,
+empty files, links, and version-control internals (`.git/`...). An archive that breaks off keeps
+the documents read before the break and ends with a `truncated_input`/`unreadable_input` reject.
+
+- **Archives** (`.tar`, `.tar.gz`/`.tgz`, `.tar.bz2`, `.tar.xz`, `.tar.zst`, `.zip`): one archive is
+  one repository (and one shard). A single top folder (GitHub's `owner-repo-sha/`) is the
+  repository root. Licence files are read first (tar: a first pass over the stream; zip: by name),
+  so every document knows its licence.
+- **Folders**: a folder in `paths` expands to its files, each its own shard; a file's repository is
+  the nearest folder above it holding `.git` (else a licence file, else its own folder).
+- **Tables** (`.parquet`, `.jsonl[.gz|.zst|...]`): The Stack's layout, one file per row: the
+  `content_field`, `path_field`, `repo_field`, `license_field` (an SPDX expression, a list of ids as
+  in The Stack v1's `max_stars_repo_licenses`, or a licence class) and `language_field` columns;
+  other columns are kept in `meta`. A missing language is detected from the path.
+"""
+
+from __future__ import annotations
+
+import tarfile
+import zipfile
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from curation import io
+from curation.code.languages import detect_language, is_binary_name
+from curation.code.repository import (
+    VCS,
+    RepoLicenses,
+    column_license,
+    document_license,
+    folder_licenses,
+    folder_root,
+    wants_text,
+)
+from curation.readers.base import Reader, Record
+from curation.readers.jsonl import JsonlReader
+from curation.readers.parquet import parquet_rows
+
+_TAR = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tar.zstd", ".tar.lz4")
+_CODECS = {".gz": "gzip", ".tgz": "gzip", ".bz2": "bz2", ".tbz2": "bz2", ".zst": "zstd", ".zstd": "zstd",
+           ".lz4": "lz4"}
+_TABLES = (".parquet", ".jsonl", ".ndjson", ".jsonl.gz", ".jsonl.zst", ".jsonl.bz2", ".jsonl.lz4", ".json.gz")
+BINARY_SNIFF = 8000  # git's buffer_is_binary looks this far
+
+
+class CodeOptions(BaseModel):
+    """Options of the `code` source format."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    layout: Literal["auto", "archives", "files", "tables"] = Field(
+        "auto", description="auto: by extension (archives, tables, else a file of a repository folder); or force one.")
+    max_file_bytes: int = Field(1_000_000, gt=0, description="Larger files are skipped (`too_large`); The Stack: 1 MB.")
+    content_field: str = Field("content", description="tables: the column holding the file's text.")
+    path_field: str = Field("path", description="tables: the file's path in its repository (The Stack v1: "
+                            "max_stars_repo_path).")
+    repo_field: str = Field("repo", description="tables: the repository name (The Stack v1: max_stars_repo_name).")
+    license_field: str = Field("license", description="tables: SPDX expression, list of SPDX ids or licence class "
+                               "(The Stack v1: max_stars_repo_licenses).")
+    language_field: str = Field("language", description="tables: the language, if given (The Stack v1: lang).")
+
+
+def _skip(position: int, why: str, detail: str | None = None, size: int = 0) -> Record:
+    return Record(position, reason=f"skipped:{why}", detail=detail, raw_bytes=size)
+
+
+class CodeReader(Reader):
+    """Source files as documents (see the module doc); `code:` in the source holds its options."""
+
+    format: ClassVar[str] = "code"
+
+    def __init__(self, *, code: CodeOptions | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.options = code or CodeOptions()
+
+    def records(self, uri: str) -> Iterator[Record]:
+        layout = self.options.layout
+        if layout == "auto":
+            lower = uri.lower()
+            layout = ("archives" if lower.endswith((*_TAR, ".zip")) else
+                      "tables" if lower.endswith(_TABLES) else "files")
+        if layout == "tables":
+            yield from self._table(uri)
+        elif layout == "files":
+            yield self._loose(uri)
+        elif uri.lower().endswith(".zip"):
+            yield from self._zip(uri)
+        else:
+            yield from self._tar(uri)
+
+    def document(self, position: int, repo: str, path: str, data: bytes, licenses: RepoLicenses | None,
+                 extra: dict[str, Any] | None = None) -> Record:
+        """A file's bytes -> a document record, or a skip saying why it is not one."""
+        size = len(data)
+        if size == 0:
+            return _skip(position, "empty", path)
+        if size > self.options.max_file_bytes:
+            return _skip(position, "too_large", f"{path}: {size} bytes", size)
+        if b"\0" in data[:BINARY_SNIFF]:
+            return _skip(position, "binary", path, size)
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            return _skip(position, "undecodable", f"{path}: {exc.reason} at byte {exc.start}", size)
+        return self._text_record(position, repo, path, text, size, licenses, extra)
+
+    def _text_record(self, position: int, repo: str, path: str, text: str, size: int,
+                     licenses: RepoLicenses | None, extra: dict[str, Any] | None = None,
+                     language: str | None = None) -> Record:
+        meta: dict[str, Any] = {"repo": repo, "path": path, "language": language or detect_language(path, text[:200]),
+                                "size": size}
+        meta.update(document_license(text, path, licenses))
+        if extra:
+            meta.update(extra)
+        return Record(position, title=path, text=text, meta=meta, raw_bytes=size)
+
+    def _member(self, position: int, repo: str, path: str, size: int, read: Callable[[int], bytes],
+                licenses: RepoLicenses) -> Record:
+        if any(v in f"/{path}" for v in VCS):
+            return _skip(position, "vcs", path, size)
+        if is_binary_name(path):
+            return _skip(position, "binary", path, size)
+        if size > self.options.max_file_bytes:
+            return _skip(position, "too_large", f"{path}: {size} bytes", size)
+        return self.document(position, repo, path, read(self.options.max_file_bytes + 1), licenses)
+
+    # -- archives ----------------------------------------------------------------------------------
+
+    def _tar_stream(self, uri: str) -> tarfile.TarFile:
+        fs, path = io.resolve(uri)
+        raw = fs.open_input_stream(path, compression=None)
+        codec = next((c for ext, c in _CODECS.items() if path.lower().endswith(ext)), None)
+        stream = pa.CompressedInputStream(raw, codec) if codec else raw
+        # tarfile itself recognises gzip, bz2 and xz when the name gave no codec (a forced layout)
+        return tarfile.open(fileobj=stream, mode="r|" if codec else "r|*")
+
+    def _tar(self, uri: str) -> Iterator[Record]:
+        names: list[str] = []
+        texts: dict[str, str] = {}
+        try:  # first pass: names (for the root folder) and licence files
+            with self._tar_stream(uri) as tar:
+                for member in tar:
+                    if member.isfile():
+                        names.append(member.name)
+                        if wants_text(member.name, member.size):
+                            handle = tar.extractfile(member)
+                            texts[member.name] = (handle.read() if handle else b"").decode("utf-8", "replace")
+        except (tarfile.TarError, OSError, EOFError, ValueError):
+            pass  # the second pass meets the same break and reports it after the documents before it
+        root = _root(names)
+        licenses = RepoLicenses({_strip(n, root): t for n, t in texts.items()})
+        repo = _repo_name(uri, root)
+        position = 0
+        with self._tar_stream(uri) as tar:
+            for member in tar:
+                if member.isdir():
+                    continue
+                path = _strip(member.name, root)
+                if not member.isfile():
+                    yield _skip(position, "link" if member.issym() or member.islnk() else "not_a_file", path)
+                else:
+                    handle = tar.extractfile(member)
+                    yield self._member(position, repo, path, member.size,
+                                       handle.read if handle else (lambda _n: b""), licenses)
+                position += 1
+
+    def _zip(self, uri: str) -> Iterator[Record]:
+        fs, path = io.resolve(uri)
+        with fs.open_input_file(path) as f, zipfile.ZipFile(f) as archive:
+            infos = [i for i in archive.infolist() if not i.is_dir()]
+            root = _root([i.filename for i in infos])
+            texts = {}
+            for info in infos:
+                if wants_text(info.filename, info.file_size):
+                    try:
+                        texts[_strip(info.filename, root)] = archive.read(info).decode("utf-8", "replace")
+                    except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, ValueError, RuntimeError):
+                        continue
+            licenses = RepoLicenses(texts)
+            repo = _repo_name(uri, root)
+            for position, info in enumerate(infos):
+                name = _strip(info.filename, root)
+                try:
+                    with archive.open(info) as member:
+                        yield self._member(position, repo, name, info.file_size, member.read, licenses)
+                except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, ValueError, RuntimeError) as exc:
+                    detail = f"{name}: {type(exc).__name__}: {exc}"[:500]
+                    yield Record(position, reason="unreadable_member", detail=detail)
+
+    # -- a file of a repository folder ---------------------------------------------------------------
+
+    def _loose(self, uri: str) -> Record:
+        fs, path = io.resolve(uri)
+        canonical = io.canonical(uri)
+        root = folder_root(canonical.rsplit("/", 1)[0])
+        relative = canonical[len(root) + 1 :] if canonical.startswith(root + "/") else canonical.rsplit("/", 1)[-1]
+        info = fs.get_file_info(path)
+        if any(v in f"/{relative}" for v in VCS):
+            return _skip(0, "vcs", relative, info.size or 0)
+        if is_binary_name(relative):
+            return _skip(0, "binary", relative, info.size or 0)
+        if info.size is not None and info.size > self.options.max_file_bytes:
+            return _skip(0, "too_large", f"{relative}: {info.size} bytes", info.size)
+        with fs.open_input_file(path) as f:
+            data = f.read(self.options.max_file_bytes + 1)
+        return self.document(0, root.rsplit("/", 1)[-1], relative, data, folder_licenses(root))
+
+    # -- The-Stack-like tables ---------------------------------------------------------------------
+
+    def _table(self, uri: str) -> Iterator[Record]:
+        if uri.lower().endswith(".parquet"):
+            fs, path = io.resolve(uri)
+            with fs.open_input_file(path) as f:
+                # a string that is not UTF-8 skips its row only, not the rest of its batch and file
+                for position, (row, invalid) in enumerate(parquet_rows(f)):
+                    yield self._row(position, row) if row is not None else _skip(position, "undecodable", invalid)
+            return
+        yield from _Rows(self).records(uri)
+
+    def _row(self, position: int, row: dict[str, Any]) -> Record:
+        o = self.options
+        content = row.pop(o.content_field, None)
+        if isinstance(content, bytes):
+            if b"\0" in content[:BINARY_SNIFF]:
+                return _skip(position, "binary", None, len(content))
+            try:
+                content = content.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                return _skip(position, "undecodable", f"{exc.reason} at byte {exc.start}", len(content))
+        if not isinstance(content, str):
+            kind = "missing" if content is None else type(content).__name__
+            return Record(position, reason="no_text_field", detail=f"field {o.content_field!r} is {kind}")
+        size = len(content.encode("utf-8", "surrogatepass"))
+        path, repo = str(row.pop(o.path_field, None) or ""), str(row.pop(o.repo_field, None) or "")
+        url = row.pop(self.url_field, None)
+        if size > o.max_file_bytes:
+            return _skip(position, "too_large", f"{path}: {size} bytes", size)
+        if "\0" in content[:BINARY_SNIFF]:
+            return _skip(position, "binary", path, size)
+        language = row.pop(o.language_field, None)
+        declared = row.pop(o.license_field, None)
+        record = self._text_record(position, repo, path, content, size, None, row,
+                                   language=str(language).lower() if language else None)
+        if record.meta["license"] is None:  # a header in the file itself beats the column
+            record.meta.update(column_license(declared))
+        record.url = None if url is None else str(url)
+        return record
+
+
+class _Rows(JsonlReader):
+    """JSON Lines parsing as the jsonl format does it, each object then read as a table row."""
+
+    def __init__(self, owner: CodeReader) -> None:
+        super().__init__(max_record_bytes=owner.max_record_bytes)
+        self.owner = owner
+
+    def from_mapping(self, position: int, obj: Any, size: int) -> Record:
+        if not isinstance(obj, dict):
+            return Record(position, reason="not_an_object", detail=type(obj).__name__, raw_bytes=size)
+        return self.owner._row(position, obj)
+
+
+def _root(names: list[str]) -> str:
+    """The single top folder all members share (GitHub archives' `owner-repo-sha/`), else ''."""
+    tops = {n.lstrip("./").split("/", 1)[0] for n in names if "/" in n.lstrip("./")}
+    flat = any("/" not in n.lstrip("./") for n in names)
+    return tops.pop() if len(tops) == 1 and not flat else ""
+
+
+def _strip(name: str, root: str) -> str:
+    name = name.lstrip("./") if name.startswith("./") else name
+    return name[len(root) + 1 :] if root and name.startswith(root + "/") else name
+
+
+def _repo_name(uri: str, root: str) -> str:
+    if root:
+        return root
+    name = uri.rsplit("/", 1)[-1]
+    for ext in sorted((*_TAR, ".zip"), key=len, reverse=True):
+        if name.lower().endswith(ext):
+            return name[: -len(ext)]
+    return name

@@ -1,0 +1,115 @@
+"""Language detection and licence detection/classification, on the licence files of every installed package."""
+
+from __future__ import annotations
+
+import sysconfig
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from curation.code.languages import detect_language, is_binary_name, known_languages, shebang_interpreter
+from curation.code.licenses import folder_license, header_license, is_license_file, license_class, licenses_in_file
+from curation.code.repository import RepoLicenses
+
+SITE = Path(sysconfig.get_paths()["purelib"])
+
+
+@pytest.mark.parametrize(
+    ("path", "head", "language"),
+    [
+        ("pkg/mod.py", "", "python"), ("stubs/mod.pyi", "", "python"), ("src/app.ts", "", "typescript"),
+        ("src/App.tsx", "", "typescript"), ("lib/x.js", "", "javascript"), ("include/x.h", "", "c"),
+        ("include/x.hpp", "", "c++"), ("x.cc", "", "c++"), ("main.go", "", "go"), ("lib.rs", "", "rust"),
+        ("A.java", "", "java"), ("Program.cs", "", "c#"), ("Makefile", "", "makefile"),
+        ("Dockerfile.dev", "", "dockerfile"), ("build.sh", "", "shell"), (".bashrc", "", "shell"),
+        ("conf.yml", "", "yaml"), ("data.json", "", "json"), ("nb.ipynb", "", "jupyter"), ("README.md", "", "markdown"),
+        ("LICENSE", "", "text"), ("notes.txt", "", "text"), ("weird.unknownext", "", None),
+        ("bin/tool", "#!/usr/bin/env python3\nimport sys\n", "python"), ("bin/run", "#!/bin/bash -e\n", "shell"),
+        ("bin/srv", "#!/usr/bin/env -S node --harmony\n", "javascript"), ("bin/x", "no shebang", None),
+        ("img/logo.png", "", None),
+    ],
+)  # fmt: skip
+def test_language_from_name_extension_and_shebang(path: str, head: str, language: str | None):
+    assert detect_language(path, head) == language
+
+
+def test_language_mapping_is_identify_s_not_a_hand_list():
+    names = known_languages()
+    assert len(names) > 150  # identify maps hundreds of extensions and names
+    assert {"python", "c", "c++", "rust", "go", "haskell", "terraform", "solidity"} <= names
+    assert shebang_interpreter("#!/usr/bin/env -S python3.11 -u\n") == "python3.11"
+    assert is_binary_name("a/b.png") and is_binary_name("x.whl") and not is_binary_name("x.py")
+
+
+def _installed_licence_folders() -> dict[str, dict[str, dict[str, str]]]:
+    """dist-info name -> folder inside it -> {licence file: text}, for every installed package."""
+    found: dict[str, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    for dist in sorted(SITE.glob("*.dist-info")):
+        for path in dist.rglob("*"):
+            relative = path.relative_to(dist).as_posix()
+            if path.is_file() and is_license_file(relative):
+                found[dist.name][""][relative] = path.read_text(encoding="utf-8", errors="replace")
+    return found
+
+
+def test_every_installed_package_with_a_licence_file_gets_a_licence():
+    packages = _installed_licence_folders()
+    assert len(packages) >= 100
+    detected = {}
+    for dist, folders in packages.items():
+        detected[dist] = RepoLicenses({f"{dist}/{name}": text for name, text in folders[""].items()}).for_path(
+            "pkg/module.py")[0]
+    missing = sorted(d for d, lic in detected.items() if not lic)
+    assert missing == []
+    assert "permissive" in {license_class(lic) for lic in detected.values()}
+    by_name = {d.split("-")[0].lower(): lic for d, lic in detected.items()}
+    expected = {"requests": "Apache-2.0", "pyyaml": "MIT", "click": "BSD-3-Clause", "certifi": "MPL-2.0",
+                "numpy": "BSD-3-Clause", "packaging": "Apache-2.0 AND BSD-2-Clause", "ray": "Apache-2.0"}
+    assert {k: by_name.get(k) for k in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Apache 2.0", ["Apache-2.0"]),
+        ("MIT", ["MIT"]),
+        ("Copyright 2024 A. Person\n\nLicensed under the Apache License, Version 2.0 (the \"License\"); you may not "
+         "use this file except in compliance with the License.", ["Apache-2.0"]),
+        ("This program is free software; you can redistribute it and/or modify it under the terms of the GNU "
+         "General Public License as published by the Free Software Foundation; either version 2 of the License, or "
+         "(at your option) any later version.", ["GPL-2.0-or-later"]),
+        ("This library is free software; you can redistribute it and/or modify it under the terms of the GNU Lesser "
+         "General Public License as published by the Free Software Foundation; either version 2.1 of the License, "
+         "or (at your option) any later version.", ["LGPL-2.1-or-later"]),
+        ("Just some words about the project and how to build it, nothing about terms at all.", []),
+    ],
+)
+def test_licence_notices_and_names(text: str, expected: list[str]):
+    assert licenses_in_file(text) == expected
+
+
+def test_bsd_variants_and_isc_vs_0bsd_are_told_apart():
+    by_id = {}
+    for dist in ("click", "lazy_object_proxy", "aiohappyeyeballs"):
+        for path in SITE.glob(f"{dist}-*.dist-info/**/LICENSE*"):
+            by_id[dist] = licenses_in_file(path.read_text(encoding="utf-8"))[:1]
+    assert by_id.get("click") == ["BSD-3-Clause"]
+    if "lazy_object_proxy" in by_id:
+        assert by_id["lazy_object_proxy"] == ["BSD-2-Clause"]
+    if "aiohappyeyeballs" in by_id:
+        assert by_id["aiohappyeyeballs"] == ["0BSD"]
+
+
+def test_headers_and_classes():
+    assert header_license("// SPDX-License-Identifier: GPL-2.0-or-later WITH Linux-syscall-note\nint x;") == (
+        "GPL-2.0-or-later WITH Linux-syscall-note")
+    assert header_license("# SPDX-License-Identifier: GPL-3.0\n") == "GPL-3.0-only"  # deprecated id normalised
+    assert header_license("/* Licensed under the Apache License, Version 2.0 */") == "Apache-2.0"
+    assert header_license("import os\n# see LICENSE\n") is None
+    assert license_class("MIT OR GPL-3.0-only") == "permissive"  # OR: the user may choose
+    assert license_class("MIT AND GPL-3.0-only") == "copyleft"  # AND: the most restrictive part
+    assert license_class("MPL-2.0") == "weak_copyleft" and license_class("CC0-1.0") == "permissive"
+    assert license_class("Elastic-2.0") == "restricted" and license_class("LicenseRef-mine") == "unknown"
+    assert license_class(None) == "unknown"
+    assert folder_license({"LICENSES/MIT.txt": "whatever", "LICENSES/Apache-2.0.txt": "x"}) == "Apache-2.0 AND MIT"

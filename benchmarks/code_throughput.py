@@ -31,7 +31,6 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +46,10 @@ from curation.stages.pii import PiiRedaction
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from code_filters import BROAD, HAND_WRITTEN, SITE, basic_filter_keeps
+    from read_extract_throughput import timed
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks.code_filters import BROAD, HAND_WRITTEN, SITE, basic_filter_keeps
+    from benchmarks.read_extract_throughput import timed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,29 +127,6 @@ def cpu_seconds() -> dict[int, float]:
         except psutil.Error:
             continue
     return out
-
-
-@contextlib.contextmanager
-def timed(owner: Any, name: str, into: dict[str, float], *, before: Any = None, after: Any = None,
-          ) -> Iterator[None]:
-    original = getattr(owner, name)
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if before:
-            before()
-        started = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            into[name] = into.get(name, 0.0) + time.perf_counter() - started
-            if after:
-                after()
-
-    setattr(owner, name, wrapper)
-    try:
-        yield
-    finally:
-        setattr(owner, name, original)
 
 
 def through_ray(archives: list[Path], cpus: int, out: Path, *, dedup: bool) -> dict[str, Any]:

@@ -317,13 +317,17 @@ def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True)
         what="a recipe is a YAML mapping (name:, sources:, stages: ...)")
 
 
-def load_recipe(path: str | Path, *, check_paths: bool = True) -> Recipe:
-    path = Path(path)
+def read_recipe_text(path: str | Path) -> str:
+    """A recipe file's text; a file that cannot be read is a `RecipeError` like any other problem."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RecipeError([Problem(str(path), 1, 1, "", f"cannot read the recipe: {exc.strerror}")]) from None
-    return parse_recipe(text, str(path), check_paths=check_paths)
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise RecipeError([Problem(str(path), 1, 1, "", f"cannot read the recipe: {reason}")]) from None
+
+
+def load_recipe(path: str | Path, *, check_paths: bool = True) -> Recipe:
+    return parse_recipe(read_recipe_text(path), str(path), check_paths=check_paths)
 
 
 def json_schema() -> dict[str, Any]:

@@ -171,11 +171,6 @@ def parse_train_recipe(text: str, file: str = "<train recipe>", *, check_paths: 
 
 
 def load_train_recipe(path: str | Path, *, check_paths: bool = True) -> TrainRecipe:
-    from curation.recipe import Problem, RecipeError
+    from curation.recipe import read_recipe_text
 
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RecipeError([Problem(str(path), 1, 1, "", f"cannot read the recipe: {exc.strerror}")]) from None
-    return parse_train_recipe(text, str(path), check_paths=check_paths)
+    return parse_train_recipe(read_recipe_text(path), str(path), check_paths=check_paths)

@@ -28,7 +28,9 @@ def ray_session():
 
     import pipelines  # noqa: F401  (sets Ray Data's environment before Ray is imported)
 
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    # "local": a new Ray of our own even where another one runs on this machine (which plain
+    # ray.init() would join, and then refuse num_cpus)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     yield ray
     ray.shutdown()
 

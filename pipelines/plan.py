@@ -94,7 +94,7 @@ def build(
     reserved = sum(stage.resources.cpus for _, stage in stages if stage.resources.stateful)
     task_cpus = max(0.1, min(1.0, cpus - reserved))
     ds = ray.data.read_datasource(ShardSource(shards, sources, read_batch_rows), override_num_blocks=len(shards),
-                                  ray_remote_args={"num_cpus": task_cpus})
+                                  num_cpus=task_cpus)
     for name, stage in stages:
         res = stage.resources
         args = {"name": name, "stage": stage, "rejects_sample": recipe.rejects.sample}

@@ -163,8 +163,10 @@ def test_rerun_in_another_folder_is_identical_and_resume_rewrites_only_missing(p
     victim = shard_files(again, "train")[1]
     victim.unlink()
     (again / "manifest.json").unlink()
+    untouched = {p: p.stat().st_mtime_ns for p in (again / "shards").glob("*.arrow")}
     run(recipe, output=str(tmp_path), quiet=True)
     assert {p.name: p.read_bytes() for p in (again / "shards").glob("*.arrow")} == before
+    assert all(p.stat().st_mtime_ns == mtime for p, mtime in untouched.items())  # only the missing one rewritten
 
 
 def tokens_per_source(files: list[Path], sources: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:

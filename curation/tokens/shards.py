@@ -37,7 +37,10 @@ def shard_count(rows: int, shard_rows: int) -> int:
 
 def write_shard(bucket_files: list[str], bucket_rows: list[int], index: int, shard_rows: int, seed: int,
                 out: str) -> dict[str, Any]:
-    """Write output shard `index` of a split whose buckets hold `bucket_rows` rows; return its counts."""
+    """Write output shard `index` of a split whose buckets hold `bucket_rows` rows; return its counts.
+    A shard already there is complete (shards are renamed into place), so a rerun only counts it."""
+    if io.exists(out):
+        return shard_counts(read_rows(out))
     offsets = np.concatenate([[0], np.cumsum(bucket_rows)]).astype(np.int64)
     total = int(offsets[-1])
     positions = np.arange(index * shard_rows, min(total, (index + 1) * shard_rows), dtype=np.int64)

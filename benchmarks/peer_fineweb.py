@@ -5,7 +5,9 @@ WARC response records, `--copies N` times with distinct URLs, in `--files` .warc
 same cores, in one run:
 
   ours        `pipelines.run.run` of the recipe below with an embedded Ray on 1 and on 2 cores:
-              extract (trafilatura, favor precision, no comments: datatrove's Trafilatura settings)
+              html_langid en (language ID on the raw page: pages surely not English skip
+              extraction; `--no-html-langid` leaves it out) -> extract (trafilatura, favor precision,
+              no comments, deduplicate: datatrove's Trafilatura settings; `--extract-engine fast`)
               -> langid en (min_score 0.65) -> gopher_repetition -> gopher_quality
               -> c4 (terminal_punct false) -> fineweb -> minhash_dedup -> tokenizer + pack;
   datatrove   0.10.1, in its own venv (`benchmarks/.venv-datatrove`, made by `datatrove_env.sh`),
@@ -28,10 +30,8 @@ Tokenizers: one of each kind is trained once, beforehand and untimed, on our ext
 vocabulary size for datatrove's DocumentTokenizer (trained in datatrove's venv).
 
 Cores: each side runs in a fresh subprocess pinned (CPU affinity, inherited by every process it
-starts) to the first 1 or 2 CPUs: datatrove with as many tasks and workers, ours with
-`ray.num_cpus: 2` in both cases, because `ray.num_cpus: 1` hangs on this recipe (langid's actor
-holds 0.5 CPU for good, and a stage task asking 1 CPU then never starts): on one core Ray's two
-worker slots share that core.
+starts) to the first 1 or 2 CPUs: datatrove with as many tasks and workers, ours with as many
+Ray CPUs (`ray.num_cpus`).
 
 Measured per configuration, the subprocess's whole process tree sampled with psutil every 0.1 s
 (Ray's daemons and workers; datatrove's forkserver workers and trafilatura sandboxes):
@@ -41,9 +41,8 @@ Measured per configuration, the subprocess's whole process tree sampled with psu
   - per stage: documents in / seconds in the stage, summed over workers (ours: stats.json
     `stages[*].seconds`; datatrove: each step's `time_stats` from its stats). Stages ours times as
     driver wall time (minhash_dedup in stats.json; tokenize+pack = manifest `seconds`) are charged
-    wall x cores. On one core ours' in-stage seconds include waiting for the core while Ray's other
-    worker slot runs, so per-stage figures there overstate our stages' cost;
-  - peak memory: the largest sum of RSS over the process tree (RSS counts shared pages in every
+    wall x cores;
+  - peak memory: the largest sum of PSS over the process tree (and of RSS, which counts shared pages in every
     process, so it overstates both sides);
   - CPU seconds of the whole tree within the timed window, per process group (driver, Ray daemons,
     Ray workers; datatrove's main process and workers), and documents per CPU-second: unlike wall
@@ -100,14 +99,13 @@ DT_SCRIPT = HERE / "_datatrove_fineweb.py"
 TARGET_SPEEDUP, TARGET_AGREEMENT, TARGET_EFFICIENCY = 3.0, 0.97, 0.80
 MINHASH = {"ngram": 5, "bands": 14, "rows": 8}  # datatrove's FineWeb MinhashConfig
 LANG_THRESHOLD = 0.65
-# `ray.num_cpus: 1` hangs on a recipe with a stateful stage (langid's actor holds 0.5 CPU for good, so a
-# stage task asking 1 CPU never gets scheduled): on one core ours runs with 2 Ray CPUs, pinned to that core.
-OURS_MIN_RAY_CPUS = 2
 SEED = 42
-OUR_STAGES = ["read", "extract", "langid", "gopher_repetition", "gopher_quality", "c4", "fineweb", "minhash_dedup"]
+OUR_STAGES = ["read", "html_langid", "extract", "langid", "gopher_repetition", "gopher_quality", "c4", "fineweb",
+              "minhash_dedup"]
 # datatrove's steps of its first executor, in order, named as our stages
 DT_FILTER_STEPS = ["read", "extract", "langid", "gopher_repetition", "gopher_quality", "c4", "fineweb", "write"]
 
+GATE = "  - html_langid: {{keep: [en], below: {below}}}\n"
 RECIPE = """\
 name: peer-fineweb-{cpus}
 output: {output}
@@ -116,7 +114,8 @@ ray: {{num_cpus: {cpus}}}
 sources:
   - {{name: web, format: warc, paths: ["{corpus}/*.warc.gz"]}}
 stages:
-  - extract: {{timeout_s: {timeout}, favor: precision, include_comments: false}}
+{gate}  - extract: {{engine: {engine}, timeout_s: {timeout}, favor: precision, include_comments: false,
+             deduplicate: true}}
   - langid: {{keep: [en], min_score: {lang}}}
   - gopher_repetition: {{}}
   - gopher_quality: {{}}
@@ -209,6 +208,7 @@ def prepare_tokenizers(cache: Path, pages: int | None, vocab: int, cpus: int, dt
 class Sampled:
     wall_s: float = 0.0
     peak_rss: int = 0
+    peak_pss: int = 0  # proportional set size: a shared page divided among the processes mapping it
     peak_procs: int = 0
     peak_groups: dict[str, int] = field(default_factory=dict)
     cpu_s: float = 0.0
@@ -262,22 +262,25 @@ def run_sampled(cmd: list[str], cores: int, log: Path, env: dict[str, str] | Non
                 procs = [root, *root.children(recursive=True)]
             except psutil.Error:
                 procs = []
-            total, by_group = 0, Counter()
+            total, total_pss, by_group = 0, 0, Counter()
             for p in procs:
                 try:
                     with p.oneshot():
-                        rss = p.memory_info().rss
+                        memory = p.memory_full_info()
+                        rss = memory.rss
                         t = p.cpu_times()
                         key = (p.pid, p.create_time())
                     cpu[key] = t.user + t.system
                     if p.pid not in groups:
                         groups[p.pid] = _group(p, root.pid)
                     total += rss
+                    total_pss += memory.pss
                     by_group[groups[p.pid]] += rss
                 except psutil.Error:
                     continue
             if total > out.peak_rss:
                 out.peak_rss, out.peak_procs, out.peak_groups = total, len(procs), dict(by_group)
+            out.peak_pss = max(out.peak_pss, total_pss)
             per_group: Counter[str] = Counter()
             for (pid, _), seconds in cpu.items():
                 per_group[groups.get(pid, "other")] += seconds
@@ -395,13 +398,15 @@ class Side:
 
 
 def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argparse.Namespace) -> Side:
-    """Our recipe on the first `cores` CPUs, with `ray.num_cpus` max(cores, 2) (see OURS_MIN_RAY_CPUS)."""
-    cpus = max(cores, OURS_MIN_RAY_CPUS)
+    """Our recipe on the first `cores` CPUs, with as many Ray CPUs."""
+    cpus = cores
     load_before = os.getloadavg()[0]
     out = work / f"ours-{cores}"
     recipe = RECIPE.format(cpus=cpus, output=out, seed=SEED, corpus=corpus_dir, timeout=args.timeout_s,
                            lang=LANG_THRESHOLD, perm=MINHASH["bands"] * MINHASH["rows"], verify=args.minhash_verify,
-                           model=model, seq_len=args.seq_len, **MINHASH)
+                           model=model, seq_len=args.seq_len, engine=args.extract_engine,
+                           gate="" if args.no_html_langid else GATE.format(below=args.gate_below),
+                           **MINHASH)
     cfg = {"recipe": recipe, "output": str(out), "result": str(work / f"ours-{cores}.json")}
     cfg_path = work / f"ours-{cores}.config.json"
     cfg_path.write_text(json.dumps(cfg))
@@ -481,6 +486,19 @@ def _seconds(step: dict[str, Any]) -> float:
     return float(t.get("total", 0.0)) if isinstance(t, dict) else float(t or 0.0)
 
 
+def our_trafilatura_for_datatrove() -> Path:
+    """Our trafilatura version installed (no dependencies: datatrove's venv has the same ones) beside
+    datatrove's venv, for `--datatrove-trafilatura ours`: then both sides extract with the same code."""
+    import importlib.metadata
+
+    version = importlib.metadata.version("trafilatura")
+    target = DT_VENV / f"trafilatura-{version}"
+    if not (target / "trafilatura").is_dir():
+        subprocess.run([str(DT_PYTHON), "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
+                        f"trafilatura=={version}"], check=True)
+    return target
+
+
 def run_datatrove(corpus_dir: Path, work: Path, tasks: int, tokenizer: Path, args: argparse.Namespace) -> Side:
     load_before = os.getloadavg()[0]
     out = work / f"datatrove-{tasks}"
@@ -494,6 +512,8 @@ def run_datatrove(corpus_dir: Path, work: Path, tasks: int, tokenizer: Path, arg
     cfg_path.write_text(json.dumps(cfg))
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "LOGURU_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1",
            "HF_HOME": str(work / "hf-home")}
+    if args.datatrove_trafilatura == "ours":
+        env["PYTHONPATH"] = str(our_trafilatura_for_datatrove())
     sampled = run_sampled([str(DT_PYTHON), str(DT_SCRIPT), "run", str(cfg_path)], tasks,
                           work / f"datatrove-{tasks}.log", env)
     r = json.loads(Path(cfg["result"]).read_text())
@@ -610,7 +630,7 @@ def agreement(a: Side, b: Side, urls: list[str]) -> tuple[float, float, list[str
         elif a.texts[u] == b.texts[u]:
             why["same text, different filter decision"] += 1
         else:
-            why["texts differ (extraction: trafilatura 2.x here, 1.11 there; or C4 edits on one side)"] += 1
+            why["texts differ (extraction, or C4 edits on one side)"] += 1
     if why:
         lines.append("why they differ: " + ", ".join(f"{k} {v}" for k, v in why.most_common()))
     same_text = sum(a.texts.get(u) == b.texts.get(u) for u in both)
@@ -620,17 +640,19 @@ def agreement(a: Side, b: Side, urls: list[str]) -> tuple[float, float, list[str
 
 def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
     print("\n== end to end (same corpus, same cores; fixed start-up excluded)")
-    rows = [["config", "load", "docs", "wall s", "docs/s/core", "CPU s", "docs/CPU-s", "peak RSS", "procs",
+    rows = [["config", "load", "docs", "wall s", "docs/s/core", "CPU s", "docs/CPU-s", "peak PSS", "peak RSS", "procs",
              "docs out", "tokens", "token files", "doc files", "output total"]]
     for s in [*ours, *theirs]:
         rows.append([s.name, f"{s.load[0]:.1f}->{s.load[1]:.1f}", str(s.docs), f"{s.wall_s:.1f}", f"{s.per_core:.2f}",
                      f"{s.cpu_window_s:.1f}",
-                     f"{s.per_cpu_s:.2f}", mb(s.sampled.peak_rss), str(s.sampled.peak_procs), str(s.docs_out),
+                     f"{s.per_cpu_s:.2f}", mb(s.sampled.peak_pss), mb(s.sampled.peak_rss), str(s.sampled.peak_procs),
+                     str(s.docs_out),
                      f"{s.tokens:,}", mb(s.out_tokens_bytes), mb(s.out_docs_bytes), mb(s.out_total_bytes)])
     print(table(rows))
     print("  load: 1-minute load average before -> after the run; wall s: the timed window (ours: run() less Ray "
           "start-up/shutdown; datatrove: its executors' run()); CPU s: CPU of the whole process tree in that window "
-          "(less sensitive to other load); peak RSS over the whole subprocess")
+          "(less sensitive to other load); peak PSS / RSS: largest sum over the process tree (RSS counts a page "
+          "shared by n processes n times, PSS once; PSS is held against the target)")
     busiest = max(max(s.load) for s in [*ours, *theirs])
     if busiest > 1.5 * (os.cpu_count() or 1):
         print(f"  WARNING: the load average reached {busiest:.1f} on {os.cpu_count()} CPUs: other work shared the "
@@ -652,15 +674,15 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
         if b is None:
             continue
         speed = a.per_core / b.per_core
-        mem = a.sampled.peak_rss / b.sampled.peak_rss
+        mem = a.sampled.peak_pss / b.sampled.peak_pss
         jaccard, same, lines = agreement(a, b, urls)
         print(f"  end to end docs/s per core: ours {a.per_core:.2f}, datatrove {b.per_core:.2f}: "
               f"{speed:.2f}x ({flag(speed >= TARGET_SPEEDUP)}: >= {TARGET_SPEEDUP:g}x)")
         print(f"  wall: ours {a.wall_s:.1f} s, datatrove {b.wall_s:.1f} s; documents per CPU-second of the process "
               f"tree (less sensitive to other load): ours {a.per_cpu_s:.2f}, datatrove {b.per_cpu_s:.2f}: "
               f"{a.per_cpu_s / b.per_cpu_s:.2f}x")
-        print(f"  peak RSS: ours {mb(a.sampled.peak_rss)}, datatrove {mb(b.sampled.peak_rss)}: {mem:.2f}x "
-              f"({flag(mem <= 1.0)}: no higher)")
+        print(f"  peak PSS: ours {mb(a.sampled.peak_pss)}, datatrove {mb(b.sampled.peak_pss)}: {mem:.2f}x "
+              f"({flag(mem <= 1.0)}: no higher); peak RSS {a.sampled.peak_rss / b.sampled.peak_rss:.2f}x")
         print(f"  agreement of kept documents (both / either, by URL): {jaccard:.2%} "
               f"({flag(jaccard >= TARGET_AGREEMENT)}: >= {TARGET_AGREEMENT:.0%}); same keep/drop decision on "
               f"{same:.2%} of {len(urls)} input URLs")
@@ -703,6 +725,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpus", default="1,2", help="core counts to pin each side to (datatrove: as many tasks)")
     p.add_argument("--vocab", type=int, default=8000, help="vocabulary size of both tokenizers")
     p.add_argument("--seq-len", type=int, default=2048, help="our packed rows hold seq_len + 1 tokens")
+    p.add_argument("--extract-engine", choices=["trafilatura", "fast"], default="trafilatura",
+                   help="our extract stage's engine (datatrove: always trafilatura)")
+    p.add_argument("--no-html-langid", action="store_true",
+                   help="leave out our html_langid stage (language ID on raw HTML, before extraction)")
+    p.add_argument("--gate-below", type=float, default=0.1, help="html_langid's `below`")
+    p.add_argument("--datatrove-trafilatura", choices=["own", "ours"], default="own",
+                   help="datatrove's trafilatura: the version its venv pins (<1.12), or ours (then the extracted "
+                        "texts match and the agreement measures the filters, not two extractor versions)")
     p.add_argument("--timeout-s", type=float, default=2.0, help="trafilatura's per-page time limit, both sides")
     p.add_argument("--minhash-verify", choices=["none", "estimate", "exact"], default="none",
                    help="our check of LSH candidates (datatrove: none)")
@@ -725,6 +755,12 @@ def main(argv: list[str] | None = None) -> int:
     dt = not args.skip_datatrove and ensure_datatrove()
     if not dt and not args.skip_datatrove:
         print("datatrove side skipped: `bash benchmarks/datatrove_env.sh` creates its venv")
+    if dt:
+        import importlib.metadata
+
+        theirs = "ours" if args.datatrove_trafilatura == "ours" else "the one its venv pins"
+        print(f"trafilatura: ours {importlib.metadata.version('trafilatura')}, datatrove's {theirs}; our recipe: "
+              f"extract engine {args.extract_engine}, html_langid {'off' if args.no_html_langid else 'on'}")
     work_ctx = tempfile.TemporaryDirectory(prefix="peer-fineweb-") if args.keep is None else None
     work = Path(work_ctx.name) if work_ctx else args.keep
     work.mkdir(parents=True, exist_ok=True)

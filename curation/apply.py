@@ -136,6 +136,6 @@ def process_isolated(stage: Stage, rows: pa.Table) -> Processed:
 
 def _drop_html_if(stage: Stage, table: pa.Table) -> pa.Table:
     """Once a stage has turned html into text, no later row needs the html bytes."""
-    if "html" in stage.input_columns and "html" not in stage.output_columns and "html" in table.column_names:
+    if "html" in stage.input_columns and "text" in stage.output_columns and "html" in table.column_names:
         return table.drop_columns(["html"])
     return table

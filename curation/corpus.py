@@ -37,6 +37,17 @@ class CorpusStage(Configured):
         """Documents to remove among `rows`, which hold every row of each key they contain."""
         raise NotImplementedError
 
+    def reference(self, documents: pa.Table) -> pa.Table:
+        """REMOVALS of `documents` in one process (sorted by id): what any spread-out run must equal."""
+        return self.removals(self.keys(documents)).sort_by("id")
+
+
+def select_documents(documents: pa.Table, only: list[str] | None, removed: pa.Array) -> pa.Table:
+    """The documents a corpus stage sees: of its `only` sources, less those earlier stages removed."""
+    if only is not None:
+        documents = documents.filter(pc.is_in(documents.column("source"), pa.array(only, pa.string())))
+    return documents.filter(pc.invert(pc.is_in(documents.column("id"), removed)))
+
 
 def removals_from_survivors(keys: pa.Table, reason: str) -> pa.Table:
     """Per key keep the highest score, then the smallest id; every other row becomes a removal.

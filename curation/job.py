@@ -218,9 +218,23 @@ def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Tab
     """Write a shard's final documents: its pre-corpus documents less `removed` (id, stage, reason,
     detail) and with `rewrites` (id, text) applied, the removed ones into rejects/; return the
     per-stage counts of removals in this shard."""
-    source = io.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet")
-    fs, path = io.resolve(source)
-    table = pq.read_table(path, filesystem=fs)
+    fs, path = io.resolve(io.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet"))
+    final = io.join(job_dir, DOCUMENTS, f"{shard}.parquet")
+    ids = pq.read_table(path, columns=["id"], filesystem=fs).column("id")
+    changes = [t for t in (removed, rewrites) if t is not None and pc.any(pc.is_in(t.column("id"), ids)).as_py()]
+    if not changes:  # nothing to change in this shard: a byte copy, not a Parquet rewrite
+        with io.temp_path(final) as tmp:
+            fs.copy_file(path, tmp)
+        record = {"shard": shard, "documents": len(ids), "removed": {}}
+    else:
+        record = _rewrite_shard(job_dir, shard, pq.read_table(path, filesystem=fs), final, removed, rewrites,
+                                sample=sample, cap=cap)
+    io.write_json_atomic(io.join(job_dir, "_work", "final", f"{shard}.json"), record)
+    return record
+
+
+def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, removed: pa.Table,
+                   rewrites: pa.Table | None, *, sample: float, cap: int) -> dict[str, Any]:
     if rewrites is not None and rewrites.num_rows:
         mine = rewrites.filter(pc.is_in(rewrites.column("id"), table.column("id")))
         if mine.num_rows:
@@ -230,7 +244,7 @@ def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Tab
     gone = pc.is_in(table.column("id"), removed.column("id"))
     kept = table.filter(pc.invert(gone))
     if kept.num_rows:
-        out = _ParquetFile(io.join(job_dir, DOCUMENTS, f"{shard}.parquet"), kept.schema)
+        out = _ParquetFile(final, kept.schema)
         out.write(kept)
         out.commit()
     dropped = table.filter(gone).join(removed, "id")
@@ -240,10 +254,8 @@ def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Tab
     write_rejects(job_dir, shard, dropped, files, Counter(), sample=sample, cap=cap)
     for file in files.values():
         file.commit()
-    record = {"shard": shard, "documents": kept.num_rows,
-              "removed": dict(Counter(dropped.column(schema.STAGE).to_pylist()))}
-    io.write_json_atomic(io.join(job_dir, "_work", "final", f"{shard}.json"), record)
-    return record
+    return {"shard": shard, "documents": kept.num_rows,
+            "removed": dict(Counter(dropped.column(schema.STAGE).to_pylist()))}
 
 
 def funnel(counters: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

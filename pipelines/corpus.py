@@ -5,7 +5,8 @@ maps documents to (id, key, score) rows, hash-partitions them by key so that eve
 meets in one partition, and asks the stage which documents to remove. Its removals are written to
 `_work/removed/<stage>.parquet` once complete (a rerun reuses them); later stages see only the
 survivors of earlier ones. Finally every shard is rewritten to `documents/` without the removed
-documents, which go to `rejects/` with the survivor's id as their detail.
+documents, which go to `rejects/` with the survivor's id as their detail. A small corpus
+(`SINGLE_TASK_DOCUMENTS`) skips the shuffle: one task computes the same removals.
 """
 
 from __future__ import annotations
@@ -17,26 +18,24 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray
 
 from curation import io
 from curation.bloomdedup import REWRITES, BloomDedup
-from curation.corpus import REMOVALS, CorpusStage
+from curation.corpus import REMOVALS, CorpusStage, select_documents
 from curation.dedup.bloom import shard_of as partition_of
 from curation.job import WORK_DOCUMENTS, finalize_shard
 from pipelines import bloom, fuzzy
 
 PARTITIONS_PER_CPU = 4
+# Up to this many documents a stage runs in one task: a shuffle's fixed cost (tasks, object-store
+# round trips: 5-26 s for minhash_dedup on 200 documents on 2 CPUs) exceeds the work (0.4 s there).
+SINGLE_TASK_DOCUMENTS = 20_000
 
 
 def _keys(batch: pa.Table, stage: CorpusStage, partitions: int, removed: pa.Array) -> pa.Table:
-    only = getattr(stage.params, "only", None)
-    if only is not None:
-        batch = batch.filter(pc.is_in(batch.column("source"), pa.array(only, pa.string())))
-    batch = batch.filter(pc.invert(pc.is_in(batch.column("id"), removed)))
-    keys = stage.keys(batch)
+    keys = stage.keys(select_documents(batch, getattr(stage.params, "only", None), removed))
     return keys.append_column("partition", pa.array(partition_of(keys.column("key"), partitions), pa.int32()))
 
 
@@ -61,7 +60,21 @@ def removals(files: list[str], name: str, stage: CorpusStage, earlier: pa.Table)
     return table.sort_by("id"), seen
 
 
-@ray.remote(num_cpus=0.5)
+def _documents(files: list[str]) -> int:
+    return sum(pq.read_metadata(path, filesystem=fs).num_rows for fs, path in map(io.resolve, files))
+
+
+@ray.remote
+def _removals_in_one_task(files: list[str], stage: CorpusStage, earlier: pa.Table) -> tuple[pa.Table, int]:
+    """A small corpus's removals in one process: the same answer as the shuffles, without their fixed cost."""
+    columns = sorted({*stage.columns(), "source"})
+    documents = pa.concat_tables([pq.read_table(path, columns=columns, filesystem=fs)
+                                  for fs, path in map(io.resolve, files)])
+    documents = select_documents(documents, getattr(stage.params, "only", None), earlier.column("id"))
+    return stage.reference(documents).cast(REMOVALS), documents.num_rows
+
+
+@ray.remote(num_cpus=1)  # a whole CPU: no more tasks at once than the warm workers the document stages left
 def _finalize(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Table, sample: float,
               cap: int) -> dict[str, Any]:
     return finalize_shard(job_dir, shard, removed, rewrites, sample=sample, cap=cap)
@@ -86,6 +99,8 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
         elif isinstance(stage, BloomDedup):
             table, seen, rewrites, bloom_stats = bloom.removals(files, stage, removed)
             extra = {"bloom": bloom_stats}
+        elif _documents(files) <= SINGLE_TASK_DOCUMENTS:
+            table, seen = ray.get(_removals_in_one_task.remote(files, stage, removed))
         elif isinstance(stage, fuzzy.MinhashDedup):  # several shuffles
             table, seen = fuzzy.removals(files, name, stage, removed)
         else:

@@ -43,7 +43,7 @@ import ray
 from ray.data import DataContext, Dataset
 from ray.data.context import ShuffleStrategy
 
-from curation.corpus import REMOVALS
+from curation.corpus import REMOVALS, select_documents
 from curation.dedup.components import (
     large_star_map,
     large_star_reduce,
@@ -211,14 +211,6 @@ def _tally(table: pa.Table, **counts: int) -> pa.Table:
     return table
 
 
-def _select(batch: pa.Table, stage: MinhashDedup, removed: pa.Array) -> pa.Table:
-    """The documents this stage sees: its `only` sources, less those removed by earlier stages."""
-    only = stage.params.only
-    if only is not None:
-        batch = batch.filter(pc.is_in(batch.column("source"), pa.array(only, pa.string())))
-    return batch.filter(pc.invert(pc.is_in(batch.column("id"), removed)))
-
-
 def _member(node: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """Mask of `node` values present in the sorted array `nodes`."""
     if not len(nodes):
@@ -240,7 +232,7 @@ def _lookup(keys: pa.ChunkedArray, docs: pa.Table, key: str, value: str) -> pa.C
 
 
 def _sign(batch: pa.Table, stage: MinhashDedup, removed: pa.Array) -> pa.Table:
-    return stage.signed(_select(batch, stage, removed))
+    return stage.signed(select_documents(batch, stage.params.only, removed))
 
 
 def _band_rows(signed: pa.Table, partitions: int) -> pa.Table:
@@ -275,7 +267,7 @@ def _candidate_nodes(pairs: Dataset) -> np.ndarray:
 def _payload_rows(batch: pa.Table, stage: MinhashDedup, removed: pa.Array, nodes: np.ndarray,
                   partitions: int) -> pa.Table:
     """(part by id, id, payload) of the candidate documents of a batch."""
-    batch = _select(batch, stage, removed)
+    batch = select_documents(batch, stage.params.only, removed)
     node = node_ids(batch.column("id"))
     keep = _member(node, nodes)
     batch = batch.filter(pa.array(keep))

@@ -23,6 +23,7 @@ from curation.fuzzy import (
     shingle_sets,
 )
 from curation.recipe import CORPUS_STAGES, RecipeError, parse_recipe
+from pipelines import corpus as corpus_stages
 from pipelines import fuzzy as ray_fuzzy
 from pipelines.run import run
 
@@ -178,6 +179,7 @@ name: fuzzy
 sources: [{{name: docs, format: jsonl, paths: ["{tmp_path}/a.jsonl", "{tmp_path}/b.jsonl"]}}]
 stages: [{{minhash_dedup: {{}}}}]
 """)
+    monkeypatch.setattr(corpus_stages, "SINGLE_TASK_DOCUMENTS", 0)  # the shuffles, as on a large corpus
     first = run(recipe, output=str(tmp_path / "out"), quiet=True)
     job = Path(first.job_dir)
     curated = pq.read_table(job / "_work" / "documents")
@@ -205,3 +207,8 @@ stages: [{{minhash_dedup: {{}}}}]
     [recount] = [s for s in again.stats["stages"] if s["stage"] == "minhash_dedup"]
     assert {**recount, "seconds": 0} == {**counts, "seconds": 0}
     assert set(pq.read_table(job / "documents").column("id").to_pylist()) == kept
+
+    monkeypatch.setattr(corpus_stages, "SINGLE_TASK_DOCUMENTS", 20_000)  # small: one task, never the shuffles
+    small = Path(run(recipe, output=str(tmp_path / "small"), quiet=True).job_dir)
+    assert pq.read_table(small / "_work" / "removed" / "minhash_dedup.parquet").equals(pq.read_table(removed_file))
+    assert set(pq.read_table(small / "documents").column("id").to_pylist()) == kept

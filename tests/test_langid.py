@@ -196,8 +196,8 @@ def test_custom_model_with_glotlid_style_labels(tmp_path: Path):
 
 
 def test_stage_contract_and_pickling(stage: LangId):
-    assert LangId.resources.stateful and LangId.resources.cpus == 0.5
-    copy = pickle.loads(pickle.dumps(stage))  # what the executor ships to actors: params only, no model
+    assert LangId.resources.cpus == 1.0
+    copy = pickle.loads(pickle.dumps(stage))  # what the executor ships to tasks: params only, no model
     assert copy.params == stage.params and not hasattr(copy, "_model")
     schema_doc = json.dumps(LangId.Params.model_json_schema())
     for key in ("keep", "min_score", "model", "per_paragraph", "second_opinion", "keep_scores"):

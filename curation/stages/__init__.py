@@ -11,6 +11,7 @@ from curation.stages.decontaminate import Decontaminate
 from curation.stages.extract import Extract
 from curation.stages.fineweb import FineWeb
 from curation.stages.gopher import GopherQuality, GopherRepetition
+from curation.stages.html_langid import HtmlLangId
 from curation.stages.langid import LangId
 from curation.stages.length import Length
 from curation.stages.normalize import Normalize
@@ -21,13 +22,13 @@ from curation.stages.toxicity import FlaggedWords
 STAGES: dict[str, type[Stage]] = {
     s.name: s
     for s in (
-        Extract, Normalize, LangId, Length, GopherQuality, GopherRepetition, C4, FineWeb, Density, FlaggedWords,
-        FastTextClassifier, PiiRedaction, Decontaminate, CodeFilters, CodeSecrets,
+        HtmlLangId, Extract, Normalize, LangId, Length, GopherQuality, GopherRepetition, C4, FineWeb, Density,
+        FlaggedWords, FastTextClassifier, PiiRedaction, Decontaminate, CodeFilters, CodeSecrets,
     )
 }
 
 __all__ = [
     "C4", "STAGES", "CodeFilters", "CodeSecrets", "Decontaminate", "Density", "DocumentFilter", "Extract",
-    "FastTextClassifier", "FineWeb", "FlaggedWords", "GopherQuality", "GopherRepetition", "LangId", "Length",
-    "Normalize", "PiiRedaction", "Processed", "Resources", "Stage", "StageParams",
+    "FastTextClassifier", "FineWeb", "FlaggedWords", "GopherQuality", "GopherRepetition", "HtmlLangId", "LangId",
+    "Length", "Normalize", "PiiRedaction", "Processed", "Resources", "Stage", "StageParams",
 ]

@@ -34,7 +34,6 @@ class Resources:
     """
 
     cpus: float = 1.0
-    stateful: bool = False  # True: run in an actor pool so `setup` (a model load) happens once per actor
 
 
 @dataclass

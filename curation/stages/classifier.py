@@ -28,7 +28,7 @@ from curation.classify import (
     sidecar_path,
     threshold_for_fraction,
 )
-from curation.stages.base import DocumentFilter, Resources
+from curation.stages.base import DocumentFilter
 
 
 class ClassifierParams(DocumentFilter.Params):
@@ -80,12 +80,11 @@ class FastTextClassifier(DocumentFilter):
     Recipe: `classifier: {model: models/quality.bin, top_fraction: 0.1}` (quality, DCLM-style) or
     `classifier: {model: models/toxic.bin, label: toxic, threshold: 0.5, keep_below: true,
     score_column: toxicity_score, reason: toxic}`. The text is preprocessed exactly as in training
-    (`curation.classify.preprocess`, settings from the sidecar). The model is loaded once per actor.
+    (`curation.classify.preprocess`, settings from the sidecar). The model is loaded once per worker process.
     """
 
     name = "classifier"
     Params = ClassifierParams
-    resources = Resources(cpus=0.5, stateful=True)
 
     @property
     def output_columns(self) -> dict[str, pa.DataType]:  # type: ignore[override]
@@ -121,7 +120,7 @@ class FastTextClassifier(DocumentFilter):
                 msg = f"classifier: model file not found: {model} (recipe key `model`; resolved to {path})"
                 raise FileNotFoundError(msg)
             return str(path)
-        # A remote model (and its sidecar, if any) is copied once per actor into a temporary folder.
+        # A remote model (and its sidecar, if any) is copied once per worker process into a temporary folder.
         folder = Path(tempfile.mkdtemp(prefix="curation-model-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
         for uri in (model, sidecar_path(model)):

@@ -9,7 +9,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curation.dedup.decontam import NgramIndex, benchmark_files
-from curation.stages.base import Processed, Resources, Stage, StageParams
+from curation.stages.base import Processed, Stage, StageParams
 
 
 class DecontaminateParams(StageParams):
@@ -38,7 +38,6 @@ class Decontaminate(Stage):
 
     name = "decontaminate"
     Params = DecontaminateParams
-    resources = Resources(cpus=0.5, stateful=True)
     output_columns: ClassVar[dict[str, pa.DataType]] = {"contamination": pa.string(), "contamination_hits": pa.int32()}
 
     @property

@@ -37,6 +37,8 @@ class ExtractParams(StageParams):
     fast: bool = Field(False, description="Skip trafilatura's fallback extractors (faster, lower recall).")
     include_comments: bool = Field(True, description="Keep the comment section (trafilatura's default).")
     include_tables: bool = Field(True, description="Keep text inside tables (trafilatura's default).")
+    deduplicate: bool = Field(False, description="trafilatura's `deduplicate`: drop paragraphs repeated within "
+                              "the page beyond a few times (datatrove's extractor sets it).")
 
 
 class TooManyAttributes(ValueError):
@@ -66,6 +68,12 @@ def _tags_up_to(max_attributes: int) -> re.Pattern[str]:
         r"<(?!/?[A-Za-z])",
     ])
     return re.compile(rf"(?:{token})*+")
+
+
+def too_many_attributes(html: str, max_attributes: int) -> int | None:
+    """Where the first tag with more than `max_attributes` attributes starts (None: no such tag)."""
+    scanned = _tags_up_to(max_attributes).match(html).end()  # interruptible, unlike the parser
+    return scanned if scanned < len(html) else None
 
 
 def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
@@ -117,8 +125,8 @@ class Extract(Stage):
         """(text, title) of one page; raises TimeLimitExceeded past `timeout_s`, TooManyAttributes."""
         html, _ = decode_html(body, declared)
         p = self.params
-        scanned = _tags_up_to(p.max_tag_attributes).match(html).end()  # interruptible, unlike the parser
-        if scanned < len(html):
+        scanned = too_many_attributes(html, p.max_tag_attributes)
+        if scanned is not None:
             msg = f"a tag at character {scanned} has over {p.max_tag_attributes} attributes"
             raise TooManyAttributes(msg)
         tree = load_html(html)
@@ -133,6 +141,7 @@ class Extract(Stage):
             favor_recall=p.favor == "recall",
             include_comments=p.include_comments,
             include_tables=p.include_tables,
+            deduplicate=p.deduplicate,
         )
         return text, title
 

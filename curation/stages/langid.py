@@ -79,7 +79,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator, model_validator
 
-from curation.stages.base import DocumentFilter, Processed, Resources, first_reason
+from curation.stages.base import DocumentFilter, Processed, first_reason
 
 
 def _words(text: str) -> list[str]:
@@ -439,13 +439,11 @@ class LangId(DocumentFilter):
 
     See the module docstring for how the label is decided. The models are loaded once per worker in
     `setup` (fastText ~1 MB at once; lingua's n-gram models lazily, up to ~0.5 GB when all 75 of its
-    languages occur); the stage is stateful and runs in an actor pool at 0.5 CPU, so that two actors and
-    a read task fit on two cores (STACK-NOTES: whole-CPU actors starve the read task and hang).
+    languages occur) and reused by every later batch there.
     """
 
     name = "langid"
     Params = LangIdParams
-    resources = Resources(cpus=0.5, stateful=True)
     base_columns: ClassVar[dict[str, pa.DataType]] = {"lang": pa.string(), "lang_score": pa.float32()}
     score_columns: ClassVar[dict[str, pa.DataType]] = {"lang_fasttext": pa.string(),
                                                        "lang_fasttext_score": pa.float32()}

@@ -16,7 +16,6 @@ class SetupCounter(Stage):
     """Keeps every row; each `setup` appends the worker's pid to a file, as a model load would run."""
 
     name = "setup_counter"
-    resources = Resources(cpus=0.5, stateful=True)
     output_columns: ClassVar[dict[str, pa.DataType]] = {"worker_pid": pa.int64()}
 
     class Params(StageParams):
@@ -35,7 +34,6 @@ class Poisoned(Stage):
     """Raises on any batch holding a document whose text contains `marker`, as a buggy model might."""
 
     name = "poisoned"
-    resources = Resources(cpus=0.5, stateful=True)
     output_columns: ClassVar[dict[str, pa.DataType]] = {"checked": pa.bool_()}
 
     class Params(StageParams):

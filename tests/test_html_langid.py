@@ -1,0 +1,100 @@
+"""`html_langid`: language ID on raw HTML that lets pages surely in no kept language skip extraction."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+
+import fasttext
+import pyarrow as pa
+import pytest
+import trafilatura
+from pydantic import ValidationError
+
+from curation.recipe import RecipeError, parse_recipe
+from curation.stages import HtmlLangId
+from curation.stages.langid import bundled_model_path
+
+
+@pytest.fixture(scope="module")
+def gate() -> HtmlLangId:
+    stage = HtmlLangId(keep=["en"])
+    stage.setup()
+    return stage
+
+
+def pages(testdata, n: int) -> list[bytes]:
+    paths = sorted((testdata / "html" / "trafilatura" / "cache").glob("*.html.gz"))[:n]
+    return [gzip.decompress(p.read_bytes()) for p in paths]
+
+
+def batch(bodies: list[bytes | None], metas: list[str | None] | None = None) -> pa.Table:
+    metas = metas or [None] * len(bodies)
+    return pa.table({"html": pa.array(bodies, pa.binary()), "meta": pa.array(metas, pa.string()),
+                     "text": pa.nulls(len(bodies), pa.string())})
+
+
+def test_drops_only_pages_whose_extracted_text_is_not_english(gate, testdata):
+    bodies = pages(testdata, 80)
+    result = gate.process(batch(bodies))
+    reasons, details = result.reasons.to_pylist(), result.details.to_pylist()
+    model = fasttext.load_model(str(bundled_model_path()))
+    dropped = [i for i, r in enumerate(reasons) if r]
+    assert 20 <= len(dropped) <= 70  # trafilatura's eval pages: many German, many English
+    for i in dropped:
+        assert reasons[i] == "lang_not_kept" and details[i].startswith("before extraction: ")
+        assert 0 < len(result.table.column("text")[i].as_py()) <= 1000  # the text it judged, for rejects/
+        text = trafilatura.extract(bodies[i], favor_precision=True) or ""
+        labels, probs = model.predict(" ".join(text.split()), k=5)
+        english = dict(zip(labels, probs, strict=True)).get("__label__en", 0.0)
+        assert english < 0.65, f"page {i}: its extracted text is English ({english:.2f}) but the gate dropped it"
+    assert all(details[i] is None for i, r in enumerate(reasons) if r is None)
+
+
+def test_pages_it_cannot_judge_go_on_to_extract(gate):
+    many_attributes = b"<html><body><div " + b" ".join(b'a%d="x"' % i for i in range(2000)) + b">Hallo Welt</div>"
+    german = ("<html><body><article><p>" + "Die Stadt liegt am Fluss und hat viele alte Häuser. " * 30
+              + "</p></article></body></html>").encode()
+    rows = [
+        b"", b"<html><body></body></html>",  # no text to judge
+        many_attributes,  # extract drops it as too_many_attributes, unparsed
+        "<p>Ce texte est en français mais mal décodé</p>".encode("latin-1"),  # decoded by detection
+        german,
+        None,  # no html (a JSONL row): not this stage's
+    ]
+    metas = [None, None, None, json.dumps({"http_charset": "iso-8859-1"}), None, None]
+    result = gate.process(batch(rows[:-1], metas[:-1]))
+    assert result.reasons.to_pylist() == [None, None, None, "lang_not_kept", "lang_not_kept"]
+    assert not gate.applies(batch(rows, metas)).to_pylist()[-1]
+
+
+def test_scores_are_kept_on_request_and_the_model_is_not_pickled(testdata):
+    stage = HtmlLangId(keep=["en"], keep_scores=True, below=0.2)
+    copy = pickle.loads(pickle.dumps(stage))
+    assert not hasattr(copy, "_model") and copy.params == stage.params
+    copy.setup()
+    result = copy.process(batch([*pages(testdata, 5), b""]))
+    scores = result.table.column("html_lang_score").to_pylist()
+    assert scores[-1] is None and all(0 <= s <= 1 for s in scores[:-1])
+    assert [r is not None for r in result.reasons.to_pylist()] == [s is not None and s < 0.2 for s in scores]
+
+
+def test_recipe_errors_name_the_key():
+    with pytest.raises(ValidationError, match="keep"):
+        HtmlLangId()
+    with pytest.raises(ValueError, match=r"never outputs: \['xx'\]"):
+        HtmlLangId(keep=["xx"])
+    recipe = parse_recipe("""
+name: gate
+sources: [{name: web, format: warc, paths: ["x.warc.gz"]}]
+stages: [{html_langid: {keep: [en, DE], below: 0.1}}, {extract: {}}]
+""", check_paths=False)
+    assert recipe.stage_specs()[0][2].keep == ["en", "de"]
+    expected = r"<recipe>:4:\d+: stages\[0\]\.html_langid\.below: Input should be less than 1"
+    with pytest.raises(RecipeError, match=expected):
+        parse_recipe("""
+name: gate
+sources: [{name: web, format: warc, paths: ["x.warc.gz"]}]
+stages: [{html_langid: {keep: [en], below: 1.5}}]
+""", check_paths=False)

@@ -69,6 +69,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -397,18 +398,18 @@ class Side:
         return self.docs / self.cpu_window_s if self.cpu_window_s else float("nan")
 
 
-def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argparse.Namespace) -> Side:
+def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argparse.Namespace, tag: str = "") -> Side:
     """Our recipe on the first `cores` CPUs, with as many Ray CPUs."""
     cpus = cores
     load_before = os.getloadavg()[0]
-    out = work / f"ours-{cores}"
+    out = work / f"ours-{cores}{tag}"
     recipe = RECIPE.format(cpus=cpus, output=out, seed=SEED, corpus=corpus_dir, timeout=args.timeout_s,
                            lang=LANG_THRESHOLD, perm=MINHASH["bands"] * MINHASH["rows"], verify=args.minhash_verify,
                            model=model, seq_len=args.seq_len, engine=args.extract_engine,
                            gate="" if args.no_html_langid else GATE.format(below=args.gate_below),
                            **MINHASH)
-    cfg = {"recipe": recipe, "output": str(out), "result": str(work / f"ours-{cores}.json")}
-    cfg_path = work / f"ours-{cores}.config.json"
+    cfg = {"recipe": recipe, "output": str(out), "result": str(work / f"ours-{cores}{tag}.json")}
+    cfg_path = work / f"ours-{cores}{tag}.config.json"
     cfg_path.write_text(json.dumps(cfg))
     # Ray's workers import this checkout's `curation`, like the driver, not whatever the venv points at; a
     # private Ray temp dir, so that ray.init(address=None) starts its own Ray instead of joining a cluster
@@ -419,7 +420,7 @@ def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argpar
     env.pop("RAY_ADDRESS", None)
     try:
         sampled = run_sampled([sys.executable, str(Path(__file__).resolve()), "--child-ours", str(cfg_path)], cores,
-                              work / f"ours-{cores}.log", env)
+                              work / f"ours-{cores}{tag}.log", env)
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     r = json.loads(Path(cfg["result"]).read_text())
@@ -436,7 +437,7 @@ def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argpar
     job = Path(r["job_dir"])
     dropped_by = {url: key for key, urls in r["dropped"].items() for url in urls}
     side = Side(
-        name=f"ours, {cores} core{'s' if cores > 1 else ''} (ray.num_cpus={cpus})", cores=cores,
+        name=f"ours{tag and ' ' + tag}, {cores} core{'s' if cores > 1 else ''} (ray.num_cpus={cpus})", cores=cores,
         docs=stats["documents"]["records_read"], wall_s=wall,
         sampled=sampled, cpu_groups=sampled.cpu_between(*r["window"]), stages=stages, kept=set(r["kept_urls"]),
         dropped_by=dropped_by, texts=r["texts"], out_tokens_bytes=folder_bytes(job / "shards"),
@@ -717,6 +718,20 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
 # -------------------------------------------------------------------------------------------- main
 
 
+def growth(work: Path, base: Side, model: Path, args: argparse.Namespace) -> None:
+    """Ours on a corpus `--growth` times larger (more copies, as many more files), on `base`'s cores: the
+    cost growth exponent log(cost ratio) / log(size ratio), 1 for linear."""
+    big_dir = work / f"corpus-x{args.growth}"
+    build_corpus(big_dir, args.copies * args.growth, args.files * args.growth, args.pages)
+    big = run_ours(big_dir, work, base.cores, model, args, tag=f"x{args.growth}")
+    size = math.log(big.docs / base.docs)
+    print(f"\n== cost growth, {base.cores} core(s): {base.docs:,} -> {big.docs:,} documents")
+    for what, a, b in (("CPU seconds", base.cpu_window_s, big.cpu_window_s), ("wall seconds", base.wall_s, big.wall_s)):
+        print(f"  {what}: {a:.1f} -> {b:.1f} (x{b / a:.2f}), exponent {math.log(b / a) / size:.2f} (1 = linear)")
+    print(f"  docs per CPU-second {base.per_cpu_s:.1f} -> {big.per_cpu_s:.1f}; peak PSS {mb(base.sampled.peak_pss)} -> "
+          f"{mb(big.sampled.peak_pss)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--copies", type=int, default=1, help="every page this many times, with distinct URLs")
@@ -733,6 +748,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--datatrove-trafilatura", choices=["own", "ours"], default="own",
                    help="datatrove's trafilatura: the version its venv pins (<1.12), or ours (then the extracted "
                         "texts match and the agreement measures the filters, not two extractor versions)")
+    p.add_argument("--growth", type=int, default=0,
+                   help="also run ours on a corpus this many times larger (1x -> Nx): the cost growth exponent")
     p.add_argument("--timeout-s", type=float, default=2.0, help="trafilatura's per-page time limit, both sides")
     p.add_argument("--minhash-verify", choices=["none", "estimate", "exact"], default="none",
                    help="our check of LSH candidates (datatrove: none)")
@@ -789,6 +806,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {theirs[-1].name}: {theirs[-1].wall_s:.1f} s, {theirs[-1].per_core:.2f} docs/s per core; "
                       f"load average {os.getloadavg()[0]:.2f}", flush=True)
         report(ours, theirs, urls)
+        if args.growth > 1:
+            growth(work, ours[-1], sp_model, args)
     finally:
         if work_ctx:
             work_ctx.cleanup()

@@ -16,11 +16,17 @@ from trafilatura.metadata import extract_title
 from trafilatura.utils import load_html
 
 from curation.stages.base import Processed, Resources, Stage, StageParams
+from curation.stages.fast_extract import fast_extract
 from curation.timeout import TimeLimitExceeded, can_interrupt, time_limit
 
 
 class ExtractParams(StageParams):
-    engine: Literal["trafilatura"] = Field("trafilatura", description="Extraction library.")
+    engine: Literal["trafilatura", "fast"] = Field(
+        "trafilatura", description="`trafilatura`: trafilatura itself. `fast`: trafilatura's main-content rules "
+        "run on resiliparse's parser and CSS selectors (curation.stages.fast_extract): ~6x less CPU per page, "
+        "extraction F1 within 0.01 of trafilatura's on its evaluation set and on mozilla/readability's test "
+        "pages (benchmarks/README.md), but no readability/jusText fallbacks, so unusual layouts fare worse; "
+        "`favor`, `include_comments` and `include_tables` apply, `fast` and `deduplicate` do not.")
     timeout_s: float | None = Field(
         2.0, gt=0, description="Per-page time limit in seconds; a page over it is dropped as `timeout`."
     )
@@ -129,6 +135,9 @@ class Extract(Stage):
         if scanned is not None:
             msg = f"a tag at character {scanned} has over {p.max_tag_attributes} attributes"
             raise TooManyAttributes(msg)
+        if p.engine == "fast":  # after the attribute check: resiliparse's parser is quadratic in them too
+            return fast_extract(html, url, favor=p.favor, include_comments=p.include_comments,
+                                include_tables=p.include_tables)
         tree = load_html(html)
         if tree is None:
             return None, None

@@ -72,6 +72,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,7 @@ DT_PYTHON = DT_VENV / "bin" / "python"
 DT_SCRIPT = HERE / "_datatrove_fineweb.py"
 
 TARGET_SPEEDUP, TARGET_AGREEMENT, TARGET_EFFICIENCY = 3.0, 0.97, 0.80
+COPY_SUFFIX = re.compile(r"[?&]copy=\d+$")  # corpus.copy_url's mark of copies 1, 2, ...
 MINHASH = {"ngram": 5, "bands": 14, "rows": 8}  # datatrove's FineWeb MinhashConfig
 LANG_THRESHOLD = 0.65
 SEED = 42
@@ -608,11 +610,21 @@ def stage_table(a: Side, b: Side | None) -> str:
     return table(rows)
 
 
+def page_of(url: str) -> str:
+    """The page a (`copy_url`) copy is of: near-duplicate removal keeps one copy, each side its own choice."""
+    return COPY_SUFFIX.sub("", url)
+
+
 def agreement(a: Side, b: Side, urls: list[str]) -> tuple[float, float, list[str]]:
+    """Agreement by page (any copy kept: the held figure; the same as by URL without copies), the share
+    of URLs with the same decision, and lines saying where and why the two differ."""
+    pages_a, pages_b = {page_of(u) for u in a.kept}, {page_of(u) for u in b.kept}
+    jaccard = len(pages_a & pages_b) / len(pages_a | pages_b) if pages_a | pages_b else 1.0
     both, either = a.kept & b.kept, a.kept | b.kept
-    jaccard = len(both) / len(either) if either else 1.0
     same = sum((u in a.kept) == (u in b.kept) for u in urls) / len(urls)
-    lines = [f"kept: ours {len(a.kept)}, datatrove {len(b.kept)}, both {len(both)}, either {len(either)}"]
+    lines = [f"kept: ours {len(a.kept)}, datatrove {len(b.kept)}, both {len(both)}, either {len(either)} (by URL: "
+             f"{len(both) / max(1, len(either)):.2%}); pages kept: ours {len(pages_a)}, datatrove {len(pages_b)}, "
+             f"both {len(pages_a & pages_b)}"]
     only_a = Counter(b.dropped_by.get(u, "read/extract (no text)") for u in a.kept - b.kept)
     only_b = Counter(a.dropped_by.get(u, "not read") for u in b.kept - a.kept)
     if only_a:
@@ -684,7 +696,7 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
               f"{a.per_cpu_s / b.per_cpu_s:.2f}x")
         print(f"  peak PSS: ours {mb(a.sampled.peak_pss)}, datatrove {mb(b.sampled.peak_pss)}: {mem:.2f}x "
               f"({flag(mem <= 1.0)}: no higher); peak RSS {a.sampled.peak_rss / b.sampled.peak_rss:.2f}x")
-        print(f"  agreement of kept documents (both / either, by URL): {jaccard:.2%} "
+        print(f"  agreement of kept documents (both / either, by page): {jaccard:.2%} "
               f"({flag(jaccard >= TARGET_AGREEMENT)}: >= {TARGET_AGREEMENT:.0%}); same keep/drop decision on "
               f"{same:.2%} of {len(urls)} input URLs")
         for line in lines:

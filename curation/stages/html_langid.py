@@ -1,19 +1,20 @@
 """Language ID on raw HTML, before extraction: pages surely not in a kept language skip the extractor.
 
-Extraction (trafilatura, ~25 ms a page) is the costliest stage of a web recipe, and a one-language
-corpus drops most of the web at language ID, after paying for each page's extraction. This stage
-reads each page's text with resiliparse (lexbor, C code: ~2 ms a page), the main content and the
-whole page, and asks fastText how likely each is to be in a kept language. A page where both texts
-give every kept language less than `below` is dropped as `lang_not_kept`; a page with no text
+Extraction (trafilatura, ~25-40 ms a page) is the costliest stage of a web recipe, and a
+one-language corpus drops most of the web at language ID, after paying for each page's extraction.
+This stage reads each page's whole text with resiliparse (lexbor, C code: ~2 ms a page) and asks
+fastText how likely its beginning is to be in a kept language, and where that is below `below`,
+its longest lines (where a page's prose is, whatever language its navigation is in). A page where
+both give every kept language less than `below` is dropped as `lang_not_kept`; a page with no text
 here, an undecodable one, or one `extract` would refuse (too large, a tag with too many attributes)
 passes on, and `extract` decides. It only saves work: `langid` after `extract` still decides on the
-extracted text, so the threshold is far below any `min_score` there. Reading the whole page as well
-as its main content keeps pages whose main-content guess is a navigation block in another language.
+extracted text, so the threshold is far below any `min_score` there.
 
 On the 1,162 real pages of the test data (`benchmarks/peer_fineweb.py`), keep [en], the defaults:
-860 pages skip trafilatura at ~4 ms a page; 1 of the 261 pages whose trafilatura text fastText
-scores English at 0.65 or more is among them (a German site's English article that resiliparse
-reads as its German navigation); with `below` 0.02 or `max_chars` 2,000 it is the same one page.
+867 pages skip trafilatura at ~2.4 ms a page; 1 of the 261 pages whose trafilatura text fastText
+scores English at 0.65 or more is among them (a German site's English article whose page text is
+mostly German), as with resiliparse's main-content extraction in place of the whole text (860
+skipped, 1.5x the cost) or with `below` 0.02.
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ _EXTRACT = ExtractParams()
 class HtmlLangIdParams(DocumentFilter.Params):
     keep: list[str] = Field(..., min_length=1, description="Languages that may be kept (as `langid`'s `keep`).")
     below: float = Field(
-        0.1, gt=0, lt=1, description="Drop a page when fastText gives every kept language less than this on its "
-        "text, main content and whole page alike.")
-    max_chars: int = Field(1000, gt=0, description="fastText reads this many characters of each text (its cost "
-                           "grows with the text; a page's language shows in its first lines).")
+        0.1, gt=0, lt=1, description="Drop a page when fastText gives every kept language less than this on the "
+        "beginning of its text and on its longest lines alike.")
+    max_chars: int = Field(1000, gt=0, description="fastText reads this many characters of each (its cost grows "
+                           "with the text; a page's language shows within a few lines).")
     model: str | None = Field(None, description="fastText language-ID model file; default: the bundled lid.176.")
     max_html_bytes: int = Field(_EXTRACT.max_html_bytes, gt=0, description="Larger pages pass on unread "
                                 "(`extract` drops them as `too_large`).")
@@ -114,18 +115,18 @@ class HtmlLangId(DocumentFilter):
         return max(kept, default=0.0), normalize_label(labels[0])[0] if labels else "unknown", text
 
     def _judge_page(self, body: bytes, meta: str | None) -> tuple[float, str, str] | None:
-        """`_judge_text` of the page's likelier text: the main content, and only when that scores below
-        `below`, the whole page; None when the page is left to `extract`."""
+        """`_judge_text` of the page's text: its beginning, and only when that scores below `below`, its
+        longest lines (where a page's prose is, whatever its navigation says); None when left to `extract`."""
         html = self._html(body, meta)
         if html is None:
             return None
-        tree = HTMLTree.parse(html)
-        main = extract_plain_text(tree, main_content=True)
-        if not main.strip():  # resiliparse found no main content: too little to judge by
+        text = extract_plain_text(HTMLTree.parse(html))
+        if not text.strip():
             return None
-        judged = self._judge_text(main)
+        judged = self._judge_text(text)
         if judged[0] < self.params.below:
-            judged = max(judged, self._judge_text(extract_plain_text(tree, main_content=False)))
+            longest = "\n".join(sorted(text.splitlines(), key=len, reverse=True))
+            judged = max(judged, self._judge_text(longest))
         return judged
 
     def _judge_batch(self, batch: pa.Table) -> tuple[np.ndarray, list[tuple[str, str] | None]]:

@@ -12,11 +12,18 @@ runs as `curate run` in its own process, three times on fresh output folders:
 and then both loads again once no job runs, to tell the service's own cost from the job's.
 
 The status endpoints are taken in turn: job list, one job, funnel, throughput, training curve.
-The load comes from a separate process (aiohttp, one keep-alive connection per client), so on a
-small machine the job shares its cores with both the service and the load generator: the slowdown
-printed is what one machine running all three sees. Job time is `stats.json`'s wall_seconds.
+The load comes from a separate process (aiohttp on uvloop, one keep-alive connection per client;
+`--client-loop asyncio` for the plain asyncio loop of earlier figures), so on a small machine the job
+shares its cores with both the service and the load generator: the slowdown printed is what one
+machine running all three sees. Job time is `stats.json`'s wall_seconds.
+
+CPU is printed per process, as CPU seconds per second of load ("cores"): the service's, the load
+generator's (its own process time) and the whole machine's (busy time of all CPUs, whoever used it),
+with ms per request for the first two. When the generator needs more CPU per request than the
+service, it is the generator that bounds a closed loop on a small machine, not the service.
 
     .venv/bin/python benchmarks/service_load.py [--clients 200] [--seconds 20] [--copies 2] [--files 16]
+                                                [--client-loop uvloop|asyncio]
 """
 
 from __future__ import annotations
@@ -75,9 +82,11 @@ async def _load(url: str, job: str, clients: int, seconds: float, paced: bool) -
     timeout = aiohttp.ClientTimeout(total=30)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         started = time.perf_counter()
+        cpu_started = time.process_time()  # the generator's own CPU, over the same window as its requests
         until = started + seconds
         await asyncio.gather(*(_client(session, url, job, until, paced, latencies, errors) for _ in range(clients)))
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu_started
     latencies.sort()
 
     def pct(q: float) -> float:
@@ -85,7 +94,23 @@ async def _load(url: str, job: str, clients: int, seconds: float, paced: bool) -
 
     return {"requests": len(latencies), "rps": len(latencies) / elapsed, "p50_ms": pct(0.50), "p99_ms": pct(0.99),
             "max_ms": 1000 * latencies[-1] if latencies else float("nan"), "errors": len(errors),
-            "error_kinds": sorted(set(errors))[:5]}
+            "error_kinds": sorted(set(errors))[:5], "client_cpu_ms_per_request": 1000 * cpu / max(len(latencies), 1),
+            "client_cores": cpu / elapsed}
+
+
+def run_load(url: str, job: str, clients: int, seconds: float, paced: bool, client_loop: str) -> dict:
+    """The load on uvloop where asked and installed (uvicorn[standard] brings it): the same requests on the
+    same connections, at ~1/5 less client CPU per request, which on a 2-core machine is CPU the job and
+    the service get back."""
+    load = _load(url, job, clients, seconds, paced)
+    if client_loop == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            return {**uvloop.run(load), "client_loop": "uvloop"}
+    return {**asyncio.run(load), "client_loop": "asyncio"}
 
 
 # -- the driver -------------------------------------------------------------------------------------
@@ -166,15 +191,27 @@ def _measured_load(server: subprocess.Popen, url: str, job: str, args: argparse.
 
     service = psutil.Process(server.pid)
     before = sum(service.cpu_times()[:2])
+    machine_before = _busy_seconds()
     load = subprocess.run([sys.executable, __file__, "--load", url, job, str(args.clients), str(args.seconds),
-                           "paced" if paced else "closed"], capture_output=True, text=True, cwd=PROJECT_ROOT)
+                           "paced" if paced else "closed", args.client_loop], capture_output=True, text=True,
+                          cwd=PROJECT_ROOT)
     if load.returncode != 0:
         raise SystemExit(load.stderr[-3000:])
     figures = json.loads(load.stdout)
     cpu = sum(service.cpu_times()[:2]) - before
     figures["service_cpu_ms_per_request"] = 1000 * cpu / max(figures["requests"], 1)
     figures["service_cores"] = cpu / args.seconds
+    # Includes the generator's start (~0.3 s of imports): a little above the other columns' sum.
+    figures["machine_cores"] = (_busy_seconds() - machine_before) / args.seconds
     return figures
+
+
+def _busy_seconds() -> float:
+    """CPU seconds all CPUs spent not idle, by any process (the job's Ray workers included)."""
+    import psutil
+
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
 def _wait_healthy(url: str, server: subprocess.Popen) -> None:
@@ -214,11 +251,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--copies", type=int, default=2, help="each real page this many times (default 2)")
     parser.add_argument("--files", type=int, default=16, help="input shards (default 16)")
-    parser.add_argument("--load", nargs=5, metavar=("URL", "JOB", "CLIENTS", "SECONDS", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument("--client-loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="the load generator's event loop (default uvloop where installed)")
+    parser.add_argument("--load", nargs=6, metavar=("URL", "JOB", "CLIENTS", "SECONDS", "MODE", "LOOP"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.load:
-        url, job, clients, seconds, mode = args.load
-        print(json.dumps(asyncio.run(_load(url, job, int(clients), float(seconds), mode == "paced"))))
+        url, job, clients, seconds, mode, loop = args.load
+        print(json.dumps(run_load(url, job, int(clients), float(seconds), mode == "paced", loop)))
         return
 
     try:  # python benchmarks/service_load.py puts benchmarks/ on sys.path
@@ -246,14 +286,20 @@ def main() -> None:
             figures, stats, overlap = loaded_run(recipe, tmp / ("paced" if paced else "closed"), args, paced)
             rows.append((paced, figures, stats["wall_seconds"], overlap))
         idle = [(paced, idle_load(tmp / "closed", args, paced)) for paced in (True, False)]
-    print(f"\n{args.clients} clients for {args.seconds:.0f} s against {', '.join(ENDPOINTS)}")
+    loops = sorted({f.get("client_loop", "?") for _, f, _, _ in rows} | {f.get("client_loop", "?") for _, f in idle})
+    print(f"\n{args.clients} clients for {args.seconds:.0f} s against {', '.join(ENDPOINTS)} "
+          f"(load generator on {'/'.join(loops)})")
+    print(f"{'':<32} {'':>7} {'':>7} {'':>7} {'':>7} {'':>6} {'service':>11} {'generator':>11} {'all':>5}")
     print(f"{'mode':<32} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'errors':>6} "
-          f"{'CPU ms/req':>10} {'cores':>5} {'job s':>6} {'vs no load':>10} {'load in job':>11}")
-    print(f"{'no load':<32} {'':>7} {'':>7} {'':>7} {'':>7} {'':>6} {'':>10} {'':>5} {base_s:>6.1f} {'1.00x':>10}")
+          f"{'ms/req':>6} {'cores':>5} {'ms/req':>6} {'cores':>5} {'cores':>5} {'job s':>6} {'vs no load':>10} "
+          f"{'load in job':>11}")
+    print(f"{'no load':<32} {'':>7} {'':>7} {'':>7} {'':>7} {'':>6} {'':>6} {'':>5} {'':>6} {'':>5} {'':>5} "
+          f"{base_s:>6.1f} {'1.00x':>10}")
 
     def figures(f: dict) -> str:
         return (f"{f['rps']:>7.0f} {f['p50_ms']:>7.1f} {f['p99_ms']:>7.1f} {f['max_ms']:>7.0f} {f['errors']:>6} "
-                f"{f['service_cpu_ms_per_request']:>10.2f} {f['service_cores']:>5.2f}")
+                f"{f['service_cpu_ms_per_request']:>6.3f} {f['service_cores']:>5.2f} "
+                f"{f['client_cpu_ms_per_request']:>6.3f} {f['client_cores']:>5.2f} {f['machine_cores']:>5.2f}")
 
     for paced, f, job_s, overlap in rows:
         mode = "paced: 1 request/s per client" if paced else "closed loop: back to back"
@@ -263,7 +309,8 @@ def main() -> None:
     for paced, f in idle:
         print(f"{'paced, after the job' if paced else 'closed loop, after the job':<32} {figures(f)}")
     load1, load5, _ = os.getloadavg()
-    print(f"load average after: {load1:.2f} / {load5:.2f}; cores: the service's CPU seconds per second of load")
+    print(f"load average after: {load1:.2f} / {load5:.2f}; cores: CPU seconds per second of load, of the service, "
+          f"the load generator and the whole machine ({os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

@@ -416,3 +416,146 @@ def test_a_packing_job_shows_its_phase_and_manifest(tmp_path):
         assert client.get(f"/api/jobs/{job.name}/manifest").json() == manifest
         assert client.get(f"/api/jobs/{job.name}/stats").status_code == 404
         assert client.get(f"/api/jobs/{job.name}/funnel").json()["final"] is False
+
+
+# -- the polled answers' fast path and cache (no Ray: job folders written here) ---------------------
+
+
+def write_job(root: Path, name: str = "cached-0123456789", *, records: int = 10, done: bool = False) -> Path:
+    """A job folder as `curate run` leaves it: recipe, events, progress snapshot (its driver is this
+    process, so the job counts as running), and, once `done`, stats.json and a job_done event."""
+    job = root / name
+    (job / "_shards").mkdir(parents=True, exist_ok=True)
+    (job / "recipe.yaml").write_text("name: cached\nsources: [{name: web, format: warc, paths: [x.warc.gz]}]\n"
+                                     "stages:\n  - length: {min_words: 5}\n  - exact_dedup: {}\n")
+    events = [{"time": 100.0, "event": "job_started", "shards": 4, "already_done": 0}]
+    if done:
+        events.append({"time": 110.0, "event": "job_done"})
+    (job / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    stages = [{"stage": s, "docs_in": records, "docs_out": records - i, "dropped": {"short": i} if i else {},
+               "skipped": {}, "counts": {}, "bytes_in": 10 * records, "bytes_out": 9 * records, "seconds": 0.5}
+              for i, s in enumerate(("read", "length"))]
+    points = [[100.0 + t, records * t // 4, records * t // 5, 0] for t in range(5)]
+    (job / "_progress.json").write_text(json.dumps({
+        "pid": os.getpid(), "host": socket.gethostname(), "started": 100.0, "updated": 104.0, "shards_done": 1,
+        "shards_open": 1, "records": records, "documents": records - 1, "stages": stages,
+        "series": {"columns": ["time", "records", "documents", "shards_done"], "points": points}}))
+    if done:
+        (job / "stats.json").write_text(json.dumps({"wall_seconds": 10.0, "shards": {"total": 4},
+                                                    "documents": {"records_read": records, "out": records - 1},
+                                                    "stages": stages}))
+    (job / "train").mkdir(exist_ok=True)
+    (job / "train" / "metrics.jsonl").write_text("".join(
+        json.dumps({"step": s, "loss": 3.0 - s / 100, "spike": "loss spike" if s == 7 else None}) + "\n"
+        for s in range(1, 41)))
+    return job
+
+
+class Clock:
+    """Stands in for time.monotonic in the answer cache: a test steps it past the ttl, sleeping never."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+POLLED = ["/api/jobs", "/api/jobs/{job}", "/api/jobs/{job}/funnel", "/api/jobs/{job}/throughput",
+          "/api/jobs/{job}/train", "/api/jobs/{job}/train?max_points=10&since_step=3",
+          "/api/jobs/{job}/train?since_step=0"]
+
+
+def test_polled_answers_skip_fastapi_and_are_the_routes_answers_byte_for_byte(tmp_path, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from pipelines.service import create_app, routes
+
+    job = write_job(tmp_path, done=True)  # a finished job's answers do not depend on the time they are read
+    answered = []
+
+    def spy(registry, path, query):
+        body = hot_answer(registry, path, query)
+        answered.append((path, query, body is not None))
+        return body
+
+    hot_answer = routes.hot_answer
+    monkeypatch.setattr(routes, "hot_answer", spy)
+    with TestClient(create_app(tmp_path, ttl=0)) as client:  # ttl 0: each answer is built afresh
+        for path in (p.format(job=job.name) for p in POLLED):
+            answered.clear()
+            fast = client.get(path)
+            assert answered and answered[-1][2], f"{path} should be answered before FastAPI"
+            routed = client.get(path + ("&" if "?" in path else "?") + "via=fastapi")  # an unknown key: FastAPI's
+            assert not answered[-1][2]
+            assert fast.status_code == routed.status_code == 200
+            assert fast.content == routed.content, path
+            assert {k: fast.headers[k] for k in ("content-type", "content-length")} == \
+                {k: routed.headers[k] for k in ("content-type", "content-length")}
+        curve = client.get(f"/api/jobs/{job.name}/train?max_points=10&since_step=3").json()
+        assert curve["count"] == 37 and len(curve["points"]) <= 14 and 7 in [p["step"] for p in curve["points"]]
+        assert client.get(f"/api/jobs/{job.name}").json()["state"] == "done"
+
+
+def test_a_cached_answer_changes_once_the_job_folder_changes_and_the_ttl_passed(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from pipelines.service import create_app
+
+    job = write_job(tmp_path, records=10)
+    app = create_app(tmp_path)
+    clock = app.state.jobs.clock = Clock()
+    paths = [p.format(job=job.name) for p in POLLED[:4]]
+    with TestClient(app) as client:
+
+        def records() -> list:
+            jobs, status, funnel, throughput = (client.get(p).json() for p in paths)
+            listed = next(j for j in jobs["jobs"] if j["id"] == job.name)
+            return [listed["records"], status["records"], stage_of(funnel["stages"], "read")["docs_in"],
+                    throughput["points"][-1]["records"]]
+
+        assert records() == [10, 10, 10, 10]
+        write_job(tmp_path, records=20)  # the driver's next snapshot
+        assert records() == [10, 10, 10, 10], "within the ttl, the cached bytes are sent"
+        assert client.get(paths[1] + "?via=fastapi").json()["records"] == 10  # FastAPI's routes share the cache
+        clock.now += app.state.jobs.ttl
+        assert records() == [20, 20, 20, 20], "past the ttl, the new snapshot is read"
+
+        write_job(tmp_path, records=30, done=True)
+        (tmp_path / "second-0123456789").mkdir()
+        (tmp_path / "second-0123456789" / "events.jsonl").write_text('{"time": 1.0, "event": "job_started"}\n')
+        clock.now += app.state.jobs.ttl
+        assert records() == [30, 30, 30, 30]
+        assert client.get(paths[2]).json()["final"] is True
+        assert {j["id"] for j in client.get("/api/jobs").json()["jobs"]} == {job.name, "second-0123456789"}
+
+        for child in sorted(job.rglob("*"), reverse=True):  # the job folder goes away
+            child.unlink() if child.is_file() else child.rmdir()
+        job.rmdir()
+        clock.now += app.state.jobs.ttl
+        for path in paths[1:]:
+            assert client.get(path).status_code == 404, path
+        assert [j["id"] for j in client.get("/api/jobs").json()["jobs"]] == ["second-0123456789"]
+
+
+def test_the_fast_path_refuses_what_the_routes_refuse(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from pipelines.service import create_app
+
+    job = write_job(tmp_path)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    write_job(outside, name="linked-job")
+    (tmp_path / "linked-job").symlink_to(outside / "linked-job")
+    with TestClient(create_app(tmp_path)) as client:
+        assert client.get("/api/jobs/nope-0123456789").json() == {"detail": "no job 'nope-0123456789'"}
+        for path in ("/api/jobs/nope-0123456789", "/api/jobs/nope/funnel", "/api/jobs/nope/throughput",
+                     "/api/jobs/nope/train", f"/api/jobs/{job.name}/nothing", "/api/jobs/linked-job",
+                     "/api/jobs/linked-job/funnel", "/api/jobs/linked-job/train?max_points=10"):
+            assert client.get(path).status_code == 404, path
+        for path in ("/api/jobs/-bad", "/api/jobs/-bad/funnel", "/api/jobs/" + "x" * 300, "/api/jobs/..%0A",
+                     f"/api/jobs/{job.name}/train?max_points=1", f"/api/jobs/{job.name}/train?max_points=100001",
+                     f"/api/jobs/{job.name}/train?max_points=abc", f"/api/jobs/{job.name}/train?since_step=-1"):
+            assert client.get(path).status_code == 422, path
+        assert "linked-job" not in [j["id"] for j in client.get("/api/jobs").json()["jobs"]]
+        assert client.post(f"/api/jobs/{job.name}/funnel").status_code == 405  # only GETs are answered early

@@ -9,6 +9,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.types import Receive, Scope, Send
 
 from pipelines.service import control, metrics, routes
 from pipelines.service.jobs import Jobs
@@ -25,10 +26,36 @@ def plotly_js() -> Path | None:
     return path if path.is_file() else None
 
 
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class StatusApp(FastAPI):
+    """FastAPI, with the polled status GETs answered before it: their cached bytes go straight to the server.
+
+    Profiled under 200 back-to-back clients during a job, a cached poll through FastAPI spent ~3/4 of its
+    CPU in the framework (middleware, route matching, parameter validation, dependency solving, the Response
+    object), ~1/10 checking that the job's folder exists and ~1% building the answer; uvicorn's HTTP
+    handling and the socket writes are the rest. `routes.hot_answer` picks out the polls it can answer for certain;
+    everything else (other paths, odd queries, unknown jobs, invalid ids) goes through FastAPI as before,
+    with its 404s and 422s. The answer and its headers are the same either way (`Response(content=...,
+    media_type="application/json")` sends these two headers; uvicorn adds date and server to both).
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and not scope.get("root_path"):
+            body = routes.hot_answer(self.state.jobs, scope["path"], scope["query_string"])
+            if body is not None:
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-length", str(len(body)).encode()), *JSON_HEADERS]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(jobs_dir: str | Path, *, ttl: float = 0.5, job_control: control.Control | None = None) -> FastAPI:
     """The service over every job folder directly inside `jobs_dir`; answers are at most `ttl` s old.
     With `job_control`, `POST /api/jobs` and `DELETE /api/jobs/{id}` submit and stop jobs (bearer token)."""
-    app = FastAPI(
+    app = StatusApp(
         title="curation status",
         version="1",
         description="Status of curation and training jobs: progress, funnels, rejects, dedup clusters, training "

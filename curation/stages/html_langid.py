@@ -20,7 +20,6 @@ skipped, 1.5x the cost) or with `below` 0.02.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,7 +31,7 @@ from resiliparse.parse.html import HTMLTree
 
 from curation.stages.base import DocumentFilter, Processed
 from curation.stages.extract import ExtractParams, decode_html, too_many_attributes
-from curation.stages.langid import LID176_LABELS, bundled_model_path, check_keep, expand_keep, normalize_label
+from curation.stages.langid import bundled_outputs, check_keep, expand_keep, load_model, normalize_label
 
 _EXTRACT = ExtractParams()
 
@@ -71,20 +70,14 @@ class HtmlLangId(DocumentFilter):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         if self.params.model is None:  # known without loading the model: a recipe error before work starts
-            check_keep(self.params.keep, frozenset(normalize_label(lb)[0] for lb in LID176_LABELS), "lid.176")
+            check_keep(self.params.keep, bundled_outputs(second_opinion=False), "lid.176")
 
     def __getstate__(self) -> dict[str, Any]:
         """The model is not shipped to workers: each loads its own in `setup`."""
         return {"params": self.params}
 
     def setup(self) -> None:
-        import fasttext
-
-        path = Path(self.params.model).expanduser() if self.params.model else bundled_model_path()
-        if not path.is_file():
-            msg = f"html_langid: fastText model file not found: {path} (recipe key `model`)"
-            raise FileNotFoundError(msg)
-        self._model = fasttext.load_model(str(path))
+        self._model, path = load_model(self.params.model, "html_langid")
         codes = {label: normalize_label(label)[0] for label in self._model.get_labels()}
         check_keep(self.params.keep, frozenset(codes.values()), str(path))
         kept = expand_keep(self.params.keep)

@@ -305,6 +305,21 @@ def bundled_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "resources" / "lid.176.ftz"
 
 
+def load_model(model: str | None, stage: str) -> tuple[Any, Path]:
+    """The fastText language-ID model at `model` (a stage's recipe key), else the bundled lid.176, and its path."""
+    import fasttext
+
+    path = Path(model).expanduser() if model else bundled_model_path()
+    if not path.is_file():
+        msg = f"{stage}: fastText model file not found: {path} (recipe key `model`)"
+        raise FileNotFoundError(msg)
+    try:
+        return fasttext.load_model(str(path)), path
+    except ValueError as err:
+        msg = f"{stage}: {path} is not a fastText model file (recipe key `model`): {err}"
+        raise ValueError(msg) from err
+
+
 def normalize_label(label: str) -> tuple[str, tuple[str, ...] | None]:
     """A model label (`__label__de`, `__label__deu_Latn`, `__label__no`) -> (output code, its scripts or None)."""
     raw = label.removeprefix("__label__")
@@ -465,17 +480,7 @@ class LangId(DocumentFilter):
         return {"params": self.params}
 
     def setup(self) -> None:
-        import fasttext
-
-        path = Path(self.params.model).expanduser() if self.params.model else bundled_model_path()
-        if not path.is_file():
-            msg = f"langid: fastText model file not found: {path} (recipe key `model`)"
-            raise FileNotFoundError(msg)
-        try:
-            self._model = fasttext.load_model(str(path))
-        except ValueError as err:
-            msg = f"langid: {path} is not a fastText model file (recipe key `model`): {err}"
-            raise ValueError(msg) from err
+        self._model, path = load_model(self.params.model, "langid")
         raw = list(self._model.get_labels())
         normalized = [normalize_label(label) for label in raw]
         self._codes = {label: code for label, (code, _) in zip(raw, normalized, strict=True)}

@@ -221,8 +221,8 @@ def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Tab
     fs, path = io.resolve(io.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet"))
     final = io.join(job_dir, DOCUMENTS, f"{shard}.parquet")
     ids = pq.read_table(path, columns=["id"], filesystem=fs).column("id")
-    changes = [t for t in (removed, rewrites) if t is not None and pc.any(pc.is_in(t.column("id"), ids)).as_py()]
-    if not changes:  # nothing to change in this shard: a byte copy, not a Parquet rewrite
+    touched = any(t is not None and pc.any(pc.is_in(t.column("id"), ids)).as_py() for t in (removed, rewrites))
+    if not touched:  # nothing to change in this shard: a byte copy, not a Parquet rewrite
         with io.temp_path(final) as tmp:
             fs.copy_file(path, tmp)
         record = {"shard": shard, "documents": len(ids), "removed": {}}

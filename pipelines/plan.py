@@ -2,9 +2,9 @@
 
 Fusing the stages into the read task keeps a batch in one process from its WARC record to the
 driver: no object-store copy between stages, no actor pool holding CPUs that reading needs, and
-as many extractions at once as there are CPUs. A stage that loads a model (`Resources.stateful`)
-sets it up once per worker process and reuses it for every later batch and task there, as an
-actor would. The plan never looks inside a stage: only at its declared resources.
+as many extractions at once as there are CPUs. A stage's `setup` (a model load) runs once per
+worker process, which reuses the stage for every later batch and task there, as an actor would.
+The plan never looks inside a stage: only at its declared resources.
 """
 
 from __future__ import annotations

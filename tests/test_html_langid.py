@@ -91,6 +91,12 @@ sources: [{name: web, format: warc, paths: ["x.warc.gz"]}]
 stages: [{html_langid: {keep: [en, DE], below: 0.1}}, {extract: {}}]
 """, check_paths=False)
     assert recipe.stage_specs()[0][2].keep == ["en", "de"]
+    with pytest.raises(RecipeError, match=r"<recipe>:4:\d+: stages\[0\]\.html_langid: .*never outputs: \['xx'\]"):
+        parse_recipe("""
+name: gate
+sources: [{name: web, format: warc, paths: ["x.warc.gz"]}]
+stages: [{html_langid: {keep: [en, xx]}}]
+""", check_paths=False)
     expected = r"<recipe>:4:\d+: stages\[0\]\.html_langid\.below: Input should be less than 1"
     with pytest.raises(RecipeError, match=expected):
         parse_recipe("""

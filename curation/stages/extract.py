@@ -82,6 +82,13 @@ def too_many_attributes(html: str, max_attributes: int) -> int | None:
     return scanned if scanned < len(html) else None
 
 
+def html_rows(batch: pa.Table) -> pa.ChunkedArray:
+    """Which rows are web pages (have html): rows of JSONL or WET sources pass a page stage unchanged."""
+    if "html" not in batch.column_names:
+        return pa.chunked_array([pa.nulls(batch.num_rows, pa.bool_()).fill_null(False)])
+    return pc.is_valid(batch.column("html"))
+
+
 def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     """Text of a page and the charset used.
 
@@ -123,9 +130,7 @@ class Extract(Stage):
             raise RuntimeError(msg)
 
     def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
-        if "html" not in batch.column_names:
-            return pa.chunked_array([pa.nulls(batch.num_rows, pa.bool_()).fill_null(False)])
-        return pc.is_valid(batch.column("html"))
+        return html_rows(batch)
 
     def extract_one(self, body: bytes, url: str | None, declared: str | None) -> tuple[str | None, str | None]:
         """(text, title) of one page; raises TimeLimitExceeded past `timeout_s`, TooManyAttributes."""

@@ -24,13 +24,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
 from curation.stages.base import DocumentFilter, Processed
-from curation.stages.extract import ExtractParams, decode_html, too_many_attributes
+from curation.stages.extract import ExtractParams, decode_html, html_rows, too_many_attributes
 from curation.stages.langid import bundled_outputs, check_keep, expand_keep, load_model, normalize_label
 
 _EXTRACT = ExtractParams()
@@ -54,6 +53,13 @@ class HtmlLangIdParams(DocumentFilter.Params):
     def _codes(cls, value: list[str]) -> list[str]:
         return [code.strip().lower() for code in value]
 
+    @model_validator(mode="after")
+    def _keep_is_possible(self) -> HtmlLangIdParams:
+        """With the bundled model the recipe is checked before any work starts; other models in `setup`."""
+        if self.model is None:
+            check_keep(self.keep, bundled_outputs(second_opinion=False), "lid.176.ftz")
+        return self
+
 
 class HtmlLangId(DocumentFilter):
     """Drop pages whose raw text is surely in no kept language, before `extract` pays for them.
@@ -67,11 +73,6 @@ class HtmlLangId(DocumentFilter):
     input_columns: ClassVar[tuple[str, ...]] = ("html", "meta", "text")
     output_columns: ClassVar[dict[str, pa.DataType]] = {"html_lang_score": pa.float32()}
 
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        if self.params.model is None:  # known without loading the model: a recipe error before work starts
-            check_keep(self.params.keep, bundled_outputs(second_opinion=False), "lid.176")
-
     def __getstate__(self) -> dict[str, Any]:
         """The model is not shipped to workers: each loads its own in `setup`."""
         return {"params": self.params}
@@ -84,9 +85,7 @@ class HtmlLangId(DocumentFilter):
         self._kept_labels = frozenset(label for label, code in codes.items() if code in kept)
 
     def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
-        if "html" not in batch.column_names:
-            return pa.chunked_array([pa.nulls(batch.num_rows, pa.bool_()).fill_null(False)])
-        return pc.is_valid(batch.column("html"))
+        return html_rows(batch)
 
     def _html(self, body: bytes, meta: str | None) -> str | None:
         """The page as text, or None when `extract` should judge it (too large, undecodable, hostile)."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -149,15 +151,25 @@ def finish(proc: subprocess.Popen, out: Path) -> dict:
     return json.loads((job / "stats.json").read_text())
 
 
-def loaded_run(recipe: Path, out: Path, args: argparse.Namespace, paced: bool) -> tuple[dict, dict, float]:
-    """(load figures, job stats, seconds of the load window the job was still running)."""
-    out.mkdir()
+@contextlib.contextmanager
+def serving(out: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`curate serve` over `out` on a free port, healthy: (its process, its URL); stopped at the end."""
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--jobs", str(out), "--port",
                                str(port)], cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, server)
+        yield server, url
+    finally:
+        server.kill()
+        server.wait()
+
+
+def loaded_run(recipe: Path, out: Path, args: argparse.Namespace, paced: bool) -> tuple[dict, dict, float]:
+    """(load figures, job stats, seconds of the load window the job was still running)."""
+    out.mkdir()
+    with serving(out) as (server, url):
         proc = run_job(recipe, out)
         job_id = _wait_job(out, proc)
         started = time.time()
@@ -165,23 +177,12 @@ def loaded_run(recipe: Path, out: Path, args: argparse.Namespace, paced: bool) -
         stats = finish(proc, out)
         overlap = min(args.seconds, _events_end(out) - started)
         return figures, stats, overlap
-    finally:
-        server.kill()
-        server.wait()
 
 
 def idle_load(out: Path, args: argparse.Namespace, paced: bool) -> dict:
     """The load against a finished job's folder: what the service costs without a job beside it."""
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--jobs", str(out), "--port",
-                               str(port)], cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, server)
+    with serving(out) as (server, url):
         return _measured_load(server, url, next(out.iterdir()).name, args, paced)
-    finally:
-        server.kill()
-        server.wait()
 
 
 def _measured_load(server: subprocess.Popen, url: str, job: str, args: argparse.Namespace, paced: bool) -> dict:

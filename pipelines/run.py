@@ -24,7 +24,6 @@ from pipelines.corpus import run_corpus_stages
 from pipelines.progress import Progress
 from pipelines.tokens import pack_job, token_stats
 
-BLOCK_BYTES = 8 << 20
 VERSIONED = ("curation", "ray", "pyarrow", "trafilatura", "resiliparse", "fastwarc", "pydantic")
 
 
@@ -108,14 +107,8 @@ def run(
     ray_seconds = time.time() - ray_started
     try:
         if todo:
-            # Small blocks stream: each reaches the writer (and the progress line) seconds after it
-            # was read, and memory holds a few blocks per worker, not whole shards.
-            ray.data.DataContext.get_current().target_max_block_size = BLOCK_BYTES
-            dataset = plan.build(recipe, todo, stages)
             with progress:
-                # No prefetch: a prefetching iterator holds a finished block back until more exist,
-                # which delays shard commits (and resume points) by whole shards; writing is cheap.
-                for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
+                for batch in plan.stream(recipe, todo, stages):
                     completed = writer.add(batch)
                     for name in completed:
                         events.emit("shard_done", shard=name, documents=writer.done[name]["documents"])

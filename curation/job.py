@@ -26,6 +26,7 @@ DOCUMENTS = "documents"
 WORK_DOCUMENTS = "_work/documents"  # documents before corpus stages, when a recipe has any
 REJECTS = "rejects"
 SHARDS = "_shards"
+ROW_GROUP_BYTES = 4 << 20
 
 
 def empty_counters(stages: list[str]) -> dict[str, dict[str, Any]]:
@@ -48,7 +49,11 @@ def merge_counters(total: dict[str, dict[str, Any]], part: dict[str, dict[str, A
 
 
 class _ParquetFile:
-    """A Parquet file written under a temporary name and renamed into place on `commit`."""
+    """A Parquet file written under a temporary name and renamed into place on `commit`.
+
+    Batches arrive a few dozen rows at a time; they are held until `ROW_GROUP_BYTES` and written as
+    one row group, which compresses better and reads faster than a row group per batch.
+    """
 
     def __init__(self, uri: str, table_schema: pa.Schema) -> None:
         self.uri = uri
@@ -58,12 +63,23 @@ class _ParquetFile:
         self.schema = table_schema
         self.writer = pq.ParquetWriter(self.tmp, table_schema, filesystem=self.fs, compression="zstd")
         self.rows = 0
+        self.held: list[pa.Table] = []
+        self.held_bytes = 0
 
     def write(self, table: pa.Table) -> None:
-        self.writer.write_table(table.select(self.schema.names).cast(self.schema))
+        self.held.append(table.select(self.schema.names).cast(self.schema))
+        self.held_bytes += table.nbytes
         self.rows += table.num_rows
+        if self.held_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.held:
+            self.writer.write_table(pa.concat_tables(self.held))
+        self.held, self.held_bytes = [], 0
 
     def commit(self) -> None:
+        self._flush()
         self.writer.close()
         self.fs.move(self.tmp, self.path)
 
@@ -137,27 +153,37 @@ class JobWriter:
         self._rejects(shard, rows)
 
     def _count(self, shard: _Shard, part: pa.Table, rows: pa.Table) -> None:
-        for stage in self.stages:
+        """Add one batch to the shard's counters: one aggregate over all stages' metric columns
+        (per-stage compute calls cost more than the counting when batches are small)."""
+        stages = [s for s in self.stages if schema.metric_column("sec", s) in part.column_names]
+        tallies = {s: [c for c in part.column_names if c.startswith(schema.count_column(s, ""))] for s in stages}
+        seconds = part.group_by([]).aggregate([(schema.metric_column("sec", s), "sum") for s in stages])
+        # The end-of-shard marker carries read time (in `part`) but is no document (not in `rows`).
+        sums = rows.group_by([]).aggregate([
+            *((schema.metric_column(kind, s), agg) for s in stages
+              for kind, agg in (("sec", "count"), ("bin", "sum"), ("bout", "sum"))),
+            *((column, "sum") for s in stages for column in tallies[s])]).to_pylist()[0]
+        ended = rows.filter(pc.is_valid(rows.column(schema.REASON)))
+        ended = ended.group_by([schema.STAGE, schema.REASON]).aggregate([([], "count_all")])
+        for stage, spent in zip(stages, seconds.to_pylist()[0].values(), strict=True):
             counts = shard.counters[stage]
-            sec = schema.metric_column("sec", stage)
-            if sec not in part.column_names:
+            counts["seconds"] += spent or 0.0
+            counts["docs_in"] += sums[f"{schema.metric_column('sec', stage)}_count"]
+            counts["bytes_in"] += sums[f"{schema.metric_column('bin', stage)}_sum"] or 0
+            counts["bytes_out"] += sums[f"{schema.metric_column('bout', stage)}_sum"] or 0
+            for column in tallies[stage]:
+                key = column[len(schema.count_column(stage, "")) :]
+                counts["counts"][key] = counts["counts"].get(key, 0) + (sums[f"{column}_sum"] or 0)
+        for row in ended.to_pylist():
+            if row[schema.STAGE] not in shard.counters:
                 continue
-            counts["seconds"] += pc.sum(part.column(sec)).as_py() or 0.0  # the marker carries read time too
-            processed = rows.filter(pc.is_valid(rows.column(sec)))
-            counts["docs_in"] += processed.num_rows
-            for kind in ("bin", "bout"):
-                total = pc.sum(processed.column(schema.metric_column(kind, stage))).as_py() or 0
-                counts["bytes_in" if kind == "bin" else "bytes_out"] += total
-            here = processed.filter(pc.fill_null(pc.equal(processed.column(schema.STAGE), stage), False))
-            for reason, n in Counter(here.column(schema.REASON).to_pylist()).items():
-                key = "skipped" if reason.startswith(schema.SKIPPED) else "dropped"
-                short = reason.split(":", 1)[1] if key == "skipped" else reason
-                counts[key][short] = counts[key].get(short, 0) + n
+            counts, why = shard.counters[row[schema.STAGE]], row[schema.REASON]
+            key = "skipped" if why.startswith(schema.SKIPPED) else "dropped"
+            short = why.split(":", 1)[1] if key == "skipped" else why
+            counts[key][short] = counts[key].get(short, 0) + row["count_all"]
+        for stage in stages:
+            counts = shard.counters[stage]
             counts["docs_out"] = counts["docs_in"] - sum(counts["dropped"].values()) - sum(counts["skipped"].values())
-            prefix = schema.count_column(stage, "")
-            for column in (c for c in processed.column_names if c.startswith(prefix)):
-                key = column[len(prefix) :]
-                counts["counts"][key] = counts["counts"].get(key, 0) + (pc.sum(processed.column(column)).as_py() or 0)
 
     def _rejects(self, shard: _Shard, rows: pa.Table) -> None:
         reason = rows.column(schema.REASON)

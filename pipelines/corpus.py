@@ -93,18 +93,19 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
                 rewrites if rewrites is not None else REWRITES.empty_table(), json.loads(meta[b"extra"]))
     extra: dict[str, Any] = {}
     rewrites = REWRITES.empty_table()
-    with fuzzy.sort_shuffle():
-        if not files:
-            table, seen = REMOVALS.empty_table(), 0
-        elif isinstance(stage, BloomDedup):
-            table, seen, rewrites, bloom_stats = bloom.removals(files, stage, removed)
-            extra = {"bloom": bloom_stats}
-        elif _documents(files) <= SINGLE_TASK_DOCUMENTS:
-            table, seen = ray.get(_removals_in_one_task.remote(files, stage, removed))
-        elif isinstance(stage, fuzzy.MinhashDedup):  # several shuffles
-            table, seen = fuzzy.removals(files, name, stage, removed)
-        else:
-            table, seen = removals(files, name, stage, removed)
+    if not files:
+        table, seen = REMOVALS.empty_table(), 0
+    elif _documents(files) <= SINGLE_TASK_DOCUMENTS and not isinstance(stage, BloomDedup):
+        table, seen = ray.get(_removals_in_one_task.remote(files, stage, removed))
+    else:
+        with fuzzy.sort_shuffle():
+            if isinstance(stage, BloomDedup):
+                table, seen, rewrites, bloom_stats = bloom.removals(files, stage, removed)
+                extra = {"bloom": bloom_stats}
+            elif isinstance(stage, fuzzy.MinhashDedup):  # several shuffles
+                table, seen = fuzzy.removals(files, name, stage, removed)
+            else:
+                table, seen = removals(files, name, stage, removed)
     if rewrites.num_rows:  # written first: the removals file marks the stage as done
         with io.temp_path(rewrites_out) as tmp:
             pq.write_table(rewrites, tmp, filesystem=fs)

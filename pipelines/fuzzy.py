@@ -34,14 +34,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import ray
-from ray.data import DataContext, Dataset
-from ray.data.context import ShuffleStrategy
 
 from curation.corpus import REMOVALS, select_documents
 from curation.dedup.components import (
@@ -54,6 +52,9 @@ from curation.dedup.components import (
 )
 from curation.dedup.minhash import bucket_pairs
 from curation.fuzzy import MinhashDedup, band_rows, survivors
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
 
 PARTITIONS_PER_CPU = 4
 DOCUMENTS_PER_PARTITION = 50_000  # ~700k band rows (~25 MB) per partition call at 14 bands
@@ -113,6 +114,8 @@ def sort_shuffle() -> Iterator[None]:
     the sort-based strategy runs tasks on pooled workers, ~0.1 s per small shuffle. Groups stay whole
     either way (equal keys always fall in one range).
     """
+    from ray.data.context import DataContext, ShuffleStrategy  # ~100 MB and 0.6 s: only where a job shuffles
+
     context = DataContext.get_current()
     before = context.shuffle_strategy
     context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED

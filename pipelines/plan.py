@@ -61,7 +61,7 @@ def recipe_corpus_stages(recipe: Recipe) -> list[tuple[str, CorpusStage]]:
 
 
 def stream(
-    recipe: Recipe, shards: list[Shard], stages: list[tuple[str, Stage]] | None = None, *, read_batch_rows: int = 32
+    recipe: Recipe, shards: list[Shard], stages: list[tuple[str, Stage]] | None = None, *, read_batch_rows: int = 128
 ) -> Iterator[pa.Table]:
     """Every shard's batches after the document stages, in the order they are made (shards mixed)."""
     sources = {s.name: s for s in recipe.sources}

@@ -27,6 +27,7 @@ from curation.stages import STAGES, Stage
 
 # A task runs ahead of the driver by at most this many batches: what waits in the object store.
 BATCHES_AHEAD = 8
+QUEUED = 4  # shard tasks submitted beyond twice the cluster's CPUs
 _READY: dict[str, Stage] = {}  # per worker process: a stage is set up once and reused by later tasks
 
 
@@ -67,24 +68,29 @@ def stream(
     sources = {s.name: s for s in recipe.sources}
     stages = recipe_stages(recipe) if stages is None else stages
     # A task asks for its most demanding stage's CPUs, never more than the cluster has (a task
-    # asking more would never start).
-    cpus = ray.cluster_resources().get("CPU", 1.0)
-    task = _shard_batches.options(num_cpus=min(cpus, max([s.resources.cpus for _, s in stages], default=1.0)))
+    # asking more would never start; a cluster with no CPUs yet gets the demand an autoscaler acts on).
+    cpus = ray.cluster_resources().get("CPU", 0.0)
+    need = max([s.resources.cpus for _, s in stages], default=1.0)
+    task = _shard_batches.options(num_cpus=min(cpus, need) if cpus else need)
     stages_ref = ray.put(stages)
-    # Twice as many tasks submitted as CPUs: the next ones wait queued when one ends, and the
-    # driver waits on a short list however many shards there are.
-    window = max(2, 2 * int(cpus))
     todo = iter(shards)
-    running = []
-    while True:
-        running += [task.remote(shard, sources[shard.source], read_batch_rows, stages_ref, recipe.rejects.sample)
-                    for shard in islice(todo, window - len(running))]
-        if not running:
-            return
+    running: list[ray.ObjectRefGenerator] = []
+
+    def submit() -> None:
+        # Twice the cluster's CPUs and a few more: the next tasks wait queued when one ends (and an
+        # autoscaler sees demand beyond what it has) while the driver waits on a short list however
+        # many shards there are. Asked again as tasks end: the cluster may have grown.
+        window = 2 * int(ray.cluster_resources().get("CPU", 0)) + QUEUED
+        running.extend(task.remote(shard, sources[shard.source], read_batch_rows, stages_ref, recipe.rejects.sample)
+                       for shard in islice(todo, max(0, window - len(running))))
+
+    submit()
+    while running:
         ready, _ = ray.wait(running, num_returns=1)
         try:
             ref = next(ready[0])
         except StopIteration:
             running.remove(ready[0])
+            submit()
             continue
         yield ray.get(ref)

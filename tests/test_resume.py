@@ -1,4 +1,4 @@
-"""A driver killed mid-run, then run again: no document lost, none doubled, same output."""
+"""A driver killed mid-run, then run again, or a worker killed mid-shard: no document lost, none doubled."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from curation.recipe import load_recipe
+from curation.recipe import load_recipe, parse_recipe
 from pipelines.run import run
 from tests.conftest import ROOT, warc_response
 from tests.support.pages import slow_page
+from tests.support.stages import CrashOnce
 
 pytestmark = pytest.mark.ray
 
@@ -78,3 +79,17 @@ def test_sigkill_mid_run_then_rerun_loses_and_doubles_nothing(ray_session, tmp_p
     assert resumed.stats["documents"] == clean.stats["documents"]
     lines = [json.loads(x)["event"] for x in events.read_text().splitlines()]
     assert lines.count("job_started") == 2 and lines[-1] == "job_done"
+
+
+def test_a_worker_killed_mid_shard_is_retried_without_losing_or_doubling(ray_session, tmp_path):
+    # 300 records: the shard's first batches reach the driver before the worker dies on record 250.
+    rows = [{"text": f"note {i} " + ("CRASH" if i == 250 else "calm"), "url": f"https://n/{i}"} for i in range(300)]
+    (tmp_path / "notes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    source = f"{{name: notes, format: jsonl, paths: ['{tmp_path}/notes.jsonl']}}"
+    recipe = parse_recipe(f"name: crash\nsources: [{source}]\n")
+    flag = tmp_path / "crashed"
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=[("crash", CrashOnce(flag=str(flag)))])
+    assert flag.exists(), "the worker should have died once"
+    ids, n = ids_and_rows(result.job_dir)
+    assert n == 300 and len(set(ids)) == 300
+    assert result.stats["documents"] == {"records_read": 300, "in": 300, "out": 300}

@@ -61,3 +61,20 @@ class NodeRecorder(Stage):
         node = ray.get_runtime_context().get_node_id()
         return Processed(batch.append_column("node", pa.array([node] * batch.num_rows, pa.string())),
                          pa.nulls(batch.num_rows, pa.string()))
+
+
+class CrashOnce(Stage):
+    """Kills its worker process the first time it sees `marker` (as the OOM killer would), once per `flag` file."""
+
+    name = "crash_once"
+
+    class Params(StageParams):
+        flag: str = Field(..., description="Created before the crash; while it exists the stage keeps every row.")
+        marker: str = Field("CRASH", description="Text that kills the worker.")
+
+    def process(self, batch: pa.Table) -> Processed:
+        texts = batch.column("text").to_pylist()
+        if any(self.params.marker in (t or "") for t in texts) and not Path(self.params.flag).exists():
+            Path(self.params.flag).write_text(str(os.getpid()))
+            os._exit(1)
+        return Processed(batch, pa.nulls(batch.num_rows, pa.string()))

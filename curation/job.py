@@ -51,7 +51,7 @@ def merge_counters(total: dict[str, dict[str, Any]], part: dict[str, dict[str, A
 class _ParquetFile:
     """A Parquet file written under a temporary name and renamed into place on `commit`.
 
-    Batches arrive a few dozen rows at a time; they are held until `ROW_GROUP_BYTES` and written as
+    Batches arrive a hundred rows or so at a time; they are held until `ROW_GROUP_BYTES` and written as
     one row group, which compresses better and reads faster than a row group per batch.
     """
 
@@ -164,26 +164,22 @@ class JobWriter:
               for kind, agg in (("sec", "count"), ("bin", "sum"), ("bout", "sum"))),
             *((column, "sum") for s in stages for column in tallies[s])]).to_pylist()[0]
         ended = rows.filter(pc.is_valid(rows.column(schema.REASON)))
-        ended = ended.group_by([schema.STAGE, schema.REASON]).aggregate([([], "count_all")])
+        for row in ended.group_by([schema.STAGE, schema.REASON]).aggregate([([], "count_all")]).to_pylist():
+            if row[schema.STAGE] in shard.counters:
+                counts, why = shard.counters[row[schema.STAGE]], row[schema.REASON]
+                key = "skipped" if why.startswith(schema.SKIPPED) else "dropped"
+                short = why.split(":", 1)[1] if key == "skipped" else why
+                counts[key][short] = counts[key].get(short, 0) + row["count_all"]
         for stage, spent in zip(stages, seconds.to_pylist()[0].values(), strict=True):
             counts = shard.counters[stage]
             counts["seconds"] += spent or 0.0
             counts["docs_in"] += sums[f"{schema.metric_column('sec', stage)}_count"]
+            counts["docs_out"] = counts["docs_in"] - sum(counts["dropped"].values()) - sum(counts["skipped"].values())
             counts["bytes_in"] += sums[f"{schema.metric_column('bin', stage)}_sum"] or 0
             counts["bytes_out"] += sums[f"{schema.metric_column('bout', stage)}_sum"] or 0
             for column in tallies[stage]:
                 key = column[len(schema.count_column(stage, "")) :]
                 counts["counts"][key] = counts["counts"].get(key, 0) + (sums[f"{column}_sum"] or 0)
-        for row in ended.to_pylist():
-            if row[schema.STAGE] not in shard.counters:
-                continue
-            counts, why = shard.counters[row[schema.STAGE]], row[schema.REASON]
-            key = "skipped" if why.startswith(schema.SKIPPED) else "dropped"
-            short = why.split(":", 1)[1] if key == "skipped" else why
-            counts[key][short] = counts[key].get(short, 0) + row["count_all"]
-        for stage in stages:
-            counts = shard.counters[stage]
-            counts["docs_out"] = counts["docs_in"] - sum(counts["dropped"].values()) - sum(counts["skipped"].values())
 
     def _rejects(self, shard: _Shard, rows: pa.Table) -> None:
         reason = rows.column(schema.REASON)

@@ -107,3 +107,23 @@ def test_rows_without_html_pass_untouched():
 def test_broken_html_is_a_reject_not_a_crash(bad: bytes):
     out = run_stage(Extract(), batch_of([("https://a/bad", bad)]))
     assert out.column(schema.REASON).to_pylist()[0] in {"no_text", "extract_error", None}
+
+
+def test_deduplicate_remembers_per_shard_not_per_worker():
+    # trafilatura's `deduplicate` drops text it has seen more than twice (here a whole page served at
+    # five addresses). Its memory is the shard's: a shard's text is the same whichever shards its
+    # worker extracted before, so a rerun or another schedule keeps the same documents.
+    body = ("<html><body><article><p>The same article, served under five addresses of one site, long enough "
+            "for trafilatura to remember it and to count how often it has seen it.</p></article></body></html>")
+    pages = [(f"https://site.example/{k}", body.encode()) for k in range(5)]
+
+    def texts(stage: Extract, name: str) -> list[str | None]:
+        table = batch_of(pages)
+        table = table.set_column(table.schema.get_field_index(schema.SHARD), schema.SHARD, pa.array([name] * 5))
+        return stage.process(table).table.column("text").to_pylist()
+
+    alone = texts(Extract(deduplicate=True, timeout_s=None), "b")
+    stage = Extract(deduplicate=True, timeout_s=None)
+    assert texts(stage, "a") == alone
+    assert texts(stage, "b") == alone  # after shard a on the same stage: the same text
+    assert [t is not None for t in alone] == [True, False, False, False, False]

@@ -12,9 +12,12 @@ import pyarrow.compute as pc
 from pydantic import Field
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from trafilatura import extract
+from trafilatura.deduplication import LRUCache
 from trafilatura.metadata import extract_title
+from trafilatura.settings import LRU_SIZE
 from trafilatura.utils import load_html
 
+from curation import schema
 from curation.stages.base import Processed, Resources, Stage, StageParams
 from curation.stages.fast_extract import fast_extract
 from curation.timeout import TimeLimitExceeded, can_interrupt, time_limit
@@ -155,9 +158,17 @@ class Extract(Stage):
             favor_recall=p.favor == "recall",
             include_comments=p.include_comments,
             include_tables=p.include_tables,
-            deduplicate=p.deduplicate,
+            deduplicate=self._seen_paragraphs(None) if p.deduplicate else False,
         )
         return text, title
+
+    def _seen_paragraphs(self, shard: str | None) -> LRUCache:
+        """trafilatura's `deduplicate` memory, one per input shard: with its process-wide default a page's
+        text would depend on which pages the same worker happened to extract before it (the order Ray
+        runs tasks in), and a rerun could keep different text. None: the current shard's."""
+        if "_seen" not in self.__dict__ or (shard is not None and shard != self._seen_shard):
+            self._seen, self._seen_shard = LRUCache(maxsize=LRU_SIZE), shard
+        return self._seen
 
     def process(self, batch: pa.Table) -> Processed:
         htmls = batch.column("html").to_pylist()
@@ -167,7 +178,10 @@ class Extract(Stage):
         titles = batch.column("title").to_pylist()
         reasons: list[str | None] = [None] * batch.num_rows
         details: list[str | None] = [None] * batch.num_rows
+        shards = batch.column(schema.SHARD).to_pylist() if schema.SHARD in batch.column_names else None
         for i, body in enumerate(htmls):
+            if shards is not None and self.params.deduplicate:
+                self._seen_paragraphs(shards[i])
             if len(body) > self.params.max_html_bytes:
                 reasons[i], details[i] = "too_large", f"{len(body)} bytes"
                 continue

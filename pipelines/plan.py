@@ -46,8 +46,9 @@ def _shard_batches(shard: Shard, source: Source, batch_rows: int, stages: list[t
     for batch in read_shard(source.reader(), shard.uri, source=source.name, shard=shard.name, batch_rows=batch_rows):
         for name, stage in ready:
             batch = run_stage(stage, batch, name=name, rejects_sample=rejects_sample)
-        # Nothing after the stages keeps raw pages (documents and rejects hold text): not shipped.
-        yield batch.drop_columns(["html"]) if "html" in batch.column_names else batch
+        # Nothing after the stages keeps raw pages (documents and rejects hold text): not shipped. One
+        # chunk per column: each stage's split and concatenation leave ~5, each deserialized apart.
+        yield (batch.drop_columns(["html"]) if "html" in batch.column_names else batch).combine_chunks()
 
 
 def recipe_stages(recipe: Recipe) -> list[tuple[str, Stage]]:

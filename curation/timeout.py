@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
-class TimeLimitExceeded(Exception):
-    pass
+class TimeLimitExceeded(BaseException):
+    """Not an `Exception`: libraries catch those (trafilatura wraps its readability and jusText fallbacks
+    in `except Exception`), which would swallow the alarm and let the page run on, unlimited, with a
+    partial result. Like KeyboardInterrupt, it passes through such handlers to `time_limit`'s caller."""
 
 
 def can_interrupt() -> bool:

@@ -1,4 +1,4 @@
-"""The Ray layer: recipes become Ray Data plans; the CLI and, later, the status service live here."""
+"""The Ray layer: recipes become Ray tasks (Ray Data for shuffles and training feeds), the CLI, the status service."""
 
 import os
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,6 +15,7 @@ from curation.apply import run_stage
 from curation.readers import WarcReader, read_shard
 from curation.stages import Extract
 from curation.stages.extract import decode_html
+from curation.timeout import TimeLimitExceeded, time_limit
 from tests.conftest import SAMPLE
 
 
@@ -94,6 +96,21 @@ def test_pathological_page_times_out_and_others_survive():
     assert "html" not in out.column_names  # raw bytes do not travel past extraction
     small_limit = run_stage(Extract(max_html_bytes=100), batch_of([("https://a/huge", b"<html>" + b"x" * 200)]))
     assert small_limit.column(schema.REASON).to_pylist() == ["too_large"]
+
+
+def test_the_time_limit_passes_through_a_library_that_catches_exceptions():
+    # trafilatura runs its fallback extractors inside `except Exception`; the alarm must not end there.
+    def fallback_that_swallows_errors() -> str:
+        try:
+            time.sleep(5)
+        except Exception:  # the library's habit under test
+            return "partial result"
+        return "finished"
+
+    started = time.perf_counter()
+    with pytest.raises(TimeLimitExceeded), time_limit(0.1):
+        fallback_that_swallows_errors()
+    assert time.perf_counter() - started < 2
 
 
 def test_rows_without_html_pass_untouched():

@@ -79,14 +79,19 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 def expand(pattern: str) -> list[str]:
     """Files matching a path or URI with `*`, `?`, `[..]` and `**`, sorted; URIs keep their scheme."""
+    return [uri for uri, _ in expand_sized(pattern)]
+
+
+def expand_sized(pattern: str) -> list[tuple[str, int]]:
+    """`expand` with each file's size in bytes (the listing has it: no extra request per file)."""
     fs, path = resolve(pattern)
     prefix = "" if "://" not in pattern or pattern.startswith("file://") else pattern.split("://")[0] + "://"
     if not _WILDCARD.search(path):
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.File:
-            return [prefix + path]
+            return [(prefix + path, info.size or 0)]
         if info.type == pafs.FileType.Directory:
-            return expand(pattern.rstrip("/") + "/**")
+            return expand_sized(pattern.rstrip("/") + "/**")
         return []
     parts = path.split("/")
     first = next(i for i, part in enumerate(parts) if _WILDCARD.search(part))
@@ -95,7 +100,7 @@ def expand(pattern: str) -> list[str]:
     selector = pafs.FileSelector(base, recursive=recursive, allow_not_found=True)
     regex = _glob_regex(path)
     found = [
-        prefix + info.path
+        (prefix + info.path, info.size or 0)
         for info in fs.get_file_info(selector)
         if info.type == pafs.FileType.File and regex.match(info.path)
     ]

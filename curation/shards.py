@@ -15,6 +15,7 @@ class Shard:
     name: str  # unique in the job, stable across reruns: source, file stem, hash of the URI
     source: str
     uri: str
+    size: int = 0  # bytes, as listed
 
 
 def shard_name(source: str, uri: str) -> str:
@@ -27,7 +28,7 @@ def list_shards(recipe: Recipe) -> list[Shard]:
     shards: dict[str, Shard] = {}
     for source in recipe.sources:
         for pattern in source.paths:
-            for uri in io.expand(pattern):
+            for uri, size in io.expand_sized(pattern):
                 name = shard_name(source.name, uri)
-                shards.setdefault(name, Shard(name, source.name, uri))
+                shards.setdefault(name, Shard(name, source.name, uri, size))
     return list(shards.values())

@@ -74,7 +74,8 @@ def stream(
     need = max([s.resources.cpus for _, s in stages], default=1.0)
     task = _shard_batches.options(num_cpus=min(cpus, need) if cpus else need)
     stages_ref = ray.put(stages)
-    todo = iter(shards)
+    # Largest first: a large shard started last would keep one CPU busy while the others idle.
+    todo = iter(sorted(shards, key=lambda shard: -shard.size))
     running: list[ray.ObjectRefGenerator] = []
 
     def submit() -> None:

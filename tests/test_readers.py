@@ -13,6 +13,8 @@ import pytest
 
 from curation import io, schema
 from curation.readers import JsonlReader, ParquetReader, WarcReader, WetReader, read_shard
+from curation.recipe import parse_recipe
+from curation.shards import list_shards
 from tests.conftest import SAMPLE
 
 
@@ -126,6 +128,16 @@ def test_glob_expansion_local_and_uri(tmp_path: Path):
     assert [Path(p).name for p in io.expand(f"file://{tmp_path}/a/b/*")] == ["y.warc.gz", "z.jsonl"]
     assert len(io.expand(str(tmp_path / "a"))) == 3  # a folder means everything under it
     assert io.expand(f"{tmp_path}/nothing/*.gz") == []
+
+
+def test_shards_carry_the_listed_file_size(tmp_path: Path):
+    for name, size in (("a.jsonl", 10), ("b.jsonl", 300), ("c.jsonl", 0)):
+        (tmp_path / name).write_bytes(b"x" * size)
+    assert io.expand_sized(f"{tmp_path}/*.jsonl") == [(f"{tmp_path}/{n}", s) for n, s in
+                                                      (("a.jsonl", 10), ("b.jsonl", 300), ("c.jsonl", 0))]
+    recipe = parse_recipe(f"name: sized\nsources: [{{name: s, format: jsonl, paths: ['{tmp_path}/*.jsonl']}}]\n")
+    assert [(Path(s.uri).name, s.size) for s in list_shards(recipe)] == [("a.jsonl", 10), ("b.jsonl", 300),
+                                                                          ("c.jsonl", 0)]
 
 
 @pytest.mark.parametrize("payload", [b"", b"\x00\x01garbage" * 100, gzip.compress(b"WARC/1.1\r\nbroken")])

@@ -20,6 +20,7 @@ from curation.recipe import load_recipe, parse_recipe
 from pipelines import plan
 from pipelines.run import run
 from tests.conftest import ROOT, warc_response
+from tests.support.stages import ShardLog
 
 pytestmark = pytest.mark.ray
 
@@ -238,3 +239,21 @@ stages: [{{exact_dedup: {{}}}}, {{bloom_dedup: {{shards: 4, capacity: 10000}}}}]
     again = run(recipe, output=str(tmp_path / "out"), quiet=True)
     assert pq.read_table(Path(again.job_dir, "documents")).column("text").to_pylist() == texts
     assert stage(again.stats, "bloom_dedup")["bloom"] == bloom["bloom"]
+
+
+@pytest.mark.ray
+def test_the_largest_shards_start_first(ray_session, tmp_path):
+    # Listed smallest first; on the session's 2 CPUs the two largest start at once and the smallest
+    # waits for a CPU: a large shard started last would leave the other CPUs idle while it runs.
+    for name, n in (("a", 5), ("b", 400), ("c", 800)):
+        notes = "".join(json.dumps({"text": f"note {i} of shard {name}"}) + "\n" for i in range(n))
+        (tmp_path / f"{name}.jsonl").write_text(notes)
+    log = tmp_path / "batches.log"
+    recipe = parse_recipe(f"name: order\nsources: [{{name: s, format: jsonl, paths: ['{tmp_path}/*.jsonl']}}]\n")
+    run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=[("log", ShardLog(log=str(log)))])
+    started: dict[str, float] = {}
+    for line in log.read_text().splitlines():
+        shard, at = line.rsplit(" ", 1)
+        started.setdefault(shard.split("-")[1], float(at))
+    assert set(started) == {"a.jsonl", "b.jsonl", "c.jsonl"}
+    assert started["a.jsonl"] > max(started["b.jsonl"], started["c.jsonl"])

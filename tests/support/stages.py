@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import ClassVar
 
 import pyarrow as pa
 from pydantic import Field
 
+from curation import schema
 from curation.stages import Processed, Resources, Stage, StageParams
 
 
@@ -77,4 +79,18 @@ class CrashOnce(Stage):
         if any(self.params.marker in (t or "") for t in texts) and not Path(self.params.flag).exists():
             Path(self.params.flag).write_text(str(os.getpid()))
             os._exit(1)
+        return Processed(batch, pa.nulls(batch.num_rows, pa.string()))
+
+
+class ShardLog(Stage):
+    """Keeps every row; appends `<shard> <time>` to a file for each batch, so tests can see the order shards ran in."""
+
+    name = "shard_log"
+
+    class Params(StageParams):
+        log: str = Field(..., description="File that gets one line per batch.")
+
+    def process(self, batch: pa.Table) -> Processed:
+        with Path(self.params.log).open("a") as f:
+            f.write(f"{batch.column(schema.SHARD)[0].as_py()} {time.time()}\n")
         return Processed(batch, pa.nulls(batch.num_rows, pa.string()))

@@ -46,8 +46,8 @@ class ExtractParams(StageParams):
     fast: bool = Field(False, description="Skip trafilatura's fallback extractors (faster, lower recall).")
     include_comments: bool = Field(True, description="Keep the comment section (trafilatura's default).")
     include_tables: bool = Field(True, description="Keep text inside tables (trafilatura's default).")
-    deduplicate: bool = Field(False, description="trafilatura's `deduplicate`: drop paragraphs repeated within "
-                              "the page beyond a few times (datatrove's extractor sets it).")
+    deduplicate: bool = Field(False, description="trafilatura's `deduplicate`: drop text already seen more than "
+                              "a few times in earlier pages of the same input shard (datatrove's extractor sets it).")
 
 
 class TooManyAttributes(ValueError):

@@ -205,8 +205,9 @@ class JobWriter:
     # -- after it -----------------------------------------------------------------------------
     def totals(self) -> dict[str, dict[str, Any]]:
         total = empty_counters(self.stages)
-        for record in self.done.values():
-            merge_counters(total, record["counters"])
+        # By name, not by finishing order: float seconds summed in another order differ in the last digit.
+        for name in sorted(self.done):
+            merge_counters(total, self.done[name]["counters"])
         return total
 
     def incomplete(self) -> list[str]:

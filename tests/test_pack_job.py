@@ -169,17 +169,26 @@ def test_rerun_in_another_folder_is_identical_and_resume_rewrites_only_missing(p
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in untouched.items())  # only the missing one rewritten
 
 
-def tokens_per_source(files: list[Path], sources: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
-    """Tokens per source and copies per document, counted from the shards' provenance."""
+def tokens_per_document(files: list[Path]) -> tuple[dict[str, int], dict[str, int]]:
+    """Tokens (all copies) and copies per document, counted from the shards' provenance."""
     tokens: dict[str, int] = defaultdict(int)
     copies: dict[str, int] = defaultdict(int)
     for path in files:
         table = read_rows(path)
         for row in table.select(["doc_ids", "doc_lengths", "doc_token_offsets"]).to_pylist():
             for doc, length, offset in zip(row["doc_ids"], row["doc_lengths"], row["doc_token_offsets"], strict=True):
-                tokens[sources[doc]] += length
+                tokens[doc] += length
                 copies[doc] += offset == 0
     return dict(tokens), dict(copies)
+
+
+def tokens_per_source(files: list[Path], sources: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
+    """Tokens per source and copies per document."""
+    per_doc, copies = tokens_per_document(files)
+    tokens: dict[str, int] = defaultdict(int)
+    for doc, n in per_doc.items():
+        tokens[sources[doc]] += n
+    return dict(tokens), copies
 
 
 @pytest.mark.parametrize("max_epochs", [3.0, 1.2])
@@ -202,6 +211,8 @@ def test_mixture_shares_within_one_point_and_shortfall(plain, corpus, tmp_path, 
     assert manifest["mixture"]["web"]["available_tokens"] == web  # same tokenizer and split: same counts
     sources = {doc: source for doc, (source, _) in curated(job).items()}
     tokens, copies = tokens_per_source(shard_files(job, "train"), sources)
+    per_doc, _ = tokens_per_document(shard_files(job, "train"))
+    largest = {s: max(n // copies[d] for d, n in per_doc.items() if sources[d] == s) for s in ("web", "books")}
     assert tokens == manifest["splits"]["train"]["tokens_per_source"]
     assert manifest["mixture"]["books"]["achieved_tokens"] == tokens["books"] < books
     assert {n for doc, n in copies.items() if sources[doc] == "web"} == {1, 2}
@@ -210,7 +221,10 @@ def test_mixture_shares_within_one_point_and_shortfall(plain, corpus, tmp_path, 
     if max_epochs == 3.0:
         got = tokens["web"] / sum(tokens.values())
         assert abs(got - share) < 0.01 and abs(report["achieved_share"] - share) < 0.01
-        assert abs(sum(tokens.values()) - total) < 0.01 * total and report["shortfall_tokens"] == 0
+        # Documents are whole and each source's threshold falls inside one hash bin, which at this size holds
+        # one document (a book can be over 1% of the total): the total is met to within a document per source.
+        assert abs(sum(tokens.values()) - total) <= largest["web"] + largest["books"]
+        assert report["shortfall_tokens"] == 0
     else:  # 1.5 epochs wanted, 1.2 allowed: the rest is reported, not repeated
         assert abs(tokens["web"] - 1.2 * web) < 0.02 * web
         assert report["shortfall_tokens"] == pytest.approx(report["target_tokens"] - 1.2 * web, rel=0.05)

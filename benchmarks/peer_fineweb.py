@@ -22,7 +22,9 @@ per-page time limit is `--timeout-s` on both sides; MinHash is datatrove's FineW
 on both sides: word 5-grams, 14 bands x 8 rows (112 hashes), and by default no verification of
 candidates (datatrove has none; `--minhash-verify exact` gives ours its usual exact Jaccard check).
 The corpus records carry `WARC-Identified-Payload-Type: text/html`, as Common Crawl's do (without it
-datatrove's reader runs libmagic on every payload; our reader ignores the header).
+datatrove's reader runs libmagic on every payload; our reader ignores the header). It is built once
+per shape in `--cache`: document ids hash the input file's path, so the same path gives the same
+survivors of near-duplicate pairs, hence the same agreement figure, on every invocation.
 
 Tokenizers: one of each kind is trained once, beforehand and untimed, on our extraction of every page
 (cached in `--cache`): a sentencepiece BPE model (ours, `tokenizer: {model: ...}`, packed into
@@ -143,14 +145,25 @@ def _with_payload_type(original):
     return record
 
 
-def build_corpus(out: Path, copies: int, files: int, pages: int | None) -> list[Path]:
-    """build_warc_corpus, with the payload type Common Crawl records carry."""
-    original = corpus.warc_record
-    corpus.warc_record = _with_payload_type(original)
-    try:
-        return build_warc_corpus(out, copies=copies, files=files, pages=pages)
-    finally:
-        corpus.warc_record = original
+def build_corpus(cache: Path, copies: int, files: int, pages: int | None) -> list[Path]:
+    """build_warc_corpus, with the payload type Common Crawl records carry, once per shape under `cache`.
+
+    The folder's path is part of every document id (ids hash the input URI), and ids decide which copy
+    of a near-duplicate pair survives: built anew in a temporary folder, the corpus gave agreement
+    figures that moved from one invocation to the next; in one place they repeat.
+    """
+    out = cache / f"corpus-{pages or 'all'}x{copies}-{files}"
+    done = out / "complete"
+    if not done.exists():
+        shutil.rmtree(out, ignore_errors=True)
+        original = corpus.warc_record
+        corpus.warc_record = _with_payload_type(original)
+        try:
+            build_warc_corpus(out, copies=copies, files=files, pages=pages)
+        finally:
+            corpus.warc_record = original
+        done.touch()
+    return sorted(out.glob("*.warc.gz"))
 
 
 # ------------------------------------------------------------------------------ tokenizers (untimed)
@@ -733,8 +746,7 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
 def growth(work: Path, base: Side, model: Path, args: argparse.Namespace) -> None:
     """Ours on a corpus `--growth` times larger (more copies, as many more files), on `base`'s cores: the
     cost growth exponent log(cost ratio) / log(size ratio), 1 for linear."""
-    big_dir = work / f"corpus-x{args.growth}"
-    build_corpus(big_dir, args.copies * args.growth, args.files * args.growth, args.pages)
+    big_dir = build_corpus(args.cache, args.copies * args.growth, args.files * args.growth, args.pages)[0].parent
     big = run_ours(big_dir, work, base.cores, model, args, tag=f"x{args.growth}")
     size = math.log(big.docs / base.docs)
     print(f"\n== cost growth, {base.cores} core(s): {base.docs:,} -> {big.docs:,} documents")
@@ -766,8 +778,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minhash-verify", choices=["none", "estimate", "exact"], default="none",
                    help="our check of LSH candidates (datatrove: none)")
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "curation-peer-fineweb",
-                   help="extracted training text and the two tokenizers (made if missing)")
-    p.add_argument("--keep", type=Path, default=None, help="keep the corpus and every output under this folder")
+                   help="the corpus, extracted training text and the two tokenizers (made if missing)")
+    p.add_argument("--keep", type=Path, default=None, help="keep every output under this folder")
     p.add_argument("--skip-datatrove", action="store_true", help="measure ours only")
     p.add_argument("--child-ours", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -794,9 +806,9 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(work_ctx.name) if work_ctx else args.keep
     work.mkdir(parents=True, exist_ok=True)
     try:
-        corpus_dir = work / "corpus"
         started = time.perf_counter()
-        paths = build_corpus(corpus_dir, args.copies, args.files, args.pages)
+        paths = build_corpus(args.cache, args.copies, args.files, args.pages)
+        corpus_dir = paths[0].parent
         n_pages = len(real_pages(limit=args.pages))
         print(f"corpus: {n_pages} real pages x {args.copies} as WARC responses in {len(paths)} files, "
               f"{mb(sum(p.stat().st_size for p in paths))} gzip ({time.perf_counter() - started:.1f} s)")

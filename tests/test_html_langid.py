@@ -69,6 +69,22 @@ def test_pages_it_cannot_judge_go_on_to_extract(gate):
     assert not gate.applies(batch(rows, metas)).to_pylist()[-1]
 
 
+def test_a_window_of_the_body_is_judged_first_and_the_whole_page_where_it_does_not_drop(gate):
+    german = "<p>" + "Die Stadt liegt am Fluss und hat viele alte Häuser. " * 400 + "</p>"  # 20,800 characters
+    hostile = "<div " + " ".join(f"a{i}" for i in range(2000)) + ">x</div>"
+    script = "<script>" + "var x = 1; " * 2000 + "</script>"  # no text
+    rows = [
+        f"<html><head><title>t</title></head><BODY>{german}{hostile}</BODY></html>".encode(),
+        f"<html><body>{script}{german}</body></html>".encode(),  # a window without text
+    ]
+    assert gate.params.window_chars < len(german)
+    assert gate.process(batch(rows)).reasons.to_pylist() == ["lang_not_kept", "lang_not_kept"]
+    whole = HtmlLangId(keep=["en"], window_chars=None)
+    whole.setup()
+    # judged whole, the first page's crowded tag sends it on to `extract` unparsed; the window never reaches it
+    assert whole.process(batch(rows)).reasons.to_pylist() == [None, "lang_not_kept"]
+
+
 def test_scores_are_kept_on_request_and_the_model_is_not_pickled(testdata):
     stage = HtmlLangId(keep=["en"], keep_scores=True, below=0.2)
     copy = pickle.loads(pickle.dumps(stage))

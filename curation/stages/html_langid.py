@@ -2,7 +2,7 @@
 
 Extraction (trafilatura, ~25-40 ms a page) is the costliest stage of a web recipe, and a
 one-language corpus drops most of the web at language ID, after paying for each page's extraction.
-This stage reads each page's whole text with resiliparse (lexbor, C code: ~2 ms a page) and asks
+This stage reads each page's text with resiliparse (lexbor, C code: ~1-2 ms a page) and asks
 fastText how likely its beginning is to be in a kept language, and where that is below `below`,
 its longest lines (where a page's prose is, whatever language its navigation is in). A page where
 both give every kept language less than `below` is dropped as `lang_not_kept`; a page with no text
@@ -10,11 +10,18 @@ here, an undecodable one, or one `extract` would refuse (too large, a tag with t
 passes on, and `extract` decides. It only saves work: `langid` after `extract` still decides on the
 extracted text, so the threshold is far below any `min_score` there.
 
+It first judges a window, the first `window_chars` characters of the page's `<body>`: parsing a
+page costs in proportion to its size (137 kB on average here, scripts and styles included), and a
+page in another language shows it in its first screens. A page the window drops is dropped (a
+crowded tag further on is never parsed); any other is judged whole, as without the window, which
+can therefore only add drops: 6 here, none of them English.
+
 On the 1,162 real pages of the test data (`benchmarks/peer_fineweb.py`), keep [en], the defaults:
-867 pages skip trafilatura at ~2.4 ms a page; 1 of the 261 pages whose trafilatura text fastText
-scores English at 0.65 or more is among them (a German site's English article whose page text is
-mostly German), as with resiliparse's main-content extraction in place of the whole text (860
-skipped, 1.5x the cost) or with `below` 0.02.
+873 pages skip trafilatura at ~1.5 ms a page (whole pages only: 867 at ~2.4 ms); 1 of the 261
+pages whose trafilatura text fastText scores English at 0.65 or more is among them (a German site's
+English article whose page text is mostly German), as with resiliparse's main-content extraction in
+place of the whole text (860 skipped, 1.5x the cost) or with `below` 0.02. A window of 8,000
+characters loses 2 English pages more; one of 32,000 saves less (~1.8 ms a page).
 """
 
 from __future__ import annotations
@@ -35,6 +42,15 @@ from curation.stages.langid import bundled_outputs, check_keep, expand_keep, loa
 _EXTRACT = ExtractParams()
 
 
+def _body_start(html: str) -> int:
+    """Where `<body` starts (0 when it is missing); `str.find`, as a case-insensitive regex search over a
+    page's head costs as much as judging the window."""
+    for tag in ("<body", "<BODY", "<Body"):
+        if (at := html.find(tag)) >= 0:
+            return at
+    return 0
+
+
 class HtmlLangIdParams(DocumentFilter.Params):
     keep: list[str] = Field(..., min_length=1, description="Languages that may be kept (as `langid`'s `keep`).")
     below: float = Field(
@@ -42,6 +58,9 @@ class HtmlLangIdParams(DocumentFilter.Params):
         "beginning of its text and on its longest lines alike.")
     max_chars: int = Field(1000, gt=0, description="fastText reads this many characters of each (its cost grows "
                            "with the text; a page's language shows within a few lines).")
+    window_chars: int | None = Field(
+        16_000, gt=0, description="Judge this many characters from the page's `<body>` first and drop the page "
+        "if they say so; only pages the window does not drop are judged whole. null: whole pages only.")
     model: str | None = Field(None, description="fastText language-ID model file; default: the bundled lid.176.")
     max_html_bytes: int = Field(_EXTRACT.max_html_bytes, gt=0, description="Larger pages pass on unread "
                                 "(`extract` drops them as `too_large`).")
@@ -88,16 +107,14 @@ class HtmlLangId(DocumentFilter):
         return html_rows(batch)
 
     def _html(self, body: bytes, meta: str | None) -> str | None:
-        """The page as text, or None when `extract` should judge it (too large, undecodable, hostile)."""
-        p = self.params
-        if len(body) > p.max_html_bytes:
+        """The page as text, or None when `extract` should judge it (too large, undecodable)."""
+        if len(body) > self.params.max_html_bytes:
             return None
         declared = json.loads(meta).get("http_charset") if meta else None
         try:
-            html, _ = decode_html(body, declared)
+            return decode_html(body, declared)[0]
         except (LookupError, UnicodeDecodeError):
             return None
-        return None if too_many_attributes(html, p.max_tag_attributes) is not None else html
 
     def _judge_text(self, text: str) -> tuple[float, str, str]:
         """(probability of the likeliest kept language, fastText's top label, the text read) of one text."""
@@ -106,11 +123,11 @@ class HtmlLangId(DocumentFilter):
         kept = [float(p) for label, p in zip(labels, probs, strict=True) if label in self._kept_labels]
         return max(kept, default=0.0), normalize_label(labels[0])[0] if labels else "unknown", text
 
-    def _judge_page(self, body: bytes, meta: str | None) -> tuple[float, str, str] | None:
-        """`_judge_text` of the page's text: its beginning, and only when that scores below `below`, its
-        longest lines (where a page's prose is, whatever its navigation says); None when left to `extract`."""
-        html = self._html(body, meta)
-        if html is None:
+    def _judge_html(self, html: str) -> tuple[float, str, str] | None:
+        """`_judge_text` of the text of some HTML: its beginning, and only when that scores below `below`, its
+        longest lines (where a page's prose is, whatever its navigation says); None when it has no text or a
+        tag `extract` would refuse unparsed (the parser is quadratic in a tag's attributes)."""
+        if too_many_attributes(html, self.params.max_tag_attributes) is not None:
             return None
         text = extract_plain_text(HTMLTree.parse(html))
         if not text.strip():
@@ -120,6 +137,20 @@ class HtmlLangId(DocumentFilter):
             longest = "\n".join(sorted(text.splitlines(), key=len, reverse=True))
             judged = max(judged, self._judge_text(longest))
         return judged
+
+    def _judge_page(self, body: bytes, meta: str | None) -> tuple[float, str, str] | None:
+        """The window's judgement where it drops the page, else the whole page's; None when left to `extract`."""
+        html = self._html(body, meta)
+        if html is None:
+            return None
+        window = self.params.window_chars
+        if window is not None:
+            start = _body_start(html)
+            if len(html) - start > window:
+                judged = self._judge_html(html[start : start + window])
+                if judged is not None and judged[0] < self.params.below:
+                    return judged
+        return self._judge_html(html)
 
     def _judge_batch(self, batch: pa.Table) -> tuple[np.ndarray, list[tuple[str, str] | None]]:
         """Scores (NaN: not judged) and, per judged page, (fastText's top label, the text read)."""

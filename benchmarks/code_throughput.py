@@ -46,10 +46,10 @@ from curation.stages.pii import PiiRedaction
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from code_filters import BROAD, HAND_WRITTEN, SITE, basic_filter_keeps
-    from read_extract_throughput import timed
+    from read_extract_throughput import timed_executor
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks.code_filters import BROAD, HAND_WRITTEN, SITE, basic_filter_keeps
-    from benchmarks.read_extract_throughput import timed
+    from benchmarks.read_extract_throughput import timed_executor
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,15 +140,14 @@ def through_ray(archives: list[Path], cpus: int, out: Path, *, dedup: bool) -> d
     recipe = parse_recipe(text)
     spent: dict[str, float] = {}
     snapshots: dict[str, dict[int, float]] = {}
-    up = timed(run_module, "_start_ray", spent, after=lambda: snapshots.setdefault("up", cpu_seconds()))
-    down = timed(run_module.ray, "shutdown", spent, before=lambda: snapshots.setdefault("down", cpu_seconds()))
-    with up, down:
+    with timed_executor(run_module, spent, started=lambda: snapshots.setdefault("up", cpu_seconds()),
+                        stopping=lambda: snapshots.setdefault("down", cpu_seconds())):
         started = time.perf_counter()
         result = run_module.run(recipe, output=str(out / f"cpus{cpus}-{dedup}"), quiet=True)
         total = time.perf_counter() - started
-    net = total - spent.get("_start_ray", 0.0) - spent.get("shutdown", 0.0)
+    net = total - spent.get("start", 0.0) - spent.get("close", 0.0)
     cpu = sum(v - snapshots["up"].get(pid, 0.0) for pid, v in snapshots["down"].items())
-    return {"net": net, "total": total, "start": spent.get("_start_ray", 0.0), "cpu": cpu, "stats": result.stats}
+    return {"net": net, "total": total, "start": spent.get("start", 0.0), "cpu": cpu, "stats": result.stats}
 
 
 def main() -> int:

@@ -128,6 +128,7 @@ def measure(n: int, shards: int, words: int, share: float, cpus: int, seed: int)
     from curation.job import WORK_DOCUMENTS
     from pipelines import fuzzy
     from pipelines.corpus import run_corpus_stages
+    from pipelines.ray_executor import RayExecutor
 
     reports = []
     original = fuzzy.fuzzy_dedup
@@ -152,8 +153,8 @@ def measure(n: int, shards: int, words: int, share: float, cpus: int, seed: int)
         idle = PeakRss.now()
         with PeakRss() as rss:
             t0 = time.perf_counter()
-            counters = run_corpus_stages(job, [("minhash_dedup", MinhashDedup())], names, rejects_sample=1.0,
-                                         max_rejects=1000)
+            counters = run_corpus_stages(job, [("minhash_dedup", MinhashDedup())], names, RayExecutor(),
+                                         rejects_sample=1.0, max_rejects=1000)
             seconds = time.perf_counter() - t0
         ray.shutdown()
     report = reports[-1]

@@ -37,7 +37,7 @@ Ray CPUs (`ray.num_cpus`).
 
 Measured per configuration, the subprocess's whole process tree sampled with psutil every 0.1 s
 (Ray's daemons and workers; datatrove's forkserver workers and trafilatura sandboxes):
-  - wall time: ours = `run()` less Ray's start-up and shutdown (timed around the calls run() makes);
+  - wall time: ours = `run()` less its executor's start-up and close (Ray's, or the local pool's);
     datatrove = the sum of its five executors' `run()`; neither counts interpreter start-up;
   - documents/s per core = WARC records read / wall / cores, end to end;
   - per stage: documents in / seconds in the stage, summed over workers (ours: stats.json
@@ -115,7 +115,9 @@ RECIPE = """\
 name: peer-fineweb-{cpus}
 output: {output}
 seed: {seed}
+executor: {executor}
 ray: {{num_cpus: {cpus}}}
+local: {{workers: {cpus}}}
 sources:
   - {{name: web, format: warc, paths: ["{corpus}/*.warc.gz"]}}
 stages:
@@ -325,7 +327,7 @@ def folder_bytes(path: Path, pattern: str = "**/*") -> int:
 
 def child_ours(config_path: str) -> int:
     """In a fresh process: run() of the recipe, timing Ray's start-up/shutdown and the run's phases."""
-    from read_extract_throughput import timed
+    from read_extract_throughput import timed, timed_executor
 
     import pipelines.run as run_module
     from curation.recipe import parse_recipe
@@ -335,8 +337,8 @@ def child_ours(config_path: str) -> int:
     spent: dict[str, float] = {}
     window: dict[str, float] = {}
     with (
-        timed(run_module, "_start_ray", spent, after=lambda: window.setdefault("start", time.time())),
-        timed(run_module.ray, "shutdown", spent, before=lambda: window.setdefault("end", time.time())),
+        timed_executor(run_module, spent, started=lambda: window.setdefault("start", time.time()),
+                       stopping=lambda: window.setdefault("end", time.time())),
         timed(run_module, "run_corpus_stages", spent),
         timed(run_module, "pack_job", spent),
     ):
@@ -363,8 +365,8 @@ def child_ours(config_path: str) -> int:
             texts.setdefault(url, sha1(text))
     out = {
         "run_s": total,
-        "ray_start_s": spent.get("_start_ray", 0.0),
-        "ray_shutdown_s": spent.get("shutdown", 0.0),
+        "start_s": spent.get("start", 0.0),
+        "close_s": spent.get("close", 0.0),
         "corpus_s": spent.get("run_corpus_stages", 0.0),
         "pack_s": spent.get("pack_job", 0.0),
         "window": [window["start"], window["end"]],
@@ -413,14 +415,20 @@ class Side:
         return self.docs / self.cpu_window_s if self.cpu_window_s else float("nan")
 
 
+def _executor_label(executor: str, cpus: int) -> str:
+    if executor == "ray":
+        return f"ray.num_cpus={cpus}"
+    return "local, in-process" if cpus == 1 else f"local, {cpus} worker processes"
+
+
 def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argparse.Namespace, tag: str = "") -> Side:
     """Our recipe on the first `cores` CPUs, with as many Ray CPUs."""
     cpus = cores
     load_before = os.getloadavg()[0]
     out = work / f"ours-{cores}{tag}"
-    recipe = RECIPE.format(cpus=cpus, output=out, seed=SEED, corpus=corpus_dir, timeout=args.timeout_s,
-                           lang=LANG_THRESHOLD, perm=MINHASH["bands"] * MINHASH["rows"], verify=args.minhash_verify,
-                           model=model, seq_len=args.seq_len, engine=args.extract_engine,
+    recipe = RECIPE.format(cpus=cpus, executor=args.executor, output=out, seed=SEED, corpus=corpus_dir,
+                           timeout=args.timeout_s, lang=LANG_THRESHOLD, perm=MINHASH["bands"] * MINHASH["rows"],
+                           verify=args.minhash_verify, model=model, seq_len=args.seq_len, engine=args.extract_engine,
                            gate="" if args.no_html_langid else GATE.format(below=args.gate_below),
                            **MINHASH)
     cfg = {"recipe": recipe, "output": str(out), "result": str(work / f"ours-{cores}{tag}.json")}
@@ -441,7 +449,7 @@ def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argpar
     r = json.loads(Path(cfg["result"]).read_text())
     stats = r["stats"]
     rows = {row["stage"]: row for row in stats["stages"]}
-    wall = r["run_s"] - r["ray_start_s"] - r["ray_shutdown_s"]
+    wall = r["run_s"] - r["start_s"] - r["close_s"]
     stages: dict[str, tuple[int, float]] = {}
     for name in OUR_STAGES:
         if name in rows:
@@ -452,7 +460,8 @@ def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argpar
     job = Path(r["job_dir"])
     dropped_by = {url: key for key, urls in r["dropped"].items() for url in urls}
     side = Side(
-        name=f"ours{tag and ' ' + tag}, {cores} core{'s' if cores > 1 else ''} (ray.num_cpus={cpus})", cores=cores,
+        name=f"ours{tag and ' ' + tag}, {cores} core{'s' * (cores > 1)} ({_executor_label(args.executor, cpus)})",
+        cores=cores,
         docs=stats["documents"]["records_read"], wall_s=wall,
         sampled=sampled, cpu_groups=sampled.cpu_between(*r["window"]), stages=stages, kept=set(r["kept_urls"]),
         dropped_by=dropped_by, texts=r["texts"], out_tokens_bytes=folder_bytes(job / "shards"),
@@ -463,9 +472,9 @@ def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argpar
     drops = {name: rows[name]["dropped"] for name in OUR_STAGES if rows.get(name, {}).get("dropped")}
     side.notes.append("dropped: " + "; ".join(f"{k} {v}" for k, v in drops.items()))
     doc_phase = wall - r["corpus_s"] - r["pack_s"]
-    side.notes.append(f"run() {r['run_s']:.1f} s = Ray start-up {r['ray_start_s']:.1f} + document stages "
+    side.notes.append(f"run() {r['run_s']:.1f} s = executor start-up {r['start_s']:.1f} + document stages "
                       f"{doc_phase:.1f} + corpus stages (minhash + final documents) {r['corpus_s']:.1f} + "
-                      f"tokenize/pack {r['pack_s']:.1f} + Ray shutdown {r['ray_shutdown_s']:.1f}")
+                      f"tokenize/pack {r['pack_s']:.1f} + executor close {r['close_s']:.1f}")
     if args.keep is None:
         shutil.rmtree(out, ignore_errors=True)
     return side
@@ -774,6 +783,8 @@ def main(argv: list[str] | None = None) -> int:
                         "texts match and the agreement measures the filters, not two extractor versions)")
     p.add_argument("--growth", type=int, default=0,
                    help="also run ours on a corpus this many times larger (1x -> Nx): the cost growth exponent")
+    p.add_argument("--executor", choices=["ray", "local"], default="ray",
+                   help="ours on an embedded Ray, or on the local executor (this machine's processes, no Ray)")
     p.add_argument("--timeout-s", type=float, default=2.0, help="trafilatura's per-page time limit, both sides")
     p.add_argument("--minhash-verify", choices=["none", "estimate", "exact"], default="none",
                    help="our check of LSH candidates (datatrove: none)")

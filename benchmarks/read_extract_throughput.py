@@ -107,6 +107,38 @@ def plain_loops_at_once(limit: int | None, processes: int) -> Result:
 
 
 @contextmanager
+def timed_executor(run_module: Any, into: dict[str, float], *, started: Callable[[], None] | None = None,
+                   stopping: Callable[[], None] | None = None) -> Iterator[None]:
+    """Time `run()`'s executor start-up (`into["start"]`: Ray's, or a local pool's) and its close
+    (`into["close"]`), calling `started` just after the first and `stopping` just before the second."""
+    original = run_module.start_executor
+
+    def start(*args: Any, **kwargs: Any) -> Any:
+        begun = time.perf_counter()
+        executor = original(*args, **kwargs)
+        into["start"] = into.get("start", 0.0) + time.perf_counter() - begun
+        if started:
+            started()
+        close = executor.close
+
+        def closing() -> None:
+            if stopping:
+                stopping()
+            begun = time.perf_counter()
+            close()
+            into["close"] = into.get("close", 0.0) + time.perf_counter() - begun
+
+        executor.close = closing
+        return executor
+
+    run_module.start_executor = start
+    try:
+        yield
+    finally:
+        run_module.start_executor = original
+
+
+@contextmanager
 def timed(
     owner: Any, name: str, into: dict[str, float], *, before: Callable[[], None] | None = None,
     after: Callable[[], None] | None = None,
@@ -187,9 +219,8 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
         return take
 
     with (
-        timed(run_module, "_start_ray", spent, after=snapshot("started")),
+        timed_executor(run_module, spent, started=snapshot("started"), stopping=snapshot("stopping")),
         timed(JobWriter, "add", spent, before=lambda: moments.setdefault("first batch", time.perf_counter())),
-        timed(run_module.ray, "shutdown", spent, before=snapshot("stopping")),
     ):
         started = time.perf_counter()
         result = run_module.run(recipe, output=str(output), quiet=True)
@@ -199,11 +230,11 @@ def pipeline(corpus: Path, output: Path, cpus: int) -> Result:
     stats = result.stats
     stages = {row["stage"]: row for row in stats["stages"]}
     extract = stages["extract"]
-    net = total - spent.get("_start_ray", 0.0) - spent.get("shutdown", 0.0)
+    net = total - spent.get("start", 0.0) - spent.get("close", 0.0)
     notes = {
         "run() total s": round(total, 2),
-        "ray start s": round(spent.get("_start_ray", 0.0), 2),
-        "ray shutdown s": round(spent.get("shutdown", 0.0), 2),
+        "ray start s": round(spent.get("start", 0.0), 2),
+        "ray shutdown s": round(spent.get("close", 0.0), 2),
         "first batch s": round(moments["first batch"] - moments["started"], 2),
         "writer s": round(spent.get("add", 0.0), 2),
         "stats wall_seconds": stats["wall_seconds"],

@@ -60,6 +60,12 @@ class RayConfig(_Strict):
     num_cpus: int | None = Field(None, gt=0, description="CPUs of the embedded local Ray (default: all).")
 
 
+class LocalConfig(_Strict):
+    workers: int | None = Field(
+        None, gt=0, description="`executor: local`: worker processes (default: this machine's CPUs); 1 runs "
+        "everything in the calling process.")
+
+
 class Rejects(_Strict):
     sample: float = Field(1.0, ge=0, le=1, description="Share of dropped documents written to rejects/.")
     max_per_reason: int = Field(
@@ -107,7 +113,11 @@ class Recipe(_Strict):
     )
     output: str = Field("./jobs", description="Folder or URI under which the job folder is made.")
     seed: int = Field(42, description="Seed of every random choice (sampling, shuffles).")
+    executor: Literal["ray", "local"] = Field(
+        "ray", description="ray: Ray tasks (embedded or a cluster, see `ray`); local: this machine's processes, "
+        "no Ray (a laptop or a small job: no cluster's fixed memory and start-up; same output).")
     ray: RayConfig = Field(default_factory=RayConfig)
+    local: LocalConfig = Field(default_factory=LocalConfig)
     sources: list[Source] = Field(..., min_length=1)
     stages: list[StageEntry] = Field(default_factory=list, description="Document stages, in order.")
     rejects: Rejects = Field(default_factory=Rejects)
@@ -128,7 +138,7 @@ class Recipe(_Strict):
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (not where it runs or is written)."""
-        body = self.model_dump(mode="json", exclude={"ray", "output"})
+        body = self.model_dump(mode="json", exclude={"executor", "ray", "local", "output"})
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     def job_dir(self, output: str | None = None) -> str:

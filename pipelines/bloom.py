@@ -1,19 +1,22 @@
-"""`bloom_dedup` on Ray: units hash-partitioned to a fixed number of Bloom shards, then outcomes.
+"""`bloom_dedup`: units hash-partitioned to a fixed number of Bloom shards, then outcomes.
 
-Each Bloom shard runs in one task over all units routed to it (so capacity grows with the cluster:
-a task per shard, spread over the nodes); the documents with repeated units are then rewritten
-or dropped in parallel. Only the repeated units and per-shard statistics reach the driver.
+On Ray each Bloom shard runs in one task over all units routed to it (so capacity grows with the
+cluster: a task per shard, spread over the nodes); the documents with repeated units are then
+rewritten or dropped in parallel. Only the repeated units and per-shard statistics reach the driver.
+Without shuffles (`executor: local`) one task runs the same steps over the whole corpus.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import ray
+import pyarrow.parquet as pq
 
+from curation import io
 from curation.bloomdedup import REWRITES, BloomDedup
 from curation.corpus import REMOVALS
 
@@ -54,7 +57,9 @@ def _outcome(batch: pa.Table, stage: BloomDedup, removed: pa.Array, repeated: pa
 
 
 def removals(files: list[str], stage: BloomDedup, earlier: pa.Table) -> tuple[pa.Table, int, pa.Table, dict[str, Any]]:
-    """(removals, documents seen, rewrites (id, text), filter statistics summed over shards)."""
+    """(removals, documents seen, rewrites (id, text), filter statistics summed over shards), on Ray."""
+    import ray  # Ray Data's shuffle: imported only where it runs
+
     removed = earlier.column("id").combine_chunks()
     docs = ray.data.read_parquet(files).select_columns(sorted({"id", "text", "source"}))
     seen = docs.map_batches(_live, batch_format="pyarrow", fn_kwargs={"stage": stage, "removed": removed}).count()
@@ -62,6 +67,32 @@ def removals(files: list[str], stage: BloomDedup, earlier: pa.Table) -> tuple[pa
     shards = units.groupby("shard", num_partitions=stage.params.shards).map_groups(
         _repeated, batch_format="pyarrow", fn_kwargs={"stage": stage})
     out = pa.concat_tables([t.cast(_OUT) for t in ray.get(shards.to_arrow_refs())] or [_OUT.empty_table()])
+
+    def outcome(repeated: pa.Table) -> pa.Table:
+        tables = docs.map_batches(_outcome, batch_format="pyarrow",
+                                  fn_kwargs={"stage": stage, "removed": removed, "repeated": repeated})
+        return pa.concat_tables([t.cast(_OUTCOME) for t in ray.get(tables.to_arrow_refs())])
+
+    return _result(out, seen, outcome, stage)
+
+
+def removals_in_one_task(files: list[str], stage: BloomDedup,
+                         earlier: pa.Table) -> tuple[pa.Table, int, pa.Table, dict[str, Any]]:
+    """What `removals` returns, computed in this process over the whole corpus."""
+    removed = earlier.column("id").combine_chunks()
+    docs = pa.concat_tables([pq.read_table(path, columns=sorted({"id", "text", "source"}), filesystem=fs)
+                             for fs, path in map(io.resolve, files)])
+    units = _units(docs, stage, removed)
+    column = units.column("shard")
+    out = pa.concat_tables([_OUT.empty_table()] + [_repeated(units.filter(pc.equal(column, shard)), stage).cast(_OUT)
+                                                   for shard in pc.unique(column).to_pylist()])
+    return _result(out, _live(docs, stage, removed).num_rows,
+                   lambda repeated: _outcome(docs, stage, removed, repeated).cast(_OUTCOME), stage)
+
+
+def _result(out: pa.Table, seen: int, outcome: Callable[[pa.Table], pa.Table],
+            stage: BloomDedup) -> tuple[pa.Table, int, pa.Table, dict[str, Any]]:
+    """Removals, rewrites and statistics from the shards' output (`out`) and `outcome` of the repeated units."""
     is_stats = pc.is_valid(out.column("stats"))
     shard_stats = [json.loads(s) for s in out.filter(is_stats).column("stats").to_pylist()]
     repeated = out.filter(pc.invert(is_stats)).select(["id", "index"])
@@ -75,9 +106,7 @@ def removals(files: list[str], stage: BloomDedup, earlier: pa.Table) -> tuple[pa
     }
     if repeated.num_rows == 0:
         return REMOVALS.empty_table(), seen, REWRITES.empty_table(), stats
-    outcome = docs.map_batches(_outcome, batch_format="pyarrow",
-                               fn_kwargs={"stage": stage, "removed": removed, "repeated": repeated})
-    table = pa.concat_tables([t.cast(_OUTCOME) for t in ray.get(outcome.to_arrow_refs())])
+    table = outcome(repeated)
     dropped = pc.is_valid(table.column("reason"))
     removals_table = table.filter(dropped).select(REMOVALS.names).cast(REMOVALS).sort_by("id")
     rewrites = table.filter(pc.invert(dropped)).select(REWRITES.names).cast(REWRITES).sort_by("id")

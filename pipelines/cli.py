@@ -80,7 +80,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"curate run --serve: {exc}; nothing was run", file=sys.stderr)
             return 2
         print(f"status service: {service.url}", file=sys.stderr)
-    result = run(recipe, address=args.address, output=args.output, quiet=args.quiet)
+    result = run(recipe, address=args.address, output=args.output, quiet=args.quiet, executor=args.executor)
     summary(result.stats, result.job_dir)
     if service is not None:
         linger(service)
@@ -251,6 +251,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a recipe (embedded local Ray unless an address is given)")
     run.add_argument("recipe")
+    run.add_argument("--executor", choices=["ray", "local"],
+                     help="ray: Ray tasks; local: this machine's processes, no Ray (default: the recipe's executor)")
     run.add_argument("--address", help="Ray address: auto, ray://host:10001 (default: the recipe's ray.address)")
     run.add_argument("--output", help="folder under which the job folder is made (default: the recipe's output)")
     run.add_argument("--quiet", action="store_true", help="no progress display")

@@ -1,4 +1,4 @@
-"""Corpus stages on Ray: a shuffle by key over all curated documents, then the final documents.
+"""Corpus stages: a shuffle by key over all curated documents, then the final documents.
 
 Runs after the document stages have written every shard to `_work/documents/`. Each corpus stage
 maps documents to (id, key, score) rows, hash-partitions them by key so that every copy of a key
@@ -6,7 +6,8 @@ meets in one partition, and asks the stage which documents to remove. Its remova
 `_work/removed/<stage>.parquet` once complete (a rerun reuses them); later stages see only the
 survivors of earlier ones. Finally every shard is rewritten to `documents/` without the removed
 documents, which go to `rejects/` with the survivor's id as their detail. A small corpus
-(`SINGLE_TASK_DOCUMENTS`) skips the shuffle: one task computes the same removals.
+(`SINGLE_TASK_DOCUMENTS`), or any corpus on an executor without shuffles (`executor: local`), skips
+the shuffle: one task computes the same removals.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import ray
 
 from curation import io
 from curation.bloomdedup import REWRITES, BloomDedup
 from curation.corpus import REMOVALS, CorpusStage, select_documents
 from curation.dedup.bloom import shard_of as partition_of
+from curation.fuzzy import MinhashDedup
 from curation.job import WORK_DOCUMENTS, finalize_shard
-from pipelines import bloom, fuzzy
+from pipelines import bloom
+from pipelines.executor import Executor
 
 PARTITIONS_PER_CPU = 4
 # Up to this many documents a stage runs in one task: a shuffle's fixed cost (tasks, object-store
@@ -45,6 +47,8 @@ def _removals(rows: pa.Table, stage: CorpusStage) -> pa.Table:
 
 def removals(files: list[str], name: str, stage: CorpusStage, earlier: pa.Table) -> tuple[pa.Table, int]:
     """(id, reason, detail) of the documents `stage` removes among `files`, and how many it saw."""
+    import ray  # the shuffles run on Ray only
+
     cpus = int(ray.cluster_resources().get("CPU", 1))
     columns = sorted({*stage.columns(), "source"})
     ds = ray.data.read_parquet(files).select_columns(columns)
@@ -64,7 +68,6 @@ def _documents(files: list[str]) -> int:
     return sum(pq.read_metadata(path, filesystem=fs).num_rows for fs, path in map(io.resolve, files))
 
 
-@ray.remote
 def _removals_in_one_task(files: list[str], stage: CorpusStage, earlier: pa.Table) -> tuple[pa.Table, int]:
     """A small corpus's removals in one process: the same answer as the shuffles, without their fixed cost."""
     columns = sorted({*stage.columns(), "source"})
@@ -74,14 +77,8 @@ def _removals_in_one_task(files: list[str], stage: CorpusStage, earlier: pa.Tabl
     return stage.reference(documents).cast(REMOVALS), documents.num_rows
 
 
-@ray.remote(num_cpus=1)  # a whole CPU: no more tasks at once than the warm workers the document stages left
-def _finalize(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Table, sample: float,
-              cap: int) -> dict[str, Any]:
-    return finalize_shard(job_dir, shard, removed, rewrites, sample=sample, cap=cap)
-
-
-def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
-                  removed: pa.Table) -> tuple[pa.Table, int, pa.Table, dict[str, Any]]:
+def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage, removed: pa.Table,
+                  executor: Executor) -> tuple[pa.Table, int, pa.Table, dict[str, Any]]:
     """(removals, documents seen, rewrites, extra counters) of one corpus stage: computed once, then
     read back from `_work/` by every rerun."""
     out, rewrites_out = (io.join(job_dir, "_work", folder, f"{name}.parquet") for folder in ("removed", "rewritten"))
@@ -95,14 +92,20 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
     rewrites = REWRITES.empty_table()
     if not files:
         table, seen = REMOVALS.empty_table(), 0
-    elif _documents(files) <= SINGLE_TASK_DOCUMENTS and not isinstance(stage, BloomDedup):
-        table, seen = ray.get(_removals_in_one_task.remote(files, stage, removed))
+    elif isinstance(stage, BloomDedup) and not executor.shuffles:
+        table, seen, rewrites, bloom_stats = executor.result(executor.submit(bloom.removals_in_one_task, files,
+                                                                             stage, removed))
+        extra = {"bloom": bloom_stats}
+    elif not executor.shuffles or (_documents(files) <= SINGLE_TASK_DOCUMENTS and not isinstance(stage, BloomDedup)):
+        table, seen = executor.result(executor.submit(_removals_in_one_task, files, stage, removed))
     else:
+        from pipelines import fuzzy  # Ray Data's shuffles: imported only where they run
+
         with fuzzy.sort_shuffle():
             if isinstance(stage, BloomDedup):
                 table, seen, rewrites, bloom_stats = bloom.removals(files, stage, removed)
                 extra = {"bloom": bloom_stats}
-            elif isinstance(stage, fuzzy.MinhashDedup):  # several shuffles
+            elif isinstance(stage, MinhashDedup):  # several shuffles
                 table, seen = fuzzy.removals(files, name, stage, removed)
             else:
                 table, seen = removals(files, name, stage, removed)
@@ -115,7 +118,7 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
     return table, seen, rewrites, extra
 
 
-def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shards: list[str], *,
+def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shards: list[str], executor: Executor, *,
                       rejects_sample: float, max_rejects: int,
                       on_done: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
     """Run every corpus stage, then write the final documents; return the stages' counters.
@@ -130,7 +133,7 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
     rewrites = REWRITES.empty_table()
     for name, stage in stages:
         started = time.perf_counter()
-        table, seen, rewritten, extra = _stage_result(job_dir, files, name, stage, removed)
+        table, seen, rewritten, extra = _stage_result(job_dir, files, name, stage, removed, executor)
         rewrites = pa.concat_tables([rewrites, rewritten])
         reasons = dict(zip(*np.unique(table.column("reason").to_pylist(), return_counts=True), strict=True))
         counters[name] = {"docs_in": seen, "docs_out": seen - table.num_rows,
@@ -142,8 +145,10 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
         stage_column = pa.array([name] * table.num_rows, pa.string())
         removed = pa.concat_tables([removed, table.append_column("stage", stage_column).select(removed.column_names)])
     pending = [s for s in shards if not io.exists(io.join(job_dir, "_work", "final", f"{s}.json"))]
-    written = ray.get([_finalize.remote(job_dir, s, removed, rewrites, rejects_sample, max_rejects)
-                       for s in pending])
+    removed, rewrites = executor.share(removed), executor.share(rewrites)
+    written = [executor.result(task) for task in [
+        executor.submit(finalize_shard, job_dir, s, removed, rewrites, sample=rejects_sample, cap=max_rejects)
+        for s in pending]]
     if on_done:
         on_done("final documents", {"shards": len(written), "documents": sum(r["documents"] for r in written)})
     return counters

@@ -1,17 +1,14 @@
-"""`curate run`: validate, start or join Ray, stream the plan into the job folder, summarise."""
+"""`curate run`: validate, start the executor (or join Ray), stream the plan into the job folder, summarise."""
 
 from __future__ import annotations
 
 import functools
 import importlib.metadata
-import logging
-import os
 import platform
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import ray
 import yaml
 
 from curation import io
@@ -22,6 +19,7 @@ from curation.shards import list_shards
 from curation.stages import Stage
 from pipelines import plan
 from pipelines.corpus import run_corpus_stages
+from pipelines.executor import Executor, start_executor
 from pipelines.progress import Progress
 from pipelines.tokens import pack_job, token_stats
 
@@ -57,24 +55,6 @@ class RunResult:
     finished: list[str] = field(default_factory=list)
 
 
-def _start_ray(recipe: Recipe, address: str | None) -> bool:
-    """Start an embedded Ray (or join a cluster); True when this call started it."""
-    if ray.is_initialized():
-        return False
-    # "local" starts a new embedded Ray even where another one runs on this machine (plain
-    # ray.init() would join that one, and then refuse num_cpus); RAY_ADDRESS joins a cluster as usual.
-    address = address or recipe.ray.address or os.environ.get("RAY_ADDRESS") or "local"
-    kwargs: dict[str, Any] = {"address": address, "logging_level": "WARNING", "log_to_driver": True}
-    if address == "local":
-        kwargs.update(num_cpus=recipe.ray.num_cpus, include_dashboard=False)
-        # Embedded Ray is private to this process: its token-auth notice says nothing to act on.
-        logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-    ray.init(**kwargs)
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
-    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "bars disabled": we did that
-    return True
-
-
 def run(
     recipe: Recipe,
     *,
@@ -82,8 +62,10 @@ def run(
     output: str | None = None,
     quiet: bool = False,
     stages: list[tuple[str, Stage]] | None = None,
+    executor: str | None = None,
 ) -> RunResult:
-    """Run a validated recipe to completion; `stages` replaces the recipe's (tests, custom stages)."""
+    """Run a validated recipe to completion; `stages` replaces the recipe's (tests, custom stages),
+    `executor` the recipe's executor (ray, local)."""
     job_dir = recipe.job_dir(output)
     shards = list_shards(recipe)
     stages = plan.recipe_stages(recipe) if stages is None else stages
@@ -102,15 +84,15 @@ def run(
     live = LiveProgress(job_dir, writer)  # the status service's live counters (`_progress.json`)
     finished: list[str] = []
     corpus_counters: dict[str, dict[str, Any]] = {}
-    ray_started = time.time()
+    start = time.time()
     packing = recipe.pack is not None and not io.exists(io.join(job_dir, "manifest.json"))
-    we_started = _start_ray(recipe, address) if todo or corpus_stages or packing else False
+    pool: Executor | None = start_executor(recipe, address, executor) if todo or corpus_stages or packing else None
     manifest = None
-    ray_seconds = time.time() - ray_started
+    start_seconds = time.time() - start
     try:
         if todo:
             with progress:
-                for batch in plan.stream(recipe, todo, stages):
+                for batch in plan.stream(recipe, todo, stages, pool):
                     completed = writer.add(batch)
                     for name in completed:
                         events.emit("shard_done", shard=name, documents=writer.done[name]["documents"])
@@ -130,22 +112,24 @@ def run(
                     progress.say(f"  {step}: {counts['docs_in']:,} documents in, {counts['docs_out']:,} kept "
                                  f"({counts['seconds']:.1f} s)")
 
-            corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards],
+            corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards], pool,
                                                 rejects_sample=recipe.rejects.sample,
                                                 max_rejects=recipe.rejects.max_per_reason, on_done=corpus_step_done)
         if recipe.pack is not None:
             events.emit("packing_started")
             progress.say("tokens: tokenize, mix, pack and shuffle into shards")
-            manifest = pack_job(job_dir, recipe, [s.name for s in shards], say=progress.say, versions=versions())
+            manifest = pack_job(job_dir, recipe, [s.name for s in shards], pool, say=progress.say,
+                                versions=versions())
             events.emit("packing_done", **{s: manifest["splits"][s]["tokens"] for s in manifest["splits"]})
     except BaseException as exc:
         events.emit("job_failed", error=f"{type(exc).__name__}: {exc}", shards_done=len(writer.done))
         raise
     finally:
-        if we_started:
-            ray.shutdown()
+        if pool is not None:
+            pool.close()
     stats = _stats(recipe, writer, shards, time.time() - started, len(shards) - len(todo), corpus_counters)
-    stats["ray_start_seconds"] = round(ray_seconds, 3)  # part of wall_seconds
+    stats["executor"] = executor or recipe.executor
+    stats["executor_start_seconds"] = round(start_seconds, 3)  # part of wall_seconds
     if manifest is not None:
         stats["tokens"] = token_stats(manifest)
     io.write_json_atomic(io.join(job_dir, "stats.json"), stats)

@@ -1,4 +1,4 @@
-"""The end of `curate run` on Ray: tokenizer, tokens, mixture plan, packing, shuffled shards, manifest.
+"""The end of `curate run`: tokenizer, tokens, mixture plan, packing, shuffled shards, manifest.
 
 Each phase is resumable from the job folder: the tokenizer is `tokenizer.model`, each documents
 file's tokens are `_work/tokens/<shard>.parquet`, each bucket's packed rows
@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import ray
 
 from curation import io
 from curation.mixture import SourcePlan, plan, shares
@@ -27,6 +26,7 @@ from curation.tokens.corpus import SPLITS, pack_bucket, processor, read_summary,
 from curation.tokens.pack import Packer
 from curation.tokens.shards import shard_count, write_shard
 from curation.tokens.tokenizer import text_bytes, train_from_documents
+from pipelines.executor import Executor
 
 TOKENS, PACKED, SHARDS = "_work/tokens", "_work/packed", "shards"
 MANIFEST_FORMAT = "curation.packed/1"
@@ -34,25 +34,25 @@ MANIFEST_FORMAT = "curation.packed/1"
 Say = Callable[[str], None]
 
 
-def _gather(refs: list[ray.ObjectRef], what: str, say: Say,
+def _gather(executor: Executor, refs: list[Any], what: str, say: Say,
             fold: Callable[[Any], None] | None = None) -> list[Any]:
     """Wait for tasks in order of completion, saying how far along they are every few seconds; with
     `fold`, each result is handed to it as it arrives (and not kept) instead of returned in order."""
     started, last, done = time.time(), 0.0, 0
     pending = list(refs)
     while pending:
-        ready, pending = ray.wait(pending, num_returns=1, timeout=5)
+        ready, pending = executor.wait(pending, timeout=5)
         done += len(ready)
         if fold is not None:
             for ref in ready:
-                fold(ray.get(ref))
+                fold(executor.result(ref))
         if time.time() - last > 5 and pending:
             last = time.time()
             say(f"  {what}: {done}/{len(refs)} tasks done ({time.time() - started:.0f} s)")
-    return [] if fold is not None else ray.get(refs)
+    return [] if fold is not None else [executor.result(ref) for ref in refs]
 
 
-def _tokenizer(job_dir: str, recipe: Recipe, files: list[str]) -> bytes:
+def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executor) -> bytes:
     target = io.join(job_dir, "tokenizer.model")
     if io.exists(target):  # copied or trained by an earlier run of this job
         return _read(target)
@@ -60,8 +60,8 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str]) -> bytes:
     if config.model:
         data = _read(config.model)
     else:
-        train = ray.remote(num_cpus=1)(train_from_documents)
-        data = ray.get(train.remote(files, recipe.seed, recipe.pack.validation, **config.train.model_dump()))
+        data = executor.result(executor.submit(train_from_documents, files, recipe.seed, recipe.pack.validation,
+                                               **config.train.model_dump()))
     try:
         processor(data)
     except RuntimeError as exc:
@@ -78,7 +78,7 @@ def _read(uri: str) -> bytes:
 
 
 def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes, buckets: int,
-              say: Say) -> dict[str, np.ndarray]:
+              executor: Executor, say: Say) -> dict[str, np.ndarray]:
     """Tokenize every documents file not done yet; return each source's token histogram (train split),
     summed as the results arrive so that the driver never holds one summary per file."""
     outs = {shard: io.join(job_dir, TOKENS, f"{shard}.parquet") for shard in files}
@@ -93,25 +93,23 @@ def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes,
     for shard in files:
         if shard not in todo:
             fold(read_summary(outs[shard]))
-    task = ray.remote(num_cpus=1)(tokenize_file)
-    model_ref = ray.put(model)
-    refs = [task.remote(files[s], outs[s], model_ref, buckets=buckets, seed=recipe.seed,
-                        validation=recipe.pack.validation) for s in todo]
-    _gather(refs, "tokenize", say, fold)
+    model_ref = executor.share(model)
+    refs = [executor.submit(tokenize_file, files[s], outs[s], model_ref, buckets=buckets, seed=recipe.seed,
+                            validation=recipe.pack.validation) for s in todo]
+    _gather(executor, refs, "tokenize", say, fold)
     return hists
 
 
 def _pack(job_dir: str, recipe: Recipe, tokens_files: list[str], buckets: int, plans: dict[str, SourcePlan],
-          packer_args: dict[str, int], say: Say) -> list[dict[str, Any]]:
+          packer_args: dict[str, int], executor: Executor, say: Say) -> list[dict[str, Any]]:
     def out(split: str, b: int) -> str:
         return io.join(job_dir, PACKED, split, f"bucket-{b:05d}.arrow")
 
     records = [io.join(job_dir, PACKED, f"bucket-{b:05d}.json") for b in range(buckets)]
     todo = [b for b in range(buckets) if not io.exists(records[b])]
-    task = ray.remote(num_cpus=1)(_pack_and_record)
-    refs = [task.remote(tokens_files, b, plans, recipe.seed, {s: out(s, b) for s in SPLITS}, packer_args, records[b])
-            for b in todo]
-    _gather(refs, "pack", say)
+    refs = [executor.submit(_pack_and_record, tokens_files, b, plans, recipe.seed, {s: out(s, b) for s in SPLITS},
+                            packer_args, records[b]) for b in todo]
+    _gather(executor, refs, "pack", say)
     return [{**io.read_json(records[b]), "files": {s: out(s, b) for s in SPLITS}} for b in range(buckets)]
 
 
@@ -120,17 +118,17 @@ def _pack_and_record(tokens_files: list[str], bucket: int, plans: dict[str, Sour
     io.write_json_atomic(record, pack_bucket(tokens_files, bucket, plans, seed, out, packer_args))
 
 
-def _shards(job_dir: str, recipe: Recipe, packed: list[dict[str, Any]], say: Say) -> dict[str, list[dict[str, Any]]]:
-    task = ray.remote(num_cpus=1)(write_shard)
+def _shards(job_dir: str, recipe: Recipe, packed: list[dict[str, Any]], executor: Executor,
+            say: Say) -> dict[str, list[dict[str, Any]]]:
     refs: dict[str, list[Any]] = {}
     for split in SPLITS:
         rows = [p[split]["rows"] for p in packed]
         files = [p["files"][split] for p in packed]
         n = shard_count(sum(rows), recipe.pack.shard_rows)
         names = [f"{SHARDS}/{split}-{k:05d}.arrow" for k in range(n)]
-        refs[split] = [(name, task.remote(files, rows, k, recipe.pack.shard_rows, recipe.seed, io.join(job_dir, name)))
-                       for k, name in enumerate(names)]
-    counts = _gather([ref for split in SPLITS for _, ref in refs[split]], "shuffle into shards", say)
+        refs[split] = [(name, executor.submit(write_shard, files, rows, k, recipe.pack.shard_rows, recipe.seed,
+                                              io.join(job_dir, name))) for k, name in enumerate(names)]
+    counts = _gather(executor, [ref for split in SPLITS for _, ref in refs[split]], "shuffle into shards", say)
     it = iter(counts)
     return {split: [{"file": name, **next(it)} for name, _ in refs[split]] for split in SPLITS}
 
@@ -159,7 +157,7 @@ def _mixture_report(plans: dict[str, SourcePlan], achieved: dict[str, int]) -> d
                 "achieved_share": round(achieved_share[s], 6), "epochs": round(plans[s].rate, 6)} for s in plans}
 
 
-def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], *, say: Say,
+def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Executor, *, say: Say,
              versions: dict[str, str]) -> dict[str, Any]:
     """Tokenize, mix, pack and shuffle the job's final documents; write and return the manifest."""
     manifest_uri = io.join(job_dir, "manifest.json")
@@ -170,11 +168,11 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], *, say: Say,
     docs = {s: io.join(job_dir, "documents", f"{s}.parquet") for s in shard_names}
     docs = {s: uri for s, uri in docs.items() if io.exists(uri)}  # shards that kept nothing have no file
     files = [docs[s] for s in sorted(docs)]
-    model = _tokenizer(job_dir, recipe, files)
+    model = _tokenizer(job_dir, recipe, files, executor)
     sp = processor(model)
     say(f"tokenizer: {sp.get_piece_size():,} pieces ({'trained' if recipe.tokenizer.train else 'loaded'})")
     buckets = max(1, math.ceil(text_bytes(files) / recipe.pack.bucket_bytes)) if files else 1
-    plans = plan(recipe.mixture, _tokenize(job_dir, recipe, docs, model, buckets, say))
+    plans = plan(recipe.mixture, _tokenize(job_dir, recipe, docs, model, buckets, executor, say))
     for source, p in sorted(plans.items()):
         note = f", SHORT by {p.shortfall_tokens:,} (max_epochs reached)" if p.shortfall_tokens else ""
         say(f"  mixture {source}: {p.available_tokens:,} tokens available, target {p.target_tokens:,}, "
@@ -182,8 +180,8 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], *, say: Say,
     packer_args = {"seq_len": recipe.pack.seq_len, "eos_id": sp.eos_id(), "pad_id": sp.pad_id(),
                    "vocab_size": sp.get_piece_size()}
     tokens_files = [io.join(job_dir, TOKENS, f"{s}.parquet") for s in sorted(docs)]
-    packed = _pack(job_dir, recipe, tokens_files, buckets, plans, packer_args, say)
-    shards = _shards(job_dir, recipe, packed, say)
+    packed = _pack(job_dir, recipe, tokens_files, buckets, plans, packer_args, executor, say)
+    shards = _shards(job_dir, recipe, packed, executor, say)
     splits = {split: _split_totals(packed, shards[split], split) for split in SPLITS}
     layout = Packer(**packer_args)
     manifest = {

@@ -94,3 +94,16 @@ class ShardLog(Stage):
         with Path(self.params.log).open("a") as f:
             f.write(f"{batch.column(schema.SHARD)[0].as_py()} {time.time()}\n")
         return Processed(batch, pa.nulls(batch.num_rows, pa.string()))
+
+
+class BrokenSetup(Stage):
+    """Cannot set up (a model file that will not load): every task that runs it fails."""
+
+    name = "broken_setup"
+
+    def setup(self) -> None:
+        msg = "model file is corrupt"
+        raise RuntimeError(msg)
+
+    def process(self, batch: pa.Table) -> Processed:
+        return Processed(batch, pa.nulls(batch.num_rows, pa.string()))

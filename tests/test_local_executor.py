@@ -1,0 +1,149 @@
+"""`executor: local`: the same job folder as Ray's, in this machine's processes and without Ray."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+from curation.apply import STAGE_ERROR
+from curation.recipe import parse_recipe
+from pipelines import corpus as corpus_stages
+from pipelines.run import run
+from tests.conftest import ROOT, SAMPLE
+from tests.support.stages import BrokenSetup, CrashOnce, Poisoned, SetupCounter
+
+BOILER = "Subscribe to our newsletter to get more stories like this one every single week of the year."
+
+
+def note(i: int, changed: bool = False) -> str:
+    body = " ".join(f"w{i}x{j}" for j in range(40))  # words of its own: no two notes are near duplicates
+    return f"{body.replace(f'w{i}x20 ', 'other ') if changed else body}\n{BOILER}"
+
+
+def notes(tmp_path: Path) -> str:
+    """Two JSONL shards: shared paragraphs (bloom), exact copies (exact) and near copies (minhash) across them."""
+    shards = {"a": [note(i) for i in range(24)],
+              "b": [note(i) for i in range(12, 30)] + [note(i, changed=True) for i in range(4)]}
+    for name, texts in shards.items():
+        rows = [{"text": text, "url": f"https://{name}.example/{k}"} for k, text in enumerate(texts)]
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return f"{tmp_path}/*.jsonl"
+
+
+def recipe_text(tmp_path: Path, extra: str = "") -> str:
+    return f"""
+name: same-everywhere
+seed: 7
+{extra}
+sources:
+  - {{name: web, format: warc, paths: ["{SAMPLE}/crawl-*.warc.gz"]}}
+  - {{name: notes, format: jsonl, paths: ["{notes(tmp_path)}"]}}
+stages:
+  - extract: {{timeout_s: 5, only: [web]}}
+  - length: {{min_words: 20}}
+  - exact_dedup: {{}}
+  - minhash_dedup: {{threshold: 0.7}}
+  - bloom_dedup: {{shards: 4, capacity: 10000}}
+mixture: {{weights: {{web: 0.6, notes: 0.4}}, total_tokens: 4000, max_epochs: 4}}
+tokenizer: {{train: {{vocab_size: 400, hard_vocab_limit: false}}}}
+pack: {{seq_len: 64, shard_rows: 8, validation: 0.1}}
+"""
+
+
+def job_files(job_dir: str) -> dict[str, str]:
+    """sha256 of every output file but the ones that record times (stats, events, manifest)."""
+    root = Path(job_dir)
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.parts[len(root.parts)] in ("documents", "rejects", "shards", "tokenizer.model")}
+
+
+def timeless(manifest: dict) -> dict:
+    return {k: v for k, v in manifest.items() if k not in ("seconds", "versions")}
+
+
+def counters(stats: dict) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in stats["stages"]]
+
+
+def test_local_workers_and_in_process_write_what_ray_writes(ray_session, tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus_stages, "SINGLE_TASK_DOCUMENTS", 0)  # Ray's shuffles against local's one task
+    recipe = parse_recipe(recipe_text(tmp_path))
+    on_ray = run(recipe, output=str(tmp_path / "ray"), quiet=True)
+    pooled = run(recipe, output=str(tmp_path / "two"), quiet=True, executor="local")
+    one = run(recipe.model_copy(update={"local": recipe.local.model_copy(update={"workers": 1})}),
+              output=str(tmp_path / "one"), quiet=True, executor="local")
+    files = job_files(on_ray.job_dir)
+    assert any(f.startswith("shards/") for f in files) and any("stage=length" in f for f in files)
+    assert any("stage=minhash_dedup" in f for f in files) and any("stage=exact_dedup" in f for f in files)
+    manifest = json.loads(Path(on_ray.job_dir, "manifest.json").read_text())
+    for other in (pooled, one):
+        assert job_files(other.job_dir) == files
+        assert timeless(json.loads(Path(other.job_dir, "manifest.json").read_text())) == timeless(manifest)
+        assert counters(other.stats) == counters(on_ray.stats)
+        assert other.stats["documents"] == on_ray.stats["documents"]
+    assert (on_ray.stats["executor"], pooled.stats["executor"], one.stats["executor"]) == ("ray", "local", "local")
+    dropped = {row["stage"]: row["dropped"] for row in on_ray.stats["stages"]}
+    assert dropped["exact_dedup"] == {"duplicate": 12} and dropped["minhash_dedup"] == {"near_duplicate": 4}
+    bloom = next(row for row in on_ray.stats["stages"] if row["stage"] == "bloom_dedup")
+    assert bloom["counts"]["rewritten"] > 20  # the boilerplate paragraph left every note but the first
+
+
+def test_local_run_never_imports_ray_and_prints_its_summary(tmp_path):
+    (tmp_path / "recipe.yaml").write_text(recipe_text(tmp_path, "executor: local\nlocal: {workers: 2}"))
+    script = (f"import runpy, sys; sys.argv = ['curate', 'run', {str(tmp_path / 'recipe.yaml')!r}, '--output', "
+              f"{str(tmp_path / 'out')!r}, '--quiet']\n"
+              "from pipelines.cli import main\ncode = main()\nassert 'ray' not in sys.modules, 'ray was imported'\n"
+              "sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "documents kept of" in done.stdout
+    [job] = (tmp_path / "out").iterdir()
+    assert json.loads((job / "stats.json").read_text())["executor"] == "local"
+    assert (job / "manifest.json").is_file()
+
+
+def jsonl_recipe(tmp_path: Path, texts: dict[str, list[str]], workers: int = 2):
+    for name, rows in texts.items():
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in rows))
+    return parse_recipe(f"name: small\nexecutor: local\nlocal: {{workers: {workers}}}\n"
+                        f"sources: [{{name: s, format: jsonl, paths: ['{tmp_path}/*.jsonl']}}]\n")
+
+
+def test_a_worker_sets_each_stage_up_once_for_all_its_shards(tmp_path):
+    recipe = jsonl_recipe(tmp_path, {f"s{k}": [f"note {i} of shard {k}" for i in range(50)] for k in range(6)})
+    log = tmp_path / "setups.log"
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=[("count", SetupCounter(log=str(log)))])
+    pids = log.read_text().split()
+    assert result.stats["documents"]["out"] == 300
+    assert 1 <= len(pids) == len(set(pids)) <= 2  # one setup per worker, however many shards it ran
+
+
+def test_a_record_a_stage_fails_on_is_a_reject_and_a_stage_that_cannot_start_fails_the_run(tmp_path):
+    recipe = jsonl_recipe(tmp_path, {"a": ["fine"] * 20, "b": ["fine", "POISON here", "fine"]})
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=[("poisoned", Poisoned())])
+    poisoned = next(row for row in result.stats["stages"] if row["stage"] == "poisoned")
+    assert poisoned["dropped"] == {STAGE_ERROR: 1} and poisoned["docs_out"] == 22
+    with pytest.raises(RuntimeError, match="model file is corrupt"):
+        run(recipe, output=str(tmp_path / "broken"), quiet=True, stages=[("broken", BrokenSetup())])
+
+
+def test_a_dead_worker_fails_the_run_and_the_rerun_finishes_it_with_no_document_twice(tmp_path):
+    texts = {f"s{k}": [f"note {i} of shard {k}" + (" CRASH" if (k, i) == (2, 7) else "") for i in range(40)]
+             for k in range(4)}
+    recipe = jsonl_recipe(tmp_path, texts)
+    stages = [("crash", CrashOnce(flag=str(tmp_path / "crashed")))]
+    with pytest.raises(BrokenProcessPool):
+        run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=stages)
+    again = run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=stages)
+    ids = pq.read_table(Path(again.job_dir, "documents")).column("id").to_pylist()
+    assert len(ids) == len(set(ids)) == 160 == again.stats["documents"]["out"]
+    rejects = Path(again.job_dir, "rejects")
+    assert not rejects.exists() or pads.dataset(rejects, format="parquet").count_rows() == 0

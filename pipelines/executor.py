@@ -8,7 +8,9 @@ output: the functions, their inputs and the job folder are the same.
 fits one machine: no cluster's fixed cost (an idle embedded Ray holds ~590 MB and takes ~2-3 s to
 start). With one worker everything runs in the calling process; with more, a process pool whose
 workers fork from a forkserver that imported the stages once (their pages are shared, and a stage's
-`setup` runs once per worker, as on Ray). Its corpus stages run in one process (the same functions
+`setup` runs once per worker, as on Ray). Not forked from the calling process: that saves ~80 MB of
+PSS at 2 workers but copies whatever threads it runs (Ray's gRPC in a notebook that also uses Ray, a
+status server), a known source of hangs in forked children. Its corpus stages run in one process (the same functions
 Ray's shuffles spread out, so the same removals), so their memory grows with the corpus: past one
 machine's worth of documents, use Ray. A worker that dies fails the run; a rerun resumes it.
 """

@@ -4,7 +4,8 @@ On the same WARC corpus (`corpus.build_warc_corpus`: the ~1,160 real pages of th
 WARC response records, `--copies N` times with distinct URLs, in `--files` .warc.gz files), on the
 same cores, in one run:
 
-  ours        `pipelines.run.run` of the recipe below with an embedded Ray on 1 and on 2 cores:
+  ours        `pipelines.run.run` of the recipe below on 1 and on 2 cores, on an embedded Ray or with
+              `--executor local` on the local executor (no Ray; 1 core: in-process, 2: 2 worker processes):
               html_langid en (language ID on the raw page: pages surely not English skip
               extraction; `--no-html-langid` leaves it out) -> extract (trafilatura, favor precision,
               no comments, deduplicate: datatrove's Trafilatura settings; `--extract-engine fast`)
@@ -33,10 +34,11 @@ vocabulary size for datatrove's DocumentTokenizer (trained in datatrove's venv).
 
 Cores: each side runs in a fresh subprocess pinned (CPU affinity, inherited by every process it
 starts) to the first 1 or 2 CPUs: datatrove with as many tasks and workers, ours with as many
-Ray CPUs (`ray.num_cpus`).
+Ray CPUs (`ray.num_cpus`) or local workers (`local.workers`).
 
 Measured per configuration, the subprocess's whole process tree sampled with psutil every 0.1 s
-(Ray's daemons and workers; datatrove's forkserver workers and trafilatura sandboxes):
+(Ray's daemons and workers, or the local executor's forkserver and workers; datatrove's forkserver
+workers and trafilatura sandboxes):
   - wall time: ours = `run()` less its executor's start-up and close (Ray's, or the local pool's);
     datatrove = the sum of its five executors' `run()`; neither counts interpreter start-up;
   - documents/s per core = WARC records read / wall / cores, end to end;
@@ -63,7 +65,7 @@ least 80%.
 
     .venv/bin/python benchmarks/peer_fineweb.py [--copies N] [--files 8] [--pages N] [--cpus 1,2]
         [--vocab 8000] [--seq-len 2048] [--timeout-s 2] [--minhash-verify none|estimate|exact]
-        [--cache DIR] [--keep DIR] [--skip-datatrove]
+        [--executor ray|local] [--cache DIR] [--keep DIR] [--skip-datatrove]
 """
 
 from __future__ import annotations
@@ -422,7 +424,7 @@ def _executor_label(executor: str, cpus: int) -> str:
 
 
 def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argparse.Namespace, tag: str = "") -> Side:
-    """Our recipe on the first `cores` CPUs, with as many Ray CPUs."""
+    """Our recipe on the first `cores` CPUs, with as many Ray CPUs or local workers."""
     cpus = cores
     load_before = os.getloadavg()[0]
     out = work / f"ours-{cores}{tag}"
@@ -684,9 +686,9 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
                      str(s.docs_out),
                      f"{s.tokens:,}", mb(s.out_tokens_bytes), mb(s.out_docs_bytes), mb(s.out_total_bytes)])
     print(table(rows))
-    print("  load: 1-minute load average before -> after the run; wall s: the timed window (ours: run() less Ray "
-          "start-up/shutdown; datatrove: its executors' run()); CPU s: CPU of the whole process tree in that window "
-          "(less sensitive to other load); peak PSS / RSS: largest sum over the process tree (RSS counts a page "
+    print("  load: 1-minute load average before -> after the run; wall s: the timed window (ours: run() less its "
+          "executor's start-up/close; datatrove: its executors' run()); CPU s: CPU of the whole process tree in that "
+          "window (less sensitive to other load); peak PSS / RSS: largest sum over the process tree (RSS counts a page "
           "shared by n processes n times, PSS once; PSS is held against the target)")
     busiest = max(max(s.load) for s in [*ours, *theirs])
     if busiest > 1.5 * (os.cpu_count() or 1):

@@ -92,13 +92,7 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
     rewrites = REWRITES.empty_table()
     if not files:
         table, seen = REMOVALS.empty_table(), 0
-    elif isinstance(stage, BloomDedup) and not executor.shuffles:
-        table, seen, rewrites, bloom_stats = executor.result(executor.submit(bloom.removals_in_one_task, files,
-                                                                             stage, removed))
-        extra = {"bloom": bloom_stats}
-    elif not executor.shuffles or (_documents(files) <= SINGLE_TASK_DOCUMENTS and not isinstance(stage, BloomDedup)):
-        table, seen = executor.result(executor.submit(_removals_in_one_task, files, stage, removed))
-    else:
+    elif executor.shuffles and (isinstance(stage, BloomDedup) or _documents(files) > SINGLE_TASK_DOCUMENTS):
         from pipelines import fuzzy  # Ray Data's shuffles: imported only where they run
 
         with fuzzy.sort_shuffle():
@@ -109,6 +103,12 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
                 table, seen = fuzzy.removals(files, name, stage, removed)
             else:
                 table, seen = removals(files, name, stage, removed)
+    elif isinstance(stage, BloomDedup):
+        table, seen, rewrites, bloom_stats = executor.result(
+            executor.submit(bloom.removals_in_one_task, files, stage, removed))
+        extra = {"bloom": bloom_stats}
+    else:
+        table, seen = executor.result(executor.submit(_removals_in_one_task, files, stage, removed))
     if rewrites.num_rows:  # written first: the removals file marks the stage as done
         with io.temp_path(rewrites_out) as tmp:
             pq.write_table(rewrites, tmp, filesystem=fs)

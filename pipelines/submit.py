@@ -3,7 +3,8 @@
 The recipe is validated here first (a bad recipe never reaches the cluster), then shipped with the
 project's own packages in the job's runtime_env, so the cluster runs the same code as this checkout
 (its nodes need the project's dependencies installed: the image in deploy/). The job's entrypoint
-is `python -m pipelines.cli run recipe.yaml --address auto` on the cluster's head; input and
+is `python -m pipelines.cli run recipe.yaml --address auto --executor ray` on the cluster's head
+(a recipe's `executor: local` would leave the cluster's other nodes idle); input and
 output paths in the recipe must be reachable from the cluster (object storage or a shared volume).
 """
 
@@ -46,7 +47,7 @@ def submit(recipe_path: str, address: str, *, output: str | None = None, submiss
     staging = Path(tempfile.mkdtemp(prefix="curate-submit-"))
     try:
         shutil.copyfile(recipe_path, staging / "recipe.yaml")
-        command = "python -m pipelines.cli run recipe.yaml --address auto --quiet"
+        command = "python -m pipelines.cli run recipe.yaml --address auto --executor ray --quiet"
         if output:
             command += f" --output {output}"
         runtime_env = {

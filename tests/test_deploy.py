@@ -532,7 +532,7 @@ def test_rayjob_runs_a_valid_recipe_from_the_configmap():
     spec = job["spec"]
     assert spec["shutdownAfterJobFinishes"] and spec["submissionMode"] == "K8sJobMode"
     args = rayjob_command(job)
-    assert args.command == "run" and args.address == "auto", args
+    assert args.command == "run" and args.address == "auto" and args.executor == "ray", args
     head = spec["rayClusterSpec"]["headGroupSpec"]["template"]
     (ray,) = head["spec"]["containers"]
     mounted = [v["configMap"]["name"] for v in head["spec"]["volumes"] if "configMap" in v]

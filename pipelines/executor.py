@@ -117,6 +117,12 @@ class LocalExecutor(Executor):
                 yield from fn(item, *shared)
             return
         tasks = [self._pool.submit(_into_queue, fn, item, *shared) for item in items]
+        try:
+            yield from self._batches_of(tasks)
+        finally:  # also when the caller stops early (its own error): no task may stay blocked on a full queue
+            self._abandon(tasks)
+
+    def _batches_of(self, tasks: list[Future]) -> Iterator[Any]:
         taken = 0
         while True:
             try:
@@ -127,14 +133,13 @@ class LocalExecutor(Executor):
                 pass
             failed = next((t for t in tasks if t.done() and t.exception() is not None), None)
             if failed is not None:
-                self._abandon(tasks)
                 raise failed.exception()
             # A task's count can arrive before its last batches (the queue's feeder thread sends them).
             if all(t.done() for t in tasks) and taken == sum(t.result() for t in tasks):
                 return
 
     def _abandon(self, tasks: list[Future]) -> None:
-        """Cancel the tasks not started and let the running ones end (they may wait on a full queue)."""
+        """Cancel the tasks not started and let the running ones end, taking what they still put."""
         for task in tasks:
             task.cancel()
         while not all(t.done() for t in tasks):

@@ -6,6 +6,8 @@ import hashlib
 import json
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from curation.apply import STAGE_ERROR
 from curation.recipe import parse_recipe
 from pipelines import corpus as corpus_stages
+from pipelines.executor import LocalExecutor
 from pipelines.run import run
 from tests.conftest import ROOT, SAMPLE
 from tests.support.stages import BrokenSetup, CrashOnce, Poisoned, SetupCounter
@@ -147,3 +150,21 @@ def test_a_dead_worker_fails_the_run_and_the_rerun_finishes_it_with_no_document_
     assert len(ids) == len(set(ids)) == 160 == again.stats["documents"]["out"]
     rejects = Path(again.job_dir, "rejects")
     assert not rejects.exists() or pads.dataset(rejects, format="parquet").count_rows() == 0
+
+
+def numbered(item: int, n: int) -> Iterator[tuple[int, int]]:
+    yield from ((item, k) for k in range(n))
+
+
+def test_stream_hands_over_every_item_once_and_a_caller_that_stops_early_leaves_no_worker_blocked():
+    executor = LocalExecutor(2)
+    try:
+        assert sorted(executor.stream(numbered, range(5), 100)) == [(i, k) for i in range(5) for k in range(100)]
+        stream = executor.stream(numbered, range(3), 500)  # far more than the queue holds: the workers wait on it
+        assert next(stream)[1] == 0
+        stream.close()
+    finally:
+        closing = threading.Thread(target=executor.close)
+        closing.start()
+        closing.join(60)
+    assert not closing.is_alive(), "close() hangs: a worker is still blocked on the full queue"

@@ -35,10 +35,10 @@ def _ready(name: str, stage: Stage) -> Stage:
     return _READY[key]
 
 
-def shard_batches(shard: Shard, sources: dict[str, Source], batch_rows: int, stages: list[tuple[str, Stage]],
+def shard_batches(work: tuple[Shard, Source], batch_rows: int, stages: list[tuple[str, Stage]],
                   rejects_sample: float) -> Iterator[pa.Table]:
     """One shard's batches after every document stage (a task of its own)."""
-    source = sources[shard.source]
+    shard, source = work
     ready = [(name, _ready(name, stage)) for name, stage in stages]
     for batch in read_shard(source.reader(), shard.uri, source=source.name, shard=shard.name, batch_rows=batch_rows):
         for name, stage in ready:
@@ -64,6 +64,6 @@ def stream(recipe: Recipe, shards: list[Shard], stages: list[tuple[str, Stage]],
     """Every shard's batches after the document stages, in the order they are made (shards mixed)."""
     need = max([s.resources.cpus for _, s in stages], default=1.0)  # the most demanding stage's CPUs
     # Largest first: a large shard started last would keep one CPU busy while the others idle.
-    todo = sorted(shards, key=lambda shard: -shard.size)
-    return executor.stream(shard_batches, todo, {s.name: s for s in recipe.sources}, read_batch_rows, stages,
-                           recipe.rejects.sample, cpus=need)
+    sources = {s.name: s for s in recipe.sources}
+    todo = [(shard, sources[shard.source]) for shard in sorted(shards, key=lambda shard: -shard.size)]
+    return executor.stream(shard_batches, todo, read_batch_rows, stages, recipe.rejects.sample, cpus=need)

@@ -74,7 +74,9 @@ class RayExecutor(Executor):
         # a cluster with no CPUs yet gets the demand an autoscaler acts on).
         have = self.cpus
         task = _streaming_task(fn).options(num_cpus=min(have, cpus) if have else cpus)
-        shared = tuple(ray.put(value) for value in shared)
+        # In the object store once, not serialized into every task; scalars stay plain arguments (an object-store
+        # argument is a dependency the scheduler resolves, which can reorder tasks submitted largest first).
+        shared = tuple(value if isinstance(value, int | float | str) else ray.put(value) for value in shared)
         todo = iter(items)
         running: list[ray.ObjectRefGenerator] = []
 

@@ -17,7 +17,9 @@ import pytest
 from curation import schema
 from curation.readers import WarcReader, read_shard
 from curation.recipe import load_recipe, parse_recipe
+from curation.shards import list_shards
 from pipelines import plan
+from pipelines.executor import LocalExecutor
 from pipelines.run import run
 from tests.conftest import ROOT, warc_response
 from tests.support.stages import ShardLog
@@ -241,19 +243,29 @@ stages: [{{exact_dedup: {{}}}}, {{bloom_dedup: {{shards: 4, capacity: 10000}}}}]
     assert stage(again.stats, "bloom_dedup")["bloom"] == bloom["bloom"]
 
 
-@pytest.mark.ray
-def test_the_largest_shards_start_first(ray_session, tmp_path):
-    # Listed smallest first; on the session's 2 CPUs the two largest start at once and the smallest
-    # waits for a CPU: a large shard started last would leave the other CPUs idle while it runs.
+class Recording(LocalExecutor):
+    """In-process, and keeps the order in which shards were handed over to run."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.order: list[str] = []
+
+    def stream(self, fn, items, *shared, cpus=1.0):
+        items = list(items)
+        self.order += [shard.name.split("-")[1] for shard, _ in items]
+        return super().stream(fn, items, *shared, cpus=cpus)
+
+
+def test_the_largest_shards_are_handed_over_first(tmp_path):
+    # Listed smallest first: a large shard started last would leave the other CPUs idle while it runs.
+    # Both executors start tasks in the order they get them (Ray: a window of tasks, submitted in order).
     for name, n in (("a", 5), ("b", 400), ("c", 800)):
         notes = "".join(json.dumps({"text": f"note {i} of shard {name}"}) + "\n" for i in range(n))
         (tmp_path / f"{name}.jsonl").write_text(notes)
     log = tmp_path / "batches.log"
     recipe = parse_recipe(f"name: order\nsources: [{{name: s, format: jsonl, paths: ['{tmp_path}/*.jsonl']}}]\n")
-    run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=[("log", ShardLog(log=str(log)))])
-    started: dict[str, float] = {}
-    for line in log.read_text().splitlines():
-        shard, at = line.rsplit(" ", 1)
-        started.setdefault(shard.split("-")[1], float(at))
-    assert set(started) == {"a.jsonl", "b.jsonl", "c.jsonl"}
-    assert started["a.jsonl"] > max(started["b.jsonl"], started["c.jsonl"])
+    executor = Recording()
+    batches = list(plan.stream(recipe, list_shards(recipe), [("log", ShardLog(log=str(log)))], executor))
+    assert executor.order == ["c.jsonl", "b.jsonl", "a.jsonl"]
+    assert sum(b.num_rows for b in batches) == 5 + 400 + 800 + 3  # every row, and each shard's end marker
+    assert log.read_text().splitlines()[0].split("-")[1] == "c.jsonl"  # in-process: run in that order

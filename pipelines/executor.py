@@ -35,7 +35,6 @@ PRELOAD = ["pyarrow", "curation.stages", "curation.readers", "curation.apply", "
 class Executor:
     """What a run asks of an executor. Handles are opaque (Ray object refs, futures)."""
 
-    cpus: int
     shuffles: bool  # corpus stages may run as shuffles over the cluster (else in one task)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -91,7 +90,6 @@ class LocalExecutor(Executor):
     shuffles = False
 
     def __init__(self, workers: int) -> None:
-        self.cpus = workers
         self._pool: ProcessPoolExecutor | None = None
         if workers > 1:
             context = multiprocessing.get_context("forkserver")

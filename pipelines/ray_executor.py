@@ -35,6 +35,11 @@ def _start_ray(config: RayConfig, address: str | None) -> bool:
     return True
 
 
+def _cluster_cpus() -> int:
+    """Asked each time: an autoscaled cluster grows."""
+    return int(ray.cluster_resources().get("CPU", 0))
+
+
 @functools.cache
 def _task(fn: Callable[..., Any]) -> Any:
     return ray.remote(num_cpus=1)(fn)
@@ -52,10 +57,6 @@ class RayExecutor(Executor):
         """Join the Ray this process runs, else start or join the recipe's (default: an embedded one)."""
         self._started = _start_ray(recipe.ray if recipe else RayConfig(), address)
 
-    @property
-    def cpus(self) -> int:  # asked each time: an autoscaled cluster grows
-        return int(ray.cluster_resources().get("CPU", 0))
-
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> ray.ObjectRef:
         return _task(fn).remote(*args, **kwargs)
 
@@ -72,10 +73,9 @@ class RayExecutor(Executor):
                cpus: float = 1.0) -> Iterator[Any]:
         # A task asks for `cpus`, never more than the cluster has (a task asking more would never start;
         # a cluster with no CPUs yet gets the demand an autoscaler acts on).
-        have = self.cpus
+        have = _cluster_cpus()
         task = _streaming_task(fn).options(num_cpus=min(have, cpus) if have else cpus)
-        # In the object store once, not serialized into every task; scalars stay plain arguments (an object-store
-        # argument is a dependency the scheduler resolves, which can reorder tasks submitted largest first).
+        # In the object store once, not serialized into every task; scalars stay plain arguments (nothing to save).
         shared = tuple(value if isinstance(value, int | float | str) else ray.put(value) for value in shared)
         todo = iter(items)
         running: list[ray.ObjectRefGenerator] = []
@@ -84,7 +84,7 @@ class RayExecutor(Executor):
             # Twice the cluster's CPUs and a few more: the next tasks wait queued when one ends (and an
             # autoscaler sees demand beyond what it has) while the driver waits on a short list however
             # many items there are. Asked again as tasks end: the cluster may have grown.
-            window = 2 * self.cpus + QUEUED
+            window = 2 * _cluster_cpus() + QUEUED
             running.extend(task.remote(item, *shared) for item in islice(todo, max(0, window - len(running))))
 
         submit()

@@ -77,20 +77,14 @@ def _into_queue(fn: Callable[..., Iterator[Any]], item: Any, *shared: Any) -> in
     return made
 
 
-def _ran(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
-    future: Future = Future()
-    try:
-        future.set_result(fn(*args, **kwargs))
-    except Exception as exc:  # handed over as the pool would: raised by `result`
-        future.set_exception(exc)
-    return future
-
-
 class LocalExecutor(Executor):
     shuffles = False
 
     def __init__(self, workers: int) -> None:
         self._pool: ProcessPoolExecutor | None = None
+        # In-process, a task runs when it is first waited on, not when submitted: results are folded one at a
+        # time and progress shows between tasks, as with a pool.
+        self._later: dict[Future, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = {}
         if workers > 1:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(PRELOAD)
@@ -99,13 +93,28 @@ class LocalExecutor(Executor):
                                              initargs=(self._batches,))
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
-        return self._pool.submit(fn, *args, **kwargs) if self._pool else _ran(fn, *args, **kwargs)
+        if self._pool is not None:
+            return self._pool.submit(fn, *args, **kwargs)
+        future: Future = Future()
+        self._later[future] = (fn, args, kwargs)
+        return future
+
+    def _run(self, future: Future) -> None:
+        fn, args, kwargs = self._later.pop(future)
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # handed over as the pool would: raised by `result`
+            future.set_exception(exc)
 
     def wait(self, pending: list[Any], timeout: float) -> tuple[list[Any], list[Any]]:
+        if self._pool is None and not any(f.done() for f in pending):
+            self._run(pending[0])
         done, rest = wait(pending, timeout, return_when=FIRST_COMPLETED)
         return [f for f in pending if f in done], [f for f in pending if f in rest]
 
     def result(self, handle: Future) -> Any:
+        if handle in self._later:
+            self._run(handle)
         return handle.result()
 
     def stream(self, fn: Callable[..., Iterator[Any]], items: Iterable[Any], *shared: Any,

@@ -168,3 +168,15 @@ def test_stream_hands_over_every_item_once_and_a_caller_that_stops_early_leaves_
         closing.start()
         closing.join(60)
     assert not closing.is_alive(), "close() hangs: a worker is still blocked on the full queue"
+
+
+def test_in_process_tasks_run_one_at_a_time_when_waited_on():
+    executor = LocalExecutor(1)
+    ran: list[int] = []
+    tasks = [executor.submit(ran.append, k) for k in range(3)]
+    assert ran == []  # submitting runs nothing: results are folded as they come, progress shows between tasks
+    done, rest = executor.wait(tasks, timeout=5)
+    assert ran == [0] and done == tasks[:1] and rest == tasks[1:]
+    assert [executor.result(t) for t in tasks] == [None] * 3 and ran == [0, 1, 2]
+    with pytest.raises(ValueError, match="invalid literal"):
+        executor.result(executor.submit(int, "not a number"))

@@ -10,26 +10,42 @@ start). With one worker everything runs in the calling process; with more, a pro
 workers fork from a forkserver that imported the stages once (their pages are shared, and a stage's
 `setup` runs once per worker, as on Ray). Not forked from the calling process: that saves ~80 MB of
 PSS at 2 workers but copies whatever threads it runs (Ray's gRPC in a notebook that also uses Ray, a
-status server), a known source of hangs in forked children. Its corpus stages run in one process (the same functions
-Ray's shuffles spread out, so the same removals), so their memory grows with the corpus: past one
-machine's worth of documents, use Ray. A worker that dies fails the run; a rerun resumes it.
+status server), a known source of hangs in forked children. Its corpus stages run in one process
+(the same functions Ray's shuffles spread out, so the same removals), so their memory grows with the
+corpus: past one machine's worth of documents, use Ray.
+
+A worker that dies while streaming (the kernel killing it for its memory, say) takes the pool with
+it: a new pool starts, up to `REPLACEMENTS` times, and each unfinished item runs again, skipping the
+outputs the caller already has (a shard's batches are the same every time it is read), so nothing
+is lost or taken twice. Elsewhere (corpus stages, tokens) a dead worker fails the run; a rerun
+resumes it from the job folder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
+import pickle
 import queue
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any
 
 from curation.recipe import Recipe
 
 BATCHES_AHEAD = 8  # batches a shard task may make before the driver takes them: what waits in memory
+REPLACEMENTS = 3  # times the local pool is replaced after a worker died in `stream` (Ray retries a task 3 times)
 # Imported once by the forkserver, before any worker forks from it: every worker shares these pages.
 PRELOAD = ["pyarrow", "curation.stages", "curation.readers", "curation.apply", "curation.tokens.corpus"]
+
+
+log = logging.getLogger(__name__)
 
 
 class Executor:
@@ -61,18 +77,39 @@ class Executor:
         """Release what the executor started."""
 
 
-_QUEUE: Any = None  # in a local worker: where its shard tasks put their batches
+_QUEUE: Any = None  # in a local worker: where its shard tasks announce their outputs
+_SPOOL = ""  # ... and the folder the outputs themselves are written to
 
 
-def _worker_init(batches: Any) -> None:
-    global _QUEUE
-    _QUEUE = batches
+def _worker_init(announcements: Any, spool: str) -> None:
+    global _QUEUE, _SPOOL
+    _QUEUE, _SPOOL = announcements, spool
 
 
-def _into_queue(fn: Callable[..., Iterator[Any]], item: Any, *shared: Any) -> int:
+def _spool(out: Any, name: str) -> str:
+    """`out` pickled into a file of the spool; only its path goes through the queue: a message that short
+    is written to the pipe at once, so a worker that dies cannot leave half of one there (the reader
+    would wait forever for the rest), and a half-written file is never announced."""
+    path = Path(_SPOOL, name)
+    path.write_bytes(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
+    return str(path)
+
+
+def _unspool(path: str) -> Any:
+    """An output of this run's own workers (pickle: nothing from elsewhere is ever read here)."""
+    spooled = Path(path)
+    out = pickle.loads(spooled.read_bytes())
+    spooled.unlink()
+    return out
+
+
+def _into_queue(fn: Callable[..., Iterator[Any]], index: int, skip: int, item: Any, *shared: Any) -> int:
+    """Put (index, output) for each output of `fn(item, *shared)` past the first `skip` (already taken by
+    the caller before a worker died); return how many it made."""
     made = 0
     for out in fn(item, *shared):
-        _QUEUE.put(out)
+        if made >= skip:
+            _QUEUE.put((index, _spool(out, f"{os.getpid()}-{index}-{made}")))
         made += 1
     return made
 
@@ -81,16 +118,33 @@ class LocalExecutor(Executor):
     shuffles = False
 
     def __init__(self, workers: int) -> None:
+        self._workers = workers
+        self._replacements = REPLACEMENTS
         self._pool: ProcessPoolExecutor | None = None
         # In-process, a task runs when it is first waited on, not when submitted: results are folded one at a
         # time and progress shows between tasks, as with a pool.
         self._later: dict[Future, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = {}
         if workers > 1:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(PRELOAD)
-            self._batches = context.Queue(maxsize=BATCHES_AHEAD * workers)
-            self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
-                                             initargs=(self._batches,))
+            self._start()
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+        self._batches = context.Queue(maxsize=BATCHES_AHEAD * self._workers)
+        self._spool = tempfile.mkdtemp(prefix="curate-local-")
+        self._pool = ProcessPoolExecutor(self._workers, mp_context=context, initializer=_worker_init,
+                                         initargs=(self._batches, self._spool))
+
+    def _replace(self, broken: BrokenProcessPool) -> None:
+        """A worker died (killed by the kernel for its memory, say): the pool terminated the others. Start
+        a new pool and queue (the dead one may have held the queue's lock), at most REPLACEMENTS times."""
+        if self._replacements == 0:
+            raise broken
+        self._replacements -= 1
+        log.warning("a worker process died (%s); starting new workers, %d replacements left", broken,
+                    self._replacements)
+        self.close()
+        self._start()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         if self._pool is not None:
@@ -123,26 +177,40 @@ class LocalExecutor(Executor):
             for item in items:
                 yield from fn(item, *shared)
             return
-        tasks = [self._pool.submit(_into_queue, fn, item, *shared) for item in items]
-        try:
-            yield from self._batches_of(tasks)
-        finally:  # also when the caller stops early (its own error): no task may stay blocked on a full queue
-            self._abandon(tasks)
+        items = list(items)
+        taken = [0] * len(items)  # outputs of each item the caller has: a task started again skips them
+        made: dict[int, int] = {}  # outputs of each item whose task ended
+        while todo := [i for i in range(len(items)) if made.get(i) != taken[i]]:
+            for i in todo:
+                made.pop(i, None)
+            tasks = {i: self._pool.submit(_into_queue, fn, i, taken[i], items[i], *shared) for i in todo}
+            try:
+                for i, out in self._outputs(tasks, taken, made):
+                    taken[i] += 1
+                    yield out
+            except BrokenProcessPool as broken:
+                self._replace(broken)
+            finally:  # also when the caller stops early (its own error): no task may stay blocked on a full queue
+                self._abandon(list(tasks.values()))
 
-    def _batches_of(self, tasks: list[Future]) -> Iterator[Any]:
-        taken = 0
+    def _outputs(self, tasks: dict[int, Future], taken: list[int], made: dict[int, int]) -> Iterator[tuple[int, Any]]:
+        """(item index, output) as they arrive, until every task has ended and all it made was taken."""
         while True:
             try:
-                yield self._batches.get(timeout=0.1)
-                taken += 1
+                index, path = self._batches.get(timeout=0.1)
+                yield index, _unspool(path)
                 continue
             except queue.Empty:
                 pass
-            failed = next((t for t in tasks if t.done() and t.exception() is not None), None)
+            failed = next((t for t in tasks.values() if t.done() and t.exception() is not None), None)
             if failed is not None:
                 raise failed.exception()
-            # A task's count can arrive before its last batches (the queue's feeder thread sends them).
-            if all(t.done() for t in tasks) and taken == sum(t.result() for t in tasks):
+            made.update({i: t.result() for i, t in tasks.items() if t.done()})
+            if any(taken[i] > n for i, n in made.items()):  # a task made fewer outputs than it gave: never wait
+                msg = "a local task handed over more outputs than it made (one was taken twice)"
+                raise RuntimeError(msg)
+            # A task's count can arrive before its last outputs (the queue's feeder thread sends them).
+            if all(made.get(i) == taken[i] for i in tasks):
                 return
 
     def _abandon(self, tasks: list[Future]) -> None:
@@ -157,6 +225,7 @@ class LocalExecutor(Executor):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._batches.close()
+            shutil.rmtree(self._spool, ignore_errors=True)
 
 
 def local_workers(recipe: Recipe) -> int:

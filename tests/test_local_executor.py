@@ -21,7 +21,7 @@ from pipelines import corpus as corpus_stages
 from pipelines.executor import LocalExecutor
 from pipelines.run import run
 from tests.conftest import ROOT, SAMPLE
-from tests.support.stages import BrokenSetup, CrashOnce, Poisoned, SetupCounter
+from tests.support.stages import BrokenSetup, CrashAlways, CrashOnce, Poisoned, SetupCounter
 
 BOILER = "Subscribe to our newsletter to get more stories like this one every single week of the year."
 
@@ -138,18 +138,28 @@ def test_a_record_a_stage_fails_on_is_a_reject_and_a_stage_that_cannot_start_fai
         run(recipe, output=str(tmp_path / "broken"), quiet=True, stages=[("broken", BrokenSetup())])
 
 
-def test_a_dead_worker_fails_the_run_and_the_rerun_finishes_it_with_no_document_twice(tmp_path):
-    texts = {f"s{k}": [f"note {i} of shard {k}" + (" CRASH" if (k, i) == (2, 7) else "") for i in range(40)]
+def test_a_worker_that_dies_is_replaced_and_its_shard_goes_on_with_no_document_twice(tmp_path, caplog):
+    # 4 shards of 300 notes, read 128 at a time: shard 2 dies in its third batch, after its first ones reached the
+    # driver; the new worker skips that batch and the run ends with every document once, in one go.
+    texts = {f"s{k}": [f"note {i} of shard {k}" + (" CRASH" if (k, i) == (2, 280) else "") for i in range(300)]
              for k in range(4)}
     recipe = jsonl_recipe(tmp_path, texts)
-    stages = [("crash", CrashOnce(flag=str(tmp_path / "crashed")))]
-    with pytest.raises(BrokenProcessPool):
-        run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=stages)
-    again = run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=stages)
-    ids = pq.read_table(Path(again.job_dir, "documents")).column("id").to_pylist()
-    assert len(ids) == len(set(ids)) == 160 == again.stats["documents"]["out"]
-    rejects = Path(again.job_dir, "rejects")
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True,
+                 stages=[("crash", CrashOnce(flag=str(tmp_path / "crashed")))])
+    assert (tmp_path / "crashed").is_file()  # it did die
+    assert "a worker process died" in caplog.text
+    ids = pq.read_table(Path(result.job_dir, "documents")).column("id").to_pylist()
+    assert len(ids) == len(set(ids)) == 1200 == result.stats["documents"]["out"]
+    rejects = Path(result.job_dir, "rejects")
     assert not rejects.exists() or pads.dataset(rejects, format="parquet").count_rows() == 0
+
+
+def test_a_worker_that_always_dies_fails_the_run_after_three_replacements_and_loses_nothing_done(tmp_path):
+    recipe = jsonl_recipe(tmp_path, {"a": ["fine"] * 50, "b": ["fine", "CRASH", "fine"]})
+    with pytest.raises(BrokenProcessPool):
+        run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=[("crash", CrashAlways())])
+    [job] = (tmp_path / "jobs").iterdir()
+    assert [p.name for p in (job / "_shards").glob("*.json")] == [next((job / "_shards").glob("s-a*.json")).name]
 
 
 def numbered(item: int, n: int) -> Iterator[tuple[int, int]]:

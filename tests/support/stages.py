@@ -82,6 +82,20 @@ class CrashOnce(Stage):
         return Processed(batch, pa.nulls(batch.num_rows, pa.string()))
 
 
+class CrashAlways(Stage):
+    """Kills its worker process every time it sees `marker` (a page that always exhausts memory)."""
+
+    name = "crash_always"
+
+    class Params(StageParams):
+        marker: str = Field("CRASH", description="Text that kills the worker.")
+
+    def process(self, batch: pa.Table) -> Processed:
+        if any(self.params.marker in (t or "") for t in batch.column("text").to_pylist()):
+            os._exit(1)
+        return Processed(batch, pa.nulls(batch.num_rows, pa.string()))
+
+
 class ShardLog(Stage):
     """Keeps every row; appends `<shard> <time>` to a file for each batch, so tests can see the order shards ran in."""
 

@@ -9,7 +9,8 @@ same cores, in one run:
               html_langid en (language ID on the raw page: pages surely not English skip
               extraction; `--no-html-langid` leaves it out) -> extract (trafilatura, favor precision,
               no comments, deduplicate: datatrove's Trafilatura settings; `--extract-engine fast`)
-              -> langid en (min_score 0.65) -> gopher_repetition -> gopher_quality
+              -> langid en (min_score 0.65, fastText alone as datatrove's; `--langid-second-opinion`: our
+              default, lingua where fastText is unsure) -> gopher_repetition -> gopher_quality
               -> c4 (terminal_punct false) -> fineweb -> minhash_dedup -> tokenizer + pack;
   datatrove   0.10.1, in its own venv (`benchmarks/.venv-datatrove`, made by `datatrove_env.sh`),
               its FineWeb example (WarcReader, Trafilatura(favour_precision=True), LanguageFilter(en,
@@ -98,6 +99,8 @@ sys.path.insert(0, str(HERE))
 import corpus  # noqa: E402
 from corpus import DataMissing, build_warc_corpus, code_version, real_pages  # noqa: E402
 
+from pipelines.allocator import ENVIRONMENT as ALLOCATOR_ENVIRONMENT  # noqa: E402
+
 DT_VENV = HERE / ".venv-datatrove"
 DT_PYTHON = DT_VENV / "bin" / "python"
 DT_SCRIPT = HERE / "_datatrove_fineweb.py"
@@ -125,7 +128,7 @@ sources:
 stages:
 {gate}  - extract: {{engine: {engine}, timeout_s: {timeout}, favor: precision, include_comments: false,
              deduplicate: true}}
-  - langid: {{keep: [en], min_score: {lang}}}
+  - langid: {{keep: [en], min_score: {lang}, second_opinion: {second}}}
   - gopher_repetition: {{}}
   - gopher_quality: {{}}
   - c4: {{terminal_punct: false}}
@@ -431,6 +434,7 @@ def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argpar
     recipe = RECIPE.format(cpus=cpus, executor=args.executor, output=out, seed=SEED, corpus=corpus_dir,
                            timeout=args.timeout_s, lang=LANG_THRESHOLD, perm=MINHASH["bands"] * MINHASH["rows"],
                            verify=args.minhash_verify, model=model, seq_len=args.seq_len, engine=args.extract_engine,
+                           second=str(args.langid_second_opinion).lower(),
                            gate="" if args.no_html_langid else GATE.format(below=args.gate_below),
                            **MINHASH)
     cfg = {"recipe": recipe, "output": str(out), "result": str(work / f"ours-{cores}{tag}.json")}
@@ -539,6 +543,8 @@ def run_datatrove(corpus_dir: Path, work: Path, tasks: int, tokenizer: Path, arg
     cfg_path.write_text(json.dumps(cfg))
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "LOGURU_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1",
            "HF_HOME": str(work / "hf-home")}
+    for name in ALLOCATOR_ENVIRONMENT:  # set by our `pipelines` where this process imported it: not datatrove's
+        env.pop(name, None)
     if args.datatrove_trafilatura == "ours":
         env["PYTHONPATH"] = str(our_trafilatura_for_datatrove())
     sampled = run_sampled([str(DT_PYTHON), str(DT_SCRIPT), "run", str(cfg_path)], tasks,
@@ -779,6 +785,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="our extract stage's engine (datatrove: always trafilatura)")
     p.add_argument("--no-html-langid", action="store_true",
                    help="leave out our html_langid stage (language ID on raw HTML, before extraction)")
+    p.add_argument("--langid-second-opinion", action="store_true",
+                   help="our langid's default: lingua where fastText is unsure (datatrove's LanguageFilter, which "
+                   "the benchmark matches by default, is fastText alone)")
     p.add_argument("--gate-below", type=float, default=0.1, help="html_langid's `below`")
     p.add_argument("--datatrove-trafilatura", choices=["own", "ours"], default="own",
                    help="datatrove's trafilatura: the version its venv pins (<1.12), or ours (then the extracted "

@@ -18,6 +18,7 @@ from curation.recipe import Recipe
 from curation.shards import list_shards
 from curation.stages import Stage
 from pipelines import plan
+from pipelines.allocator import lean_allocator
 from pipelines.corpus import run_corpus_stages
 from pipelines.executor import Executor, start_executor
 from pipelines.progress import Progress
@@ -66,6 +67,7 @@ def run(
 ) -> RunResult:
     """Run a validated recipe to completion; `stages` replaces the recipe's (tests, custom stages),
     `executor` the recipe's executor (ray, local)."""
+    lean_allocator()  # this process writes every batch (and in-process, makes them)
     job_dir = recipe.job_dir(output)
     shards = list_shards(recipe)
     stages = plan.recipe_stages(recipe) if stages is None else stages

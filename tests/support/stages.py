@@ -121,3 +121,19 @@ class BrokenSetup(Stage):
 
     def process(self, batch: pa.Table) -> Processed:
         return Processed(batch, pa.nulls(batch.num_rows, pa.string()))
+
+
+class BatchSizes(Stage):
+    """Keeps every row; records the size of each batch it is given (dropped rows too) under its `tag`."""
+
+    name = "batch_sizes"
+    seen: ClassVar[dict[str, list[int]]] = {}
+
+    class Params(StageParams):
+        tag: str = Field(..., description="Where this instance's sizes are recorded in `seen`.")
+
+    def applies(self, batch: pa.Table) -> None:
+        self.seen.setdefault(self.params.tag, []).append(batch.num_rows)
+
+    def process(self, batch: pa.Table) -> Processed:
+        return Processed(batch, pa.nulls(batch.num_rows, pa.string()))

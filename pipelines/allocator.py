@@ -1,11 +1,13 @@
 """Allocator settings for the processes of a run: memory freed with a batch goes back to the system.
 
-A batch of raw pages is tens of MB, allocated and freed over and over. glibc raises its mmap threshold
+A batch of raw pages is megabytes, allocated and freed over and over. glibc raises its mmap threshold
 to the size of the largest block freed (up to 32 MB), after which such buffers come from the heap,
 whose freed holes stay mapped; Arrow's default pool (mimalloc or jemalloc) keeps freed pages for reuse
-too. With a fixed 256 kB threshold and Arrow on the system allocator, the FineWeb-like recipe of
-`benchmarks/peer_fineweb.py` in one process peaked at ~310 MB of PSS instead of ~370, at the same
-speed (the threshold alone: ~330 MB).
+too. The FineWeb-like recipe of `benchmarks/peer_fineweb.py` in one process (trafilatura, the page
+batches of `pipelines.plan`) peaks at ~285 MB of PSS with Arrow on the system allocator and a fixed
+2 MB threshold, ~310 MB with glibc's moving one (and ~375 MB before either, on 128-page batches). A
+lower threshold saves little more (256 kB: ~280 MB) and costs the fast engine ~8% more CPU: each
+page's parse tree is then mapped afresh, and the kernel zeroes its pages every time.
 
 Both are read when a process starts (glibc) or first allocates (Arrow), so `pipelines` sets them as
 environment defaults, inherited by every worker it starts (the forkserver, an embedded Ray);
@@ -18,7 +20,7 @@ import ctypes
 import ctypes.util
 import os
 
-MMAP_THRESHOLD_BYTES = 256 << 10
+MMAP_THRESHOLD_BYTES = 2 << 20
 ENVIRONMENT = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD_BYTES)}
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
 

@@ -17,7 +17,6 @@ environment defaults, inherited by every worker it starts (the forkserver, an em
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 MMAP_THRESHOLD_BYTES = 2 << 20
@@ -34,7 +33,7 @@ def lean_allocator() -> bool:
     if pa.default_memory_pool().backend_name != "system":
         pa.set_memory_pool(pa.system_memory_pool())
     try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c")).mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this process runs on
     except (OSError, AttributeError):  # musl, macOS: no mallopt
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, int(os.environ.get("MALLOC_MMAP_THRESHOLD_", MMAP_THRESHOLD_BYTES))))

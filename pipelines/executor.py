@@ -42,7 +42,7 @@ from curation.recipe import Recipe
 BATCHES_AHEAD = 8  # batches a shard task may make before the driver takes them: what waits in memory
 REPLACEMENTS = 3  # times the local pool is replaced after a worker died in `stream` (Ray retries a task 3 times)
 # Imported once by the forkserver, before any worker forks from it: every worker shares these pages.
-PRELOAD = ["pyarrow", "curation.stages", "curation.readers", "curation.apply", "curation.tokens.corpus"]
+PRELOAD = ["pyarrow", "curation.stages", "curation.readers", "curation.apply", "curation.tokens.corpus", "trafilatura"]
 
 
 log = logging.getLogger(__name__)

@@ -88,18 +88,20 @@ def test_a_window_of_the_body_is_judged_first_and_the_whole_page_where_it_does_n
 def test_a_window_with_enough_text_in_a_kept_language_settles_the_page_unparsed():
     english = "<p>" + "The town lies on the river and has many old houses. " * 400 + "</p>"  # 21,200 characters
     hostile = "<div " + " ".join(f"a{i}" for i in range(2000)) + ">x</div>"
-    script = "<script>" + "var x = 1; " * 2000 + "</script>"
+    script = "<script>" + "var x = 1; " * 2000 + "</script>"  # 22,000 characters without text
     rows = [
         f"<html><body>{english}{hostile}</body></html>".encode(),
-        # the window's text is shorter than max_chars: judged whole, where the crowded tag sends it to `extract`
-        f"<html><body>{script}<p>The town lies on the river.</p>{english}{hostile}</body></html>".encode(),
+        # the first window has no text: the second, 4 times as large, settles it
+        f"<html><body>{script}<p>The town lies on the river.</p>{english * 3}{hostile}</body></html>".encode(),
+        # neither window has text: judged whole, where the crowded tag sends it on to `extract` unparsed
+        f"<html><body>{script * 4}<p>The town lies on the river.</p>{english}{hostile}</body></html>".encode(),
     ]
     stage = HtmlLangId(keep=["en"], keep_scores=True)
     stage.setup()
     result = stage.process(batch(rows))
-    assert result.reasons.to_pylist() == [None, None]
-    settled, whole = result.table.column("html_lang_score").to_pylist()
-    assert settled is not None and settled > 0.9 and whole is None
+    assert result.reasons.to_pylist() == [None, None, None]
+    first, second, whole = result.table.column("html_lang_score").to_pylist()
+    assert first > 0.9 and second > 0.9 and whole is None
 
 
 def test_scores_are_kept_on_request_and_the_model_is_not_pickled(testdata):

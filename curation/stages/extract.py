@@ -5,22 +5,20 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
-from trafilatura import extract
-from trafilatura.deduplication import LRUCache
-from trafilatura.metadata import extract_title
-from trafilatura.settings import LRU_SIZE
-from trafilatura.utils import load_html
 
 from curation import schema
 from curation.stages.base import Processed, Resources, Stage, StageParams
 from curation.stages.fast_extract import fast_extract
 from curation.timeout import TimeLimitExceeded, can_interrupt, time_limit
+
+if TYPE_CHECKING:
+    from trafilatura.deduplication import LRUCache
 
 
 class ExtractParams(StageParams):
@@ -146,6 +144,11 @@ class Extract(Stage):
         if p.engine == "fast":  # after the attribute check: resiliparse's parser is quadratic in them too
             return fast_extract(html, url, favor=p.favor, include_comments=p.include_comments,
                                 include_tables=p.include_tables)
+        # imported where pages are extracted: a driver that only builds stages from a recipe saves its ~17 MB
+        from trafilatura import extract
+        from trafilatura.metadata import extract_title
+        from trafilatura.utils import load_html
+
         tree = load_html(html)
         if tree is None:
             return None, None
@@ -166,6 +169,9 @@ class Extract(Stage):
         """trafilatura's `deduplicate` memory, one per input shard: with its process-wide default a page's
         text would depend on which pages the same worker happened to extract before it (the order Ray
         runs tasks in), and a rerun could keep different text. None: the current shard's."""
+        from trafilatura.deduplication import LRUCache
+        from trafilatura.settings import LRU_SIZE
+
         if "_seen" not in self.__dict__ or (shard is not None and shard != self._seen_shard):
             self._seen, self._seen_shard = LRUCache(maxsize=LRU_SIZE), shard
         return self._seen

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 from curation import schema
 from curation.apply import run_stage, sampled
 from curation.job import JobWriter
-from curation.readers import JsonlReader, read_shard
-from curation.stages import Length
+from curation.readers import JsonlReader, WarcReader, read_shard
+from curation.stages import Extract, Length
 from tests.conftest import SAMPLE
 
 
@@ -36,6 +36,24 @@ def test_run_stage_marks_drops_and_passes_earlier_drops_through():
     assert short[0]["n_words"] == 4
     kept = [r for r in rows.values() if r[schema.REASON] is None]
     assert len(kept) == 3 and all(r["n_words"] >= 50 for r in kept)
+
+
+def test_an_extracting_stage_keeps_earlier_drops_as_they_were_without_their_pages():
+    (pages,) = read_shard(WarcReader(), str(SAMPLE / "crawl-00001.warc.gz"), source="web", shard="w", batch_rows=100)
+    reasons = pages.column(schema.REASON).to_pylist()
+    page = next(i for i, html in enumerate(pages.column("html").to_pylist()) if html and reasons[i] is None)
+    reasons[page] = "lang_not_kept"  # as html_langid drops a page before extraction
+    at = pages.schema.get_field_index(schema.REASON)
+    earlier = pages.set_column(at, schema.REASON, pa.array(reasons, pa.string()))
+    out = run_stage(Extract(), earlier, name="extract")
+    assert "html" not in out.column_names and out.num_rows == pages.num_rows
+    rows = {r["id"]: r for r in out.to_pylist()}
+    first = rows[pages.column("id")[page].as_py()]
+    assert first[schema.REASON] == "lang_not_kept" and first["_sec:extract"] is None  # passed by, untouched
+    everyone = {r["id"]: r for r in run_stage(Extract(), pages, name="extract").to_pylist()}
+    for rid, row in rows.items():  # every other page extracted as when no row was dropped before
+        if rid != first["id"]:
+            assert (row["text"], row[schema.REASON]) == (everyone[rid]["text"], everyone[rid][schema.REASON])
 
 
 def test_only_limits_a_stage_to_named_sources():

@@ -13,6 +13,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pipelines.submit import auth_headers, client
@@ -95,6 +96,13 @@ def test_a_bad_recipe_is_refused_before_submission(head, tmp_path):
     assert all((j.get("metadata") or {}).get("recipe") != "bad" for j in get(f"{head}/api/jobs/"))
 
 
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def test_rest_job_control_needs_the_token(head, tmp_path):
     import httpx
 
@@ -124,6 +132,13 @@ def test_rest_job_control_needs_the_token(head, tmp_path):
             assert time.time() < deadline
             time.sleep(1)
         assert state == ("STOPPED" if stopped.json()["stopped"] else "SUCCEEDED")
+        # Ray sends the driver SIGTERM, then SIGKILL a few seconds later: a head stopped before then (the
+        # module's end) leaves the driver running, orphaned
+        driver = client(head).get_job_info(job_id).driver_info
+        deadline = time.time() + 60
+        while driver is not None and driver.pid and _running(int(driver.pid)):
+            assert time.time() < deadline, "the stopped job's driver is still running"
+            time.sleep(0.5)
     finally:
         off.stop()
         on.stop()

@@ -129,6 +129,8 @@ class Extract(Stage):
         if self.params.timeout_s and not can_interrupt():
             msg = "extract: timeout_s needs to run in a process's main thread (Ray tasks and actors do)"
             raise RuntimeError(msg)
+        if self.params.engine == "trafilatura":
+            import trafilatura  # noqa: F401  (here, not in a page's time limit: its import takes ~0.3 s)
 
     def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
         return html_rows(batch)
@@ -144,7 +146,7 @@ class Extract(Stage):
         if p.engine == "fast":  # after the attribute check: resiliparse's parser is quadratic in them too
             return fast_extract(html, url, favor=p.favor, include_comments=p.include_comments,
                                 include_tables=p.include_tables)
-        # imported where pages are extracted: a driver that only builds stages from a recipe saves its ~17 MB
+        # imported where pages are extracted (`setup`): a driver that only builds stages from a recipe saves ~17 MB
         from trafilatura import extract
         from trafilatura.metadata import extract_title
         from trafilatura.utils import load_html

@@ -94,6 +94,13 @@ def test_writer_commits_a_shard_only_when_all_rows_arrived(tmp_path: Path):
     assert rejects.column("text").to_pylist() == ["Too short to keep."]
     read_rejects = pq.read_table(tmp_path / "rejects" / "stage=read" / "reason=bad_json" / "notes.parquet")
     assert "Unterminated string" in read_rejects.column("detail")[0].as_py()
+    # zstd on texts only, no dictionaries: a zstd context and a dictionary per column chunk were most of the
+    # cost of the many small files a job writes
+    chunks = pq.ParquetFile(tmp_path / "documents" / "notes.parquet").metadata.row_group(0)
+    kinds = {chunks.column(i).path_in_schema: chunks.column(i) for i in range(chunks.num_columns)}
+    assert kinds["text"].compression == "ZSTD" and kinds["id"].compression == "ZSTD"
+    assert kinds["n_words"].compression == "UNCOMPRESSED"
+    assert not any(c.has_dictionary_page for c in kinds.values())
 
 
 def test_resume_forgets_half_written_files_and_knows_done_shards(tmp_path: Path):

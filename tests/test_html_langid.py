@@ -139,3 +139,25 @@ name: gate
 sources: [{name: web, format: warc, paths: ["x.warc.gz"]}]
 stages: [{html_langid: {keep: [en], below: 1.5}}]
 """, check_paths=False)
+
+
+def test_a_short_text_is_not_judged_twice_when_the_model_is_blind_to_word_order(monkeypatch):
+    """lid.176 has no word n-grams: the longest lines of a text within `max_chars` are the same words, whose
+    second judgement could not differ; a model with word n-grams still gets both."""
+    stage = HtmlLangId(keep=["en"])
+    stage.setup()
+    assert stage._order_blind
+    short = "<html><body><ul><li>Startseite</li><li>Kontakt</li></ul><p>Die Stadt liegt am Fluss.</p></body></html>"
+    long_ = "<html><body><p>" + "Die Stadt liegt am Fluss und hat viele alte Häuser. " * 40 + "</p></body></html>"
+    calls: list[str] = []
+    predict = stage._model.predict
+    monkeypatch.setattr(stage._model, "predict", lambda text, k: calls.append(text) or predict(text, k=k))
+    once = stage._judge_html(short)
+    assert len(calls) == 1 and once.score < stage.params.below
+    stage._judge_html(long_)  # past max_chars: its longest lines are other words than its first 1,000 characters
+    assert len(calls) == 3
+    monkeypatch.setattr(stage, "_order_blind", False)
+    calls.clear()
+    both = stage._judge_html(short)
+    assert len(calls) == 2 and sorted(calls[0].split()) == sorted(calls[1].split())
+    assert both.score == pytest.approx(once.score, abs=1e-6) and both.top == once.top

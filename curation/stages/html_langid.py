@@ -118,6 +118,9 @@ class HtmlLangId(DocumentFilter):
         check_keep(self.params.keep, frozenset(codes.values()), str(path))
         kept = expand_keep(self.params.keep)
         self._kept_labels = frozenset(label for label, code in codes.items() if code in kept)
+        # Without word n-grams (lid.176 has none) fastText sees a text as a bag of words (and their character
+        # n-grams): a short text's longest lines, the same words reordered, would get the same answer.
+        self._order_blind = self._model.f.getArgs().wordNgrams <= 1
 
     def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
         return html_rows(batch)
@@ -151,6 +154,8 @@ class HtmlLangId(DocumentFilter):
         judged = self._judge_text(text)
         if judged.score >= self.params.below:
             return judged._replace(settled=len(text) > self.params.max_chars)
+        if len(text) <= self.params.max_chars and self._order_blind:  # its lines reordered: the same answer
+            return judged
         longest = "\n".join(sorted(text.splitlines(), key=len, reverse=True))
         return max(judged, self._judge_text(longest))
 

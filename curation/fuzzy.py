@@ -171,13 +171,15 @@ class MinhashDedup(CorpusStage):
     def removals(self, rows: pa.Table) -> pa.Table:
         return self.keys(rows)
 
-    def reference(self, documents: pa.Table) -> pa.Table:
-        """REMOVALS of `documents` (`id`, `text`, score column) in one process: what the Ray plan must equal."""
+    def reference(self, documents: pa.Table, signatures: np.ndarray | None = None) -> pa.Table:
+        """REMOVALS of `documents` (`id`, `text`, score column) in one process: what the Ray plan must equal.
+        `signatures`: the documents' `hasher().signatures`, when computed elsewhere (in parallel, per file)."""
         bands, rows = self.lsh()
         score = self.scores(documents) if self.params.score_column else None
         removed, _ = fuzzy_duplicates(documents.column("id"), documents.column("text"), score,
                                       threshold=self.params.threshold, hasher=self.hasher(), bands=bands, rows=rows,
-                                      false_negative_weight=FALSE_NEGATIVE_WEIGHT, verify=self.params.verify)
+                                      false_negative_weight=FALSE_NEGATIVE_WEIGHT, verify=self.params.verify,
+                                      signatures=signatures)
         return near_duplicate_removals(removed.column("id"), removed.column("survivor_id"), removed.column("cluster"))
 
 

@@ -7,7 +7,8 @@ meets in one partition, and asks the stage which documents to remove. Its remova
 survivors of earlier ones. Finally every shard is rewritten to `documents/` without the removed
 documents, which go to `rejects/` with the survivor's id as their detail. A small corpus
 (`SINGLE_TASK_DOCUMENTS`), or any corpus on an executor without shuffles (`executor: local`), skips
-the shuffle: one task computes the same removals.
+the shuffle: one task computes the same removals (for `minhash_dedup`, from signatures computed a
+task per file, in parallel).
 """
 
 from __future__ import annotations
@@ -68,13 +69,24 @@ def _documents(files: list[str]) -> int:
     return sum(pq.read_metadata(path, filesystem=fs).num_rows for fs, path in map(io.resolve, files))
 
 
-def _removals_in_one_task(files: list[str], stage: CorpusStage, earlier: pa.Table) -> tuple[pa.Table, int]:
-    """A small corpus's removals in one process: the same answer as the shuffles, without their fixed cost."""
+def _seen(files: list[str], stage: CorpusStage, earlier: pa.Table) -> pa.Table:
+    """The documents of `files` that `stage` sees, in file order."""
     columns = sorted({*stage.columns(), "source"})
     documents = pa.concat_tables([pq.read_table(path, columns=columns, filesystem=fs)
                                   for fs, path in map(io.resolve, files)])
-    documents = select_documents(documents, getattr(stage.params, "only", None), earlier.column("id"))
-    return stage.reference(documents).cast(REMOVALS), documents.num_rows
+    return select_documents(documents, getattr(stage.params, "only", None), earlier.column("id"))
+
+
+def _signatures(file: str, stage: MinhashDedup, earlier: pa.Table) -> np.ndarray:
+    return stage.hasher().signatures(_seen([file], stage, earlier).column("text"))
+
+
+def _removals_in_one_task(files: list[str], stage: CorpusStage, earlier: pa.Table,
+                          signatures: np.ndarray | None = None) -> tuple[pa.Table, int]:
+    """A small corpus's removals in one process: the same answer as the shuffles, without their fixed cost."""
+    documents = _seen(files, stage, earlier)
+    removals = stage.reference(documents) if signatures is None else stage.reference(documents, signatures)
+    return removals.cast(REMOVALS), documents.num_rows
 
 
 def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage, removed: pa.Table,
@@ -107,6 +119,10 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
         table, seen, rewrites, bloom_stats = executor.result(
             executor.submit(bloom.removals_in_one_task, files, stage, removed))
         extra = {"bloom": bloom_stats}
+    elif isinstance(stage, MinhashDedup):  # signatures (most of the work) a task per file, then the rest in one
+        signatures = np.concatenate([executor.result(task) for task in [
+            executor.submit(_signatures, file, stage, removed) for file in files]])
+        table, seen = executor.result(executor.submit(_removals_in_one_task, files, stage, removed, signatures))
     else:
         table, seen = executor.result(executor.submit(_removals_in_one_task, files, stage, removed))
     if rewrites.num_rows:  # written first: the removals file marks the stage as done

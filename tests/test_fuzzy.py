@@ -25,6 +25,7 @@ from curation.fuzzy import (
 from curation.recipe import CORPUS_STAGES, RecipeError, parse_recipe
 from pipelines import corpus as corpus_stages
 from pipelines import fuzzy as ray_fuzzy
+from pipelines.executor import LocalExecutor
 from pipelines.run import run
 
 VOCAB = [f"w{i}" for i in range(20_000)]
@@ -153,6 +154,32 @@ def test_ray_plan_equals_the_single_process_reference_for_any_workers_and_order(
     finally:
         context.execution_options.resource_limits = limits
     assert one.removals.equals(reference)
+
+
+@pytest.mark.parametrize("verify", ["exact", "estimate", "none"])
+def test_local_executor_signs_each_file_in_a_task_of_its_own_and_removes_what_the_reference_does(
+        parquet_corpus, tmp_path, monkeypatch, verify):
+    files, table = parquet_corpus
+    stage = MinhashDedup(verify=verify, score_column="q")
+    gone = ids_of(stage.reference(table))[:30]  # removed by an earlier stage: never seen
+    earlier = pa.table({"id": gone, "stage": ["exact_dedup"] * 30, "reason": ["duplicate"] * 30,
+                        "detail": ["kept x"] * 30})
+    expected = stage.reference(table.filter(pc.invert(pc.is_in(table["id"], pa.array(gone)))))
+    pool = LocalExecutor(2)
+    try:
+        two = corpus_stages._stage_result(str(tmp_path / "two"), files, "minhash_dedup", stage, earlier, pool)
+    finally:
+        pool.close()
+    signed: list[str] = []
+    sign = corpus_stages._signatures
+    monkeypatch.setattr(corpus_stages, "_signatures", lambda file, *args: signed.append(file) or sign(file, *args))
+    one = corpus_stages._stage_result(str(tmp_path / "one"), files, "minhash_dedup", stage, earlier, LocalExecutor(1))
+    assert signed == files  # in-process, where the calls can be counted: one per file
+    for removals, seen, _, _ in (one, two):
+        assert removals.replace_schema_metadata(None).equals(expected.cast(removals.schema.remove_metadata()))
+        assert seen == table.num_rows - 30
+    with pytest.raises(ValueError, match="signatures of shape"):
+        stage.reference(table, stage.hasher().signatures(table.column("text"))[:-1])
 
 
 @pytest.mark.ray

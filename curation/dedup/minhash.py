@@ -461,6 +461,7 @@ def fuzzy_duplicates(
     false_negative_weight: float = 0.9,
     verify: Literal["estimate", "exact", "none"] = "exact",
     n_partitions: int = 1,
+    signatures: np.ndarray | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """The whole MinHash-LSH dedup in one process: (removed, pairs).
 
@@ -472,7 +473,8 @@ def fuzzy_duplicates(
     `removed`: `id`, `survivor_id`, `cluster` (hex of the component's smallest node) per removed
     document. `pairs`: the verified candidate pairs (`id_a`, `id_b`). It is the reference for the
     Ray layer's result and what the quality benchmark measures; `n_partitions` runs the bucket and
-    component steps per hash partition, as the shuffles do.
+    component steps per hash partition, as the shuffles do; `signatures` are `hasher.signatures(texts)`
+    where already computed.
     """
     from curation.dedup.components import node_ids, partition_of, star_components
     from curation.dedup.exact import choose_survivors
@@ -480,7 +482,10 @@ def fuzzy_duplicates(
     hasher = hasher or MinHasher()
     ids, texts = as_string_array(ids), as_string_array(texts)
     b, r = lsh_parameters(threshold, hasher.num_perm, bands, rows, false_negative_weight)
-    sigs = hasher.signatures(texts)
+    sigs = hasher.signatures(texts) if signatures is None else signatures
+    if sigs.shape != (len(ids), hasher.num_perm):
+        msg = f"signatures of shape {sigs.shape} for {len(ids)} documents and {hasher.num_perm} permutations"
+        raise ValueError(msg)
     usable = np.flatnonzero(has_shingles(sigs))
     table = band_table(ids.take(pa.array(usable)), band_keys(sigs[usable], b, r),
                        sigs[usable] if verify == "estimate" else None)

@@ -22,8 +22,6 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from detect_secrets.filters import heuristic
-
 KINDS = ("private_key", "aws", "github", "gitlab", "slack", "jwt", "password", "api_key")
 
 _KIND_BY_TYPE = {
@@ -91,6 +89,15 @@ _CONFIG_AS = {"dotenv": ".cfg", "ini": ".ini", "shell": ".cfg", "toml": ".toml",
 
 
 @functools.cache
+def _heuristic() -> Any:
+    """detect-secrets' heuristic filters, imported on first use: the package (requests with it) takes ~80 ms
+    to import, which every process that imports the stages would pay, a run's workers included."""
+    from detect_secrets.filters import heuristic
+
+    return heuristic
+
+
+@functools.cache
 def _plugins() -> tuple[list[tuple[Any, str]], Any]:
     import importlib
 
@@ -150,6 +157,7 @@ def _token_span(m: re.Match[str]) -> tuple[int, int]:
 def _tokens(text: str) -> list[tuple[int, int, str]]:
     spans = []
     plugins, _ = _plugins()
+    heuristic = _heuristic()
     for plugin, kind in plugins:
         hints = _HINTS.get(type(plugin).__name__)
         if hints is not None and not any(h in text for h in hints):
@@ -208,6 +216,7 @@ def _keyword_lines(text: str) -> list[tuple[int, str]]:
 
 def _keywords(text: str, path: str, language: str | None) -> list[tuple[int, int, str]]:
     _, keyword = _plugins()
+    heuristic = _heuristic()
     filename = _keyword_filename(path, language)
     spans: list[tuple[int, int, str]] = []
     for start, line in _keyword_lines(text):

@@ -2,26 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import functools
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from ftfy import TextFixerConfig, fix_text
-from ftfy.badness import is_bad
 from pydantic import Field
 
 from curation.stages.base import Processed, Resources, Stage, StageParams
 
-# Encoding repair only: curly quotes, full-width forms and ligatures are real text a model should see.
-_FTFY = TextFixerConfig(
-    unescape_html=False,
-    uncurl_quotes=False,
-    fix_character_width=False,
-    fix_latin_ligatures=False,
-    normalization=None,
-    explain=False,
-)
+
+@functools.cache
+def _ftfy() -> Any:
+    """ftfy's configuration for encoding repair only (curly quotes, full-width forms and ligatures are real
+    text a model should see); ftfy is imported on first use, not by every process importing the stages."""
+    from ftfy import TextFixerConfig
+
+    return TextFixerConfig(unescape_html=False, uncurl_quotes=False, fix_character_width=False,
+                           fix_latin_ligatures=False, normalization=None, explain=False)
+
+
 # UTF-8 bytes read as cp1252/latin-1 leave a lead character (Â..ô) followed by a continuation byte
 # shown as a latin-1 symbol or a cp1252 punctuation mark: a columnar pre-check before ftfy's slower one.
 _MOJIBAKE_HINT = (
@@ -63,11 +64,14 @@ class Normalize(Stage):
         fixed = np.zeros(len(text), dtype=np.int64)
         if p.fix_encoding:
             hint = pc.match_substring_regex(text, _MOJIBAKE_HINT).to_numpy(zero_copy_only=False)
+            from ftfy import fix_text
+            from ftfy.badness import is_bad
+
             values = text.to_pylist()
             for i in np.flatnonzero(hint):
                 if not is_bad(values[i]):  # ftfy's own mojibake detector: a regex, far cheaper than a repair
                     continue
-                repaired = fix_text(values[i], _FTFY)
+                repaired = fix_text(values[i], _ftfy())
                 if repaired != values[i]:
                     values[i], fixed[i] = repaired, 1
             text = pa.array(values, pa.string())

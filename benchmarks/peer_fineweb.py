@@ -40,8 +40,9 @@ Ray CPUs (`ray.num_cpus`) or local workers (`local.workers`).
 Measured per configuration, the subprocess's whole process tree sampled with psutil every 0.1 s
 (Ray's daemons and workers, or the local executor's forkserver and workers; datatrove's forkserver
 workers and trafilatura sandboxes):
-  - wall time: ours = `run()` less its executor's start-up and close (Ray's, or the local pool's);
-    datatrove = the sum of its five executors' `run()`; neither counts interpreter start-up;
+  - wall time: ours = `run()`, less Ray's start-up and shutdown on Ray (the local pool's start and
+    close count, as datatrove's pools' do); datatrove = the sum of its five executors' `run()`;
+    neither counts interpreter start-up;
   - documents/s per core = WARC records read / wall / cores, end to end;
   - per stage: documents in / seconds in the stage, summed over workers (ours: stats.json
     `stages[*].seconds`; datatrove: each step's `time_stats` from its stats). Stages ours times as
@@ -347,9 +348,10 @@ def child_ours(config_path: str) -> int:
         timed(run_module, "run_corpus_stages", spent),
         timed(run_module, "pack_job", spent),
     ):
-        started = time.perf_counter()
+        started, began = time.perf_counter(), time.time()
         result = run_module.run(recipe, output=cfg["output"], quiet=True)
         total = time.perf_counter() - started
+        window.setdefault("run", [began, time.time()])
     job = Path(result.job_dir)
     manifest = json.loads((job / "manifest.json").read_text()) if (job / "manifest.json").is_file() else {}
     import pyarrow.dataset as ds
@@ -374,7 +376,7 @@ def child_ours(config_path: str) -> int:
         "close_s": spent.get("close", 0.0),
         "corpus_s": spent.get("run_corpus_stages", 0.0),
         "pack_s": spent.get("pack_job", 0.0),
-        "window": [window["start"], window["end"]],
+        "window": [window["start"], window["end"]] if recipe.executor == "ray" else window["run"],
         "stats": result.stats,
         "manifest_seconds": manifest.get("seconds"),
         "tokens": {s: v["tokens"] for s, v in manifest.get("splits", {}).items()},
@@ -392,7 +394,7 @@ class Side:
     name: str
     cores: int
     docs: int  # WARC records read
-    wall_s: float  # end to end, fixed start-up excluded
+    wall_s: float  # end to end, interpreter and Ray start-up excluded
     sampled: Sampled
     cpu_groups: dict[str, float]  # CPU seconds per process group within the timed window (wall_s)
     stages: dict[str, tuple[int, float]]  # stage -> (documents in, core-seconds)
@@ -455,7 +457,7 @@ def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argpar
     r = json.loads(Path(cfg["result"]).read_text())
     stats = r["stats"]
     rows = {row["stage"]: row for row in stats["stages"]}
-    wall = r["run_s"] - r["start_s"] - r["close_s"]
+    wall = r["run_s"] - (r["start_s"] + r["close_s"] if args.executor == "ray" else 0.0)  # datatrove's pools count
     stages: dict[str, tuple[int, float]] = {}
     for name in OUR_STAGES:
         if name in rows:
@@ -477,7 +479,7 @@ def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argpar
     )
     drops = {name: rows[name]["dropped"] for name in OUR_STAGES if rows.get(name, {}).get("dropped")}
     side.notes.append("dropped: " + "; ".join(f"{k} {v}" for k, v in drops.items()))
-    doc_phase = wall - r["corpus_s"] - r["pack_s"]
+    doc_phase = r["run_s"] - r["start_s"] - r["close_s"] - r["corpus_s"] - r["pack_s"]
     side.notes.append(f"run() {r['run_s']:.1f} s = executor start-up {r['start_s']:.1f} + document stages "
                       f"{doc_phase:.1f} + corpus stages (minhash + final documents) {r['corpus_s']:.1f} + "
                       f"tokenize/pack {r['pack_s']:.1f} + executor close {r['close_s']:.1f}")
@@ -682,7 +684,7 @@ def agreement(a: Side, b: Side, urls: list[str]) -> tuple[float, float, list[str
 
 
 def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
-    print("\n== end to end (same corpus, same cores; fixed start-up excluded)")
+    print("\n== end to end (same corpus, same cores; interpreter and Ray start-up excluded)")
     rows = [["config", "load", "docs", "wall s", "docs/s/core", "CPU s", "docs/CPU-s", "peak PSS", "peak RSS", "procs",
              "docs out", "tokens", "token files", "doc files", "output total"]]
     for s in [*ours, *theirs]:
@@ -692,8 +694,8 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
                      str(s.docs_out),
                      f"{s.tokens:,}", mb(s.out_tokens_bytes), mb(s.out_docs_bytes), mb(s.out_total_bytes)])
     print(table(rows))
-    print("  load: 1-minute load average before -> after the run; wall s: the timed window (ours: run() less its "
-          "executor's start-up/close; datatrove: its executors' run()); CPU s: CPU of the whole process tree in that "
+    print("  load: 1-minute load average before -> after the run; wall s: the timed window (ours: run(), on Ray less "
+          "its start-up/shutdown; datatrove: its executors' run()); CPU s: CPU of the whole process tree in that "
           "window (less sensitive to other load); peak PSS / RSS: largest sum over the process tree (RSS counts a page "
           "shared by n processes n times, PSS once; PSS is held against the target)")
     busiest = max(max(s.load) for s in [*ours, *theirs])

@@ -7,12 +7,15 @@ output: the functions, their inputs and the job folder are the same.
 `LocalExecutor` is datatrove's local executor's counterpart, for a laptop, a notebook or a job that
 fits one machine: no cluster's fixed cost (an idle embedded Ray holds ~590 MB and takes ~2-3 s to
 start). With one worker everything runs in the calling process; with more, a process pool whose
-workers fork from a forkserver that imported the stages once (their pages are shared, and a stage's
-`setup` runs once per worker, as on Ray). Not forked from the calling process: that saves ~80 MB of
-PSS at 2 workers but copies whatever threads it runs (Ray's gRPC in a notebook that also uses Ray, a
-status server), a known source of hangs in forked children. Its corpus stages run in one process
-(the same functions Ray's shuffles spread out, so the same removals), so their memory grows with the
-corpus: past one machine's worth of documents, use Ray.
+workers share the pages of the stages' modules, imported once (a stage's `setup` runs once per worker,
+as on Ray). The workers fork from the calling process where it runs no other Python thread and no Ray or
+gRPC (as in `curate run`): they start at once and share its pages too. A caller with such threads (Ray's
+in a notebook that also uses Ray, a status server) is not forked, as a thread holding a lock at the fork
+leaves it held forever in the child: the workers fork from a forkserver that imports `PRELOAD` first
+(~0.5 s with one core idle, ~80 MB more PSS at 2 workers, measured on the FineWeb-like benchmark).
+Its corpus stages run in one process (the same functions Ray's shuffles spread out, so the same
+removals; `minhash_dedup`'s signatures a task per file), so their memory grows with the corpus: past
+one machine's worth of documents, use Ray.
 
 A worker that dies while streaming (the kernel killing it for its memory, say) takes the pool with
 it: a new pool starts, up to `REPLACEMENTS` times, and each unfinished item runs again, skipping the
@@ -24,13 +27,16 @@ resumes it from the job folder.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import multiprocessing
 import os
 import pickle
 import queue
 import shutil
+import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -121,6 +127,7 @@ class LocalExecutor(Executor):
         self._workers = workers
         self._replacements = REPLACEMENTS
         self._pool: ProcessPoolExecutor | None = None
+        self.start_method: str | None = None  # the workers': fork or forkserver (None: in this process)
         # In-process, a task runs when it is first waited on, not when submitted: results are folded one at a
         # time and progress shows between tasks, as with a pool.
         self._later: dict[Future, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = {}
@@ -128,12 +135,19 @@ class LocalExecutor(Executor):
             self._start()
 
     def _start(self) -> None:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
+        self.start_method = "fork" if _may_fork() else "forkserver"
+        context = multiprocessing.get_context(self.start_method)
+        if self.start_method == "fork":
+            for name in PRELOAD:  # imported once, here: the workers share the pages
+                importlib.import_module(name)
+        else:
+            context.set_forkserver_preload(PRELOAD)
         self._batches = context.Queue(maxsize=BATCHES_AHEAD * self._workers)
         self._spool = tempfile.mkdtemp(prefix="curate-local-")
         self._pool = ProcessPoolExecutor(self._workers, mp_context=context, initializer=_worker_init,
                                          initargs=(self._batches, self._spool))
+        if self.start_method == "fork":  # every worker forks now, before the pool's threads (or the caller's) start
+            self._pool.submit(os.getpid).result()
 
     def _replace(self, broken: BrokenProcessPool) -> None:
         """A worker died (killed by the kernel for its memory, say): the pool terminated the others. Start
@@ -226,6 +240,15 @@ class LocalExecutor(Executor):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._batches.close()
             shutil.rmtree(self._spool, ignore_errors=True)
+
+
+def _may_fork() -> bool:
+    """Whether the workers may fork from this process: it runs no Python thread but this one, and neither Ray
+    nor gRPC (whose threads hold locks a fork would leave held) is in it. The native threads numpy's OpenBLAS
+    and pyarrow's jemalloc start handle forks themselves (the forkserver forks with them too)."""
+    ray = sys.modules.get("ray")
+    ray_running = ray is not None and ray.is_initialized()
+    return threading.active_count() == 1 and not ray_running and "grpc" not in sys.modules
 
 
 def local_workers(recipe: Recipe) -> int:

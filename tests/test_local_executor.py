@@ -113,6 +113,17 @@ def test_local_run_never_imports_ray_and_prints_its_summary(tmp_path):
     assert (job / "manifest.json").is_file()
 
 
+def test_the_workers_preload_leaves_out_libraries_only_a_stage_not_in_the_recipe_uses():
+    """PRELOAD is imported before any worker starts (by the caller or a forkserver, one core idle meanwhile):
+    detect-secrets (requests with it) and ftfy are imported by the stages that use them, when they run."""
+    script = ("import importlib, sys\nfrom pipelines.executor import PRELOAD\nfor name in PRELOAD:\n"
+              "    importlib.import_module(name)\n"
+              "print(sorted(m for m in ('detect_secrets', 'ftfy', 'requests', 'ray') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+
+
 def jsonl_recipe(tmp_path: Path, texts: dict[str, list[str]], workers: int = 2):
     for name, rows in texts.items():
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in rows))
@@ -180,6 +191,29 @@ def test_stream_hands_over_every_item_once_and_a_caller_that_stops_early_leaves_
         closing.start()
         closing.join(60)
     assert not closing.is_alive(), "close() hangs: a worker is still blocked on the full queue"
+
+
+def test_workers_fork_from_a_caller_with_no_other_thread_and_from_a_forkserver_beside_one():
+    """A fork copies no thread: one holding a lock at that moment (a status server's, Ray's) would leave it held
+    in the child forever. Either way the workers hand over the same outputs."""
+    script = ("import json, os, sys, threading\nfrom pipelines.executor import LocalExecutor\n"
+              "from tests.test_local_executor import numbered\n"
+              "def outputs(executor):\n"
+              "    try:\n"
+              "        return executor.start_method, sorted(executor.stream(numbered, range(4), 3)), "
+              "os.getpid() in set(executor.result(executor.submit(os.getppid)) for _ in range(4))\n"
+              "    finally:\n"
+              "        executor.close()\n"
+              "alone = outputs(LocalExecutor(2))\n"
+              "stop = threading.Event(); server = threading.Thread(target=stop.wait); server.start()\n"
+              "beside = outputs(LocalExecutor(2))\n"
+              "stop.set(); print(json.dumps([alone, beside]))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    alone, beside = json.loads(done.stdout)
+    expected = [[i, k] for i in range(4) for k in range(3)]
+    assert alone == ["fork", expected, True]  # forked from the caller: its pid is their parent's
+    assert beside == ["forkserver", expected, False]
 
 
 def test_in_process_tasks_run_one_at_a_time_when_waited_on():

@@ -13,6 +13,7 @@ import pytest
 
 from curation import io, schema
 from curation.readers import JsonlReader, ParquetReader, WarcReader, WetReader, read_shard
+from curation.readers.base import binary_column
 from curation.recipe import parse_recipe
 from curation.shards import list_shards
 from tests.conftest import SAMPLE
@@ -148,3 +149,10 @@ def test_garbage_files_never_raise(tmp_path: Path, payload: bytes):
     reasons = set(table.column(schema.REASON).to_pylist())
     assert schema.END_OF_SHARD in reasons
     assert reasons <= {schema.END_OF_SHARD, "unreadable_input", "truncated_input", "skipped:unknown_record_type"}
+
+
+@pytest.mark.parametrize("values", [[b"<p>a</p>", None, b"", "é".encode() * 70_000], [], [None, None], [b"x"]])
+def test_a_batch_of_raw_pages_is_one_joined_buffer_equal_to_pyarrows_own(values):
+    column = binary_column(values)
+    column.validate(full=True)
+    assert column.equals(pa.array(values, pa.binary())) and column.null_count == values.count(None)

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from curation import io, schema
 
@@ -74,13 +76,33 @@ READ_BATCH_SCHEMA = schema.READ_SCHEMA.append(pa.field(schema.metric_column("sec
 ).append(pa.field(schema.metric_column("bout", "read"), pa.int64()))
 
 
+_HTML = READ_BATCH_SCHEMA.get_field_index("html")
+_BUT_HTML = READ_BATCH_SCHEMA.remove(_HTML)
+
+
+def binary_column(values: list[bytes | None]) -> pa.Array:
+    """`pa.array(values, pa.binary())` from one joined buffer: pyarrow's builder grows its buffer by doubling,
+    copying and faulting in a batch of raw pages several times (4.6 ms for 4 MB of pages, 1 ms this way)."""
+    lengths = np.fromiter((len(v) if v is not None else 0 for v in values), np.int64, len(values))
+    if lengths.sum() >= 1 << 31:  # past binary's 32-bit offsets: let pyarrow say so
+        return pa.array(values, pa.binary())
+    offsets = np.zeros(len(values) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    nulls = [v is None for v in values]
+    validity = pc.invert(pa.array(nulls)).buffers()[1] if any(nulls) else None
+    data = pa.py_buffer(b"".join(v for v in values if v is not None))
+    return pa.Array.from_buffers(pa.binary(), len(values), [validity, pa.py_buffer(offsets), data],
+                                 null_count=sum(nulls))
+
+
 def _table(rows: list[dict[str, Any]], seconds: float) -> pa.Table:
     share = seconds / max(len(rows), 1)
     for row in rows:
         row[schema.metric_column("sec", "read")] = share
         out = row["html"] if row["html"] is not None else (row["text"] or "").encode()
         row[schema.metric_column("bout", "read")] = len(out) if row[schema.REASON] is None else 0
-    return pa.Table.from_pylist(rows, schema=READ_BATCH_SCHEMA)
+    html = binary_column([row.pop("html") for row in rows])
+    return pa.Table.from_pylist(rows, schema=_BUT_HTML).add_column(_HTML, READ_BATCH_SCHEMA.field("html"), html)
 
 
 def read_shard(

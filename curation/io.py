@@ -135,8 +135,10 @@ def write_bytes_atomic(uri: str, data: bytes) -> None:
     fs.move(tmp, path)
 
 
-def write_json_atomic(uri: str, obj: Any) -> None:
-    write_bytes_atomic(uri, (json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n").encode())
+def write_json_atomic(uri: str, obj: Any, *, indent: int | None = 2) -> None:
+    """`indent=None` for files only programs read: json's C encoder runs only without indentation (a token
+    histogram took ~5 ms to write indented)."""
+    write_bytes_atomic(uri, (json.dumps(obj, indent=indent, sort_keys=False, default=str) + "\n").encode())
 
 
 def read_json(uri: str) -> Any:

@@ -89,7 +89,7 @@ class LiveProgress:
             "stages": [{"stage": s, **c} for s, c in totals.items()],
             "series": {"columns": SERIES_COLUMNS, "points": self.series},
         }
-        io.write_json_atomic(self.uri, snapshot)
+        io.write_json_atomic(self.uri, snapshot, indent=None)
 
     def _point(self, point: list[float]) -> None:
         if self.series and point[0] - self.series[-1][0] < self.gap:

@@ -69,7 +69,7 @@ def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed:
         "tokens": _encode(sp, table.column("text"), dtype),
     }).sort_by([("bucket", "ascending"), ("id", "ascending")])
     summary = _summary(rows)
-    io.write_json_atomic(summary_uri(out), summary)  # first: the Parquet file marks the work as done
+    io.write_json_atomic(summary_uri(out), summary, indent=None)  # first: the Parquet file marks the work as done
     out_fs, _ = io.resolve(out)
     with io.temp_path(out) as tmp, pq.ParquetWriter(tmp, rows.schema, filesystem=out_fs, compression="zstd") as w:
         bucket = rows.column("bucket").to_numpy()

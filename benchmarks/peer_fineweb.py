@@ -73,6 +73,7 @@ least 80%.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
@@ -262,6 +263,9 @@ def _group(proc: psutil.Process, root: int) -> str:
         return "ray daemons"
     if "forkserver" in cmd or "multiprocess" in cmd or "multiprocessing" in cmd:
         return "workers"
+    with contextlib.suppress(psutil.Error):
+        if proc.ppid() == root and cmd == " ".join(psutil.Process(root).cmdline()):
+            return "workers"  # forked from the main process (our local executor's workers)
     return "other"
 
 

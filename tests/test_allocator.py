@@ -6,14 +6,15 @@ import os
 import subprocess
 import sys
 
-from pipelines.allocator import ENVIRONMENT, MMAP_THRESHOLD_BYTES, lean_allocator
+from pipelines.allocator import ENVIRONMENT, MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, lean_allocator
 from pipelines.executor import LocalExecutor
 
 
-def _pool_and_threshold() -> tuple[str, str | None]:
+def _pool_and_threshold() -> tuple[str, str | None, str | None]:
     import pyarrow as pa
 
-    return pa.default_memory_pool().backend_name, os.environ.get("MALLOC_MMAP_THRESHOLD_")
+    return (pa.default_memory_pool().backend_name, os.environ.get("MALLOC_MMAP_THRESHOLD_"),
+            os.environ.get("MALLOC_TRIM_THRESHOLD_"))
 
 
 def test_a_process_that_imports_pipelines_first_allocates_arrow_memory_with_malloc():
@@ -27,10 +28,11 @@ def test_a_process_that_imports_pipelines_first_allocates_arrow_memory_with_mall
 
 
 def test_lean_allocator_fixes_glibcs_threshold_and_workers_inherit_the_settings():
-    assert lean_allocator() is True  # glibc accepted the fixed mmap threshold (Linux, as in CI)
-    assert _pool_and_threshold() == ("system", str(MMAP_THRESHOLD_BYTES))
+    assert lean_allocator() is True  # glibc accepted the fixed thresholds (Linux, as in CI)
+    expected = ("system", str(MMAP_THRESHOLD_BYTES), str(TRIM_THRESHOLD_BYTES))
+    assert _pool_and_threshold() == expected
     executor = LocalExecutor(2)
     try:
-        assert executor.result(executor.submit(_pool_and_threshold)) == ("system", str(MMAP_THRESHOLD_BYTES))
+        assert executor.result(executor.submit(_pool_and_threshold)) == expected
     finally:
         executor.close()

@@ -8,14 +8,18 @@ survivors of earlier ones. Finally every shard is rewritten to `documents/` with
 documents, which go to `rejects/` with the survivor's id as their detail. A small corpus
 (`SINGLE_TASK_DOCUMENTS`), or any corpus on an executor without shuffles (`executor: local`), skips
 the shuffle: one task computes the same removals (for `minhash_dedup`, from signatures computed a
-task per file, in parallel).
+task per file, in parallel; as the first corpus stage, each shard's are asked for as soon as the
+shard is written: `EarlySignatures`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import CancelledError
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
@@ -35,6 +39,8 @@ PARTITIONS_PER_CPU = 4
 # Up to this many documents a stage runs in one task: a shuffle's fixed cost (tasks, object-store
 # round trips: 5-26 s for minhash_dedup on 200 documents on 2 CPUs) exceeds the work (0.4 s there).
 SINGLE_TASK_DOCUMENTS = 20_000
+
+log = logging.getLogger(__name__)
 
 
 def _keys(batch: pa.Table, stage: CorpusStage, partitions: int, removed: pa.Array) -> pa.Table:
@@ -89,10 +95,50 @@ def _removals_in_one_task(files: list[str], stage: CorpusStage, earlier: pa.Tabl
     return removals.cast(REMOVALS), documents.num_rows
 
 
+class EarlySignatures:
+    """`minhash_dedup`'s signatures of each shard's documents, asked for as soon as the shard is written, where
+    it is the first corpus stage and runs without shuffles: queued behind the shards still to read, they run
+    on the workers the document stages' last shards leave idle, instead of after them."""
+
+    def __init__(self, job_dir: str, stages: list[tuple[str, CorpusStage]], executor: Executor) -> None:
+        first = stages[0][1] if stages else None
+        self.stage = first if isinstance(first, MinhashDedup) and not executor.shuffles else None
+        self.job_dir, self.executor = job_dir, executor
+        self.tasks: dict[str, Any] = {}  # documents file -> the task signing it
+
+    def start(self, shard: str) -> None:
+        file = io.join(self.job_dir, WORK_DOCUMENTS, f"{shard}.parquet")
+        if self.stage is not None and io.exists(file):  # a shard that kept nothing has no file
+            self.tasks[file] = self.executor.submit(_signatures, file, self.stage, nothing_removed())
+
+
+def nothing_removed() -> pa.Table:
+    return pa.table({"id": pa.array([], pa.string()), "stage": pa.array([], pa.string()),
+                     "reason": pa.array([], pa.string()), "detail": pa.array([], pa.string())})
+
+
+def _signed(files: list[str], stage: MinhashDedup, removed: pa.Table, executor: Executor,
+            early: dict[str, Any]) -> np.ndarray:
+    """The signatures of `files`' documents, a task per file, taking the early ones that succeeded (a worker
+    that died during the document stages took the pool, and the tasks queued on it, with it)."""
+    tasks = {file: early.get(file) or executor.submit(_signatures, file, stage, removed) for file in files}
+    parts = []
+    for file in files:
+        try:
+            parts.append(executor.result(tasks[file]))
+        except (BrokenProcessPool, CancelledError):
+            if file not in early:
+                raise
+            log.warning("signing %s again: its early task was lost with a worker", file)
+            parts.append(executor.result(executor.submit(_signatures, file, stage, removed)))
+    return np.concatenate(parts)
+
+
 def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage, removed: pa.Table,
-                  executor: Executor) -> tuple[pa.Table, int, pa.Table, dict[str, Any]]:
+                  executor: Executor, early: dict[str, Any] | None = None) -> tuple[pa.Table, int, pa.Table,
+                                                                                    dict[str, Any]]:
     """(removals, documents seen, rewrites, extra counters) of one corpus stage: computed once, then
-    read back from `_work/` by every rerun."""
+    read back from `_work/` by every rerun. `early`: signing tasks of `EarlySignatures` (first stage only)."""
     out, rewrites_out = (io.join(job_dir, "_work", folder, f"{name}.parquet") for folder in ("removed", "rewritten"))
     fs, path = io.resolve(out)
     if io.exists(out):
@@ -120,8 +166,7 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
             executor.submit(bloom.removals_in_one_task, files, stage, removed))
         extra = {"bloom": bloom_stats}
     elif isinstance(stage, MinhashDedup):  # signatures (most of the work) a task per file, then the rest in one
-        signatures = np.concatenate([executor.result(task) for task in [
-            executor.submit(_signatures, file, stage, removed) for file in files]])
+        signatures = _signed(files, stage, removed, executor, early or {})
         table, seen = executor.result(executor.submit(_removals_in_one_task, files, stage, removed, signatures))
     else:
         table, seen = executor.result(executor.submit(_removals_in_one_task, files, stage, removed))
@@ -136,20 +181,21 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
 
 def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shards: list[str], executor: Executor, *,
                       rejects_sample: float, max_rejects: int,
-                      on_done: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
+                      on_done: Callable[[str, dict[str, Any]], None] | None = None,
+                      early: EarlySignatures | None = None) -> dict[str, dict[str, Any]]:
     """Run every corpus stage, then write the final documents; return the stages' counters.
 
     `on_done(step, counters)` hears of each finished stage and of the final documents (progress).
     """
     shards = [s for s in shards if io.exists(io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet"))]  # some keep nothing
     files = [io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet") for s in shards]
-    removed = pa.table({"id": pa.array([], pa.string()), "stage": pa.array([], pa.string()),
-                        "reason": pa.array([], pa.string()), "detail": pa.array([], pa.string())})
+    removed = nothing_removed()
     counters: dict[str, dict[str, Any]] = {}
     rewrites = REWRITES.empty_table()
-    for name, stage in stages:
+    for k, (name, stage) in enumerate(stages):
         started = time.perf_counter()
-        table, seen, rewritten, extra = _stage_result(job_dir, files, name, stage, removed, executor)
+        signing = early.tasks if early is not None and k == 0 else None
+        table, seen, rewritten, extra = _stage_result(job_dir, files, name, stage, removed, executor, signing)
         rewrites = pa.concat_tables([rewrites, rewritten])
         reasons = dict(zip(*np.unique(table.column("reason").to_pylist(), return_counts=True), strict=True))
         counters[name] = {"docs_in": seen, "docs_out": seen - table.num_rows,

@@ -14,8 +14,8 @@ in a notebook that also uses Ray, a status server) is not forked, as a thread ho
 leaves it held forever in the child: the workers fork from a forkserver that imports `PRELOAD` first
 (~0.5 s with one core idle, ~80 MB more PSS at 2 workers, measured on the FineWeb-like benchmark).
 Its corpus stages run in one process (the same functions Ray's shuffles spread out, so the same
-removals; `minhash_dedup`'s signatures a task per file), so their memory grows with the corpus: past
-one machine's worth of documents, use Ray.
+removals; `minhash_dedup`'s signatures a task per file, started as each shard is written), so their
+memory grows with the corpus: past one machine's worth of documents, use Ray.
 
 A worker that dies while streaming (the kernel killing it for its memory, say) takes the pool with
 it: a new pool starts, up to `REPLACEMENTS` times, and each unfinished item runs again, skipping the

@@ -19,7 +19,7 @@ from curation.shards import list_shards
 from curation.stages import Stage
 from pipelines import plan
 from pipelines.allocator import lean_allocator
-from pipelines.corpus import run_corpus_stages
+from pipelines.corpus import EarlySignatures, run_corpus_stages
 from pipelines.executor import Executor, start_executor
 from pipelines.progress import Progress
 from pipelines.tokens import pack_job, token_stats
@@ -91,6 +91,7 @@ def run(
     pool: Executor | None = start_executor(recipe, address, executor) if todo or corpus_stages or packing else None
     manifest = None
     start_seconds = time.time() - start
+    early = EarlySignatures(job_dir, corpus_stages, pool) if pool is not None else None
     try:
         if todo:
             with progress:
@@ -98,6 +99,8 @@ def run(
                     completed = writer.add(batch)
                     for name in completed:
                         events.emit("shard_done", shard=name, documents=writer.done[name]["documents"])
+                        if early is not None:
+                            early.start(name)
                     finished += completed
                     progress.update(batch, len(completed))
                     live.update(force=bool(completed))
@@ -116,7 +119,8 @@ def run(
 
             corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards], pool,
                                                 rejects_sample=recipe.rejects.sample,
-                                                max_rejects=recipe.rejects.max_per_reason, on_done=corpus_step_done)
+                                                max_rejects=recipe.rejects.max_per_reason, on_done=corpus_step_done,
+                                                early=early)
         if recipe.pack is not None:
             events.emit("packing_started")
             progress.say("tokens: tokenize, mix, pack and shuffle into shards")

@@ -8,14 +8,17 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
 from curation.apply import STAGE_ERROR
+from curation.fuzzy import MinhashDedup
 from curation.recipe import parse_recipe
 from pipelines import corpus as corpus_stages
 from pipelines.executor import LocalExecutor
@@ -226,3 +229,38 @@ def test_in_process_tasks_run_one_at_a_time_when_waited_on():
     assert [executor.result(t) for t in tasks] == [None] * 3 and ran == [0, 1, 2]
     with pytest.raises(ValueError, match="invalid literal"):
         executor.result(executor.submit(int, "not a number"))
+
+
+def test_minhash_signs_each_shard_once_as_it_is_written_and_removes_what_it_would_after_all(tmp_path, monkeypatch):
+    for k in range(3):  # notes 5k..5k+11: each shard shares notes with the next (copies: near duplicates too)
+        rows = [{"text": note(i), "url": f"https://s{k}.example/{i}"} for i in range(5 * k, 5 * k + 12)]
+        (tmp_path / f"s{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recipe = parse_recipe(f"name: early\nexecutor: local\nlocal: {{workers: 2}}\n"
+                          f"sources: [{{name: s, format: jsonl, paths: ['{tmp_path}/s*.jsonl']}}]\n"
+                          "stages:\n  - minhash_dedup: {threshold: 0.7}\n")
+    pooled = run(recipe, output=str(tmp_path / "two"), quiet=True)
+    signed: list[str] = []
+    sign = corpus_stages._signatures
+    monkeypatch.setattr(corpus_stages, "_signatures", lambda file, *args: signed.append(file) or sign(file, *args))
+    early: list[corpus_stages.EarlySignatures] = []
+    monkeypatch.setattr("pipelines.run.EarlySignatures", lambda *args: early.append(
+        corpus_stages.EarlySignatures(*args)) or early[-1])
+    one = run(recipe.model_copy(update={"local": recipe.local.model_copy(update={"workers": 1})}),
+              output=str(tmp_path / "one"), quiet=True)
+    assert sorted(early[0].tasks) == sorted(signed) and len(signed) == 3  # asked for early, each shard once
+    assert job_files(one.job_dir) == job_files(pooled.job_dir)
+    dropped = {row["stage"]: row["dropped"] for row in pooled.stats["stages"]}
+    assert dropped["minhash_dedup"] == {"near_duplicate": 14}
+
+
+def test_an_early_signing_task_lost_with_its_pool_is_run_again(tmp_path):
+    files = []
+    for k in range(2):
+        files.append(str(tmp_path / f"d{k}.parquet"))
+        pq.write_table(pa.table({"id": [f"{k}-{i}" for i in range(5)], "text": [note(5 * k + i) for i in range(5)],
+                                 "source": ["s"] * 5}), files[-1])
+    stage = MinhashDedup()
+    lost: Future = Future()
+    lost.set_exception(BrokenProcessPool("a worker died"))
+    signed = corpus_stages._signed(files, stage, corpus_stages.nothing_removed(), LocalExecutor(1), {files[0]: lost})
+    assert (signed == stage.hasher().signatures([note(i) for i in range(10)])).all()

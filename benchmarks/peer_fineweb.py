@@ -38,7 +38,7 @@ starts) to the first 1 or 2 CPUs: datatrove with as many tasks and workers, ours
 Ray CPUs (`ray.num_cpus`) or local workers (`local.workers`).
 
 Measured per configuration, the subprocess's whole process tree sampled with psutil every 0.1 s
-(Ray's daemons and workers, or the local executor's forkserver and workers; datatrove's forkserver
+(Ray's daemons and workers, or the local executor's workers (forked, or from a forkserver); datatrove's forkserver
 workers and trafilatura sandboxes):
   - wall time: ours = `run()`, less Ray's start-up and shutdown on Ray (the local pool's start and
     close count, as datatrove's pools' do); datatrove = the sum of its five executors' `run()`;

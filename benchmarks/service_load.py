@@ -11,6 +11,16 @@ runs as `curate run` in its own process, three times on fresh output folders:
 
 and then both loads again once no job runs, to tell the service's own cost from the job's.
 
+4. **concurrency**: once no job runs, closed loops of 200 and 1,000 clients (`--concurrency`) on the
+   status endpoints and on `/healthz`, beside the same loads on two reference servers in their own
+   processes, with the service's uvicorn settings: a trivial FastAPI route and a bare ASGI app
+   answering a constant (the most uvicorn itself serves). The ratio printed is the service's req/s to
+   each reference's at the same concurrency. Here the load comes from `--client-procs` generator
+   processes (clients split among them), so that one Python process is not what bounds 1,000 clients.
+   Every load is bounded in time (`--seconds`) and in requests (`--max-requests` each).
+   `--concurrency-only` skips the job runs and loads a job folder written here instead (a finished
+   job's files as `curate run` leaves them; the service reads only these few files).
+
 The status endpoints are taken in turn: job list, one job, funnel, throughput, training curve.
 The load comes from a separate process (aiohttp on uvloop, one keep-alive connection per client;
 `--client-loop asyncio` for the plain asyncio loop of earlier figures), so on a small machine the job
@@ -23,7 +33,8 @@ with ms per request for the first two. When the generator needs more CPU per req
 service, it is the generator that bounds a closed loop on a small machine, not the service.
 
     .venv/bin/python benchmarks/service_load.py [--clients 200] [--seconds 20] [--copies 2] [--files 16]
-                                                [--client-loop uvloop|asyncio]
+                                                [--client-loop uvloop|asyncio] [--concurrency 200 1000]
+                                                [--client-procs 2] [--max-requests 200000] [--concurrency-only]
 """
 
 from __future__ import annotations
@@ -34,13 +45,14 @@ import contextlib
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from pipelines.net import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
@@ -52,18 +64,19 @@ ENDPOINTS = ["/api/jobs", "/api/jobs/{job}", "/api/jobs/{job}/funnel", "/api/job
 # -- the load generator (runs in its own process) ---------------------------------------------------
 
 
-async def _client(session, url: str, job: str, until: float, paced: bool, out: list, errors: list) -> None:
+async def _client(session, url: str, paths: list[str], until: float, most: int, paced: bool, out: list,
+                  errors: list) -> None:
     rng = random.Random()
-    i = rng.randrange(len(ENDPOINTS))
+    i = rng.randrange(len(paths))
     next_at = time.perf_counter() + (rng.random() if paced else 0.0)  # dashboards are not in step
-    while True:
+    for _ in range(most):
         if paced:
             await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
             next_at += 1.0
         started = time.perf_counter()
         if started >= until:
             return
-        path = ENDPOINTS[i % len(ENDPOINTS)].format(job=job)
+        path = paths[i % len(paths)]
         i += 1
         try:
             async with session.get(url + path) as response:
@@ -75,7 +88,9 @@ async def _client(session, url: str, job: str, until: float, paced: bool, out: l
         out.append(time.perf_counter() - started)
 
 
-async def _load(url: str, job: str, clients: int, seconds: float, paced: bool) -> dict:
+async def _load(url: str, paths: list[str], clients: int, seconds: float, most: int, paced: bool,
+                start_at: float) -> dict:
+    """One generator's raw figures: every latency (s), errors, its window and its own CPU over it."""
     import aiohttp
 
     latencies: list[float] = []
@@ -83,13 +98,24 @@ async def _load(url: str, job: str, clients: int, seconds: float, paced: bool) -
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=30)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        await asyncio.sleep(max(0.0, start_at - time.time()))  # generator processes start together
         started = time.perf_counter()
         cpu_started = time.process_time()  # the generator's own CPU, over the same window as its requests
         until = started + seconds
-        await asyncio.gather(*(_client(session, url, job, until, paced, latencies, errors) for _ in range(clients)))
+        per_client = max(1, most // clients)
+        await asyncio.gather(*(_client(session, url, paths, until, per_client, paced, latencies, errors)
+                               for _ in range(clients)))
         elapsed = time.perf_counter() - started
         cpu = time.process_time() - cpu_started
-    latencies.sort()
+    return {"latencies": latencies, "errors": errors, "elapsed": elapsed, "cpu": cpu}
+
+
+def summary(parts: list[dict]) -> dict:
+    """The figures of one load, from its generators' raw figures."""
+    latencies = sorted(x for part in parts for x in part["latencies"])
+    errors = [e for part in parts for e in part["errors"]]
+    elapsed = max(part["elapsed"] for part in parts)
+    cpu = sum(part["cpu"] for part in parts)
 
     def pct(q: float) -> float:
         return 1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")
@@ -100,11 +126,12 @@ async def _load(url: str, job: str, clients: int, seconds: float, paced: bool) -
             "client_cores": cpu / elapsed}
 
 
-def run_load(url: str, job: str, clients: int, seconds: float, paced: bool, client_loop: str) -> dict:
+def run_load(url: str, paths: list[str], clients: int, seconds: float, most: int, paced: bool, client_loop: str,
+             start_at: float) -> dict:
     """The load on uvloop where asked and installed (uvicorn[standard] brings it): the same requests on the
     same connections, at ~1/5 less client CPU per request, which on a 2-core machine is CPU the job and
     the service get back."""
-    load = _load(url, job, clients, seconds, paced)
+    load = _load(url, paths, clients, seconds, most, paced, start_at)
     if client_loop == "uvloop":
         try:
             import uvloop
@@ -115,13 +142,40 @@ def run_load(url: str, job: str, clients: int, seconds: float, paced: bool, clie
     return {**asyncio.run(load), "client_loop": "asyncio"}
 
 
+# -- the reference servers (run in their own processes) ----------------------------------------------
+
+REFERENCE_BODY = b'{"status":"ok"}'
+
+
+async def bare_asgi(scope: dict, receive, send) -> None:
+    """The least an ASGI app can do: a constant JSON answer to everything."""
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"15")]})
+    await send({"type": "http.response.body", "body": REFERENCE_BODY})
+
+
+def serve_reference(kind: str, port: int) -> None:
+    """A trivial endpoint under uvicorn with the service's own settings (`pipelines.service.server`)."""
+    import uvicorn
+
+    app = bare_asgi
+    if kind == "fastapi":
+        from fastapi import FastAPI
+
+        app = FastAPI()
+
+        @app.get("/healthz")
+        async def healthz() -> dict[str, str]:
+            return {"status": "ok"}
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, backlog=4096,
+                timeout_keep_alive=30)
+
+
 # -- the driver -------------------------------------------------------------------------------------
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_recipe(folder: Path, corpus: Path) -> Path:
@@ -152,11 +206,14 @@ def finish(proc: subprocess.Popen, out: Path) -> dict:
 
 
 @contextlib.contextmanager
-def serving(out: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    """`curate serve` over `out` on a free port, healthy: (its process, its URL); stopped at the end."""
+def serving(out: Path | None, reference: str | None = None) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`curate serve` over `out` (or the `reference` server) on a free port, healthy: (its process, its URL);
+    stopped at the end."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--jobs", str(out), "--port",
-                               str(port)], cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command = ([__file__, "--reference", reference, str(port)] if reference else
+               ["-m", "pipelines.cli", "serve", "--jobs", str(out), "--port", str(port)])
+    server = subprocess.Popen([sys.executable, *command], cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, server)
@@ -185,25 +242,37 @@ def idle_load(out: Path, args: argparse.Namespace, paced: bool) -> dict:
         return _measured_load(server, url, next(out.iterdir()).name, args, paced)
 
 
-def _measured_load(server: subprocess.Popen, url: str, job: str, args: argparse.Namespace, paced: bool) -> dict:
-    """The load generator's figures, with the CPU time the service spent answering: unlike latency, that
-    does not depend on what else the machine runs."""
+def _measured_load(server: subprocess.Popen, url: str, job: str, args: argparse.Namespace, paced: bool, *,
+                   clients: int | None = None, paths: str = "status", procs: int = 1) -> dict:
+    """The load generators' figures, with the CPU time the service spent answering: unlike latency, that
+    does not depend on what else the machine runs. `clients` split among `procs` generator processes."""
     import psutil
 
+    clients = clients or args.clients
     service = psutil.Process(server.pid)
-    before = sum(service.cpu_times()[:2])
-    machine_before = _busy_seconds()
-    load = subprocess.run([sys.executable, __file__, "--load", url, job, str(args.clients), str(args.seconds),
-                           "paced" if paced else "closed", args.client_loop], capture_output=True, text=True,
-                          cwd=PROJECT_ROOT)
-    if load.returncode != 0:
-        raise SystemExit(load.stderr[-3000:])
-    figures = json.loads(load.stdout)
-    cpu = sum(service.cpu_times()[:2]) - before
+    start_at = time.time() + 1.0 + 0.2 * procs  # past every generator's imports
+    shares = [clients // procs + (i < clients % procs) for i in range(procs)]
+    with tempfile.TemporaryDirectory(prefix="service-load-generators-") as folder:
+        results = [Path(folder) / f"{i}.json" for i in range(procs)]  # files: nothing else a process prints mixes in
+        generators = [subprocess.Popen([sys.executable, __file__, "--load", url, job, str(share), str(args.seconds),
+                                        "paced" if paced else "closed", args.client_loop, paths,
+                                        str(args.max_requests // procs), str(start_at), str(result)],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT)
+                      for share, result in zip(shares, results, strict=True)]
+        time.sleep(max(0.0, start_at - time.time()))
+        before = sum(service.cpu_times()[:2])
+        machine_before = _busy_seconds()
+        errors = [g.communicate(timeout=args.seconds + 120)[1] for g in generators]
+        cpu = sum(service.cpu_times()[:2]) - before
+        busy = _busy_seconds() - machine_before
+        if any(g.returncode != 0 for g in generators):
+            raise SystemExit("\n".join(err[-3000:] for err in errors))
+        parts = [json.loads(result.read_text()) for result in results]
+    figures = {**summary(parts), "client_loop": parts[0]["client_loop"]}
+    window = max(part["elapsed"] for part in parts)
     figures["service_cpu_ms_per_request"] = 1000 * cpu / max(figures["requests"], 1)
-    figures["service_cores"] = cpu / args.seconds
-    # Includes the generator's start (~0.3 s of imports): a little above the other columns' sum.
-    figures["machine_cores"] = (_busy_seconds() - machine_before) / args.seconds
+    figures["service_cores"] = cpu / window
+    figures["machine_cores"] = busy / window
     return figures
 
 
@@ -246,6 +315,73 @@ def _events_end(out: Path) -> float:
     return json.loads(last)["time"]
 
 
+def write_finished_job(jobs: Path) -> str:
+    """A finished job's folder as `curate run` leaves it (what the status endpoints read), without running one."""
+    job = jobs / "loaded-0123456789"
+    (job / "_shards").mkdir(parents=True)
+    (job / "train").mkdir()
+    (job / "recipe.yaml").write_text("name: loaded\nsources: [{name: web, format: warc, paths: [x.warc.gz]}]\n"
+                                     "stages:\n  - length: {min_words: 50}\n  - exact_dedup: {}\n")
+    stages = [{"stage": s, "docs_in": 3500, "docs_out": 3000 - 100 * i, "dropped": {"too_short": 500 + 100 * i},
+               "skipped": {}, "counts": {}, "bytes_in": 10**7, "bytes_out": 9 * 10**6, "seconds": 12.5}
+              for i, s in enumerate(("read", "length", "exact_dedup"))]
+    events = [{"time": 100.0, "event": "job_started", "shards": 16, "already_done": 0}]
+    events += [{"time": 100.0 + i, "event": "shard_done", "shard": f"crawl-{i}"} for i in range(16)]
+    events += [{"time": 117.0, "event": "corpus_stages_started", "stages": ["exact_dedup"]},
+               {"time": 118.0, "event": "corpus_step_done", "step": "exact_dedup"},
+               {"time": 120.0, "event": "job_done"}]
+    (job / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    for i in range(16):
+        (job / "_shards" / f"crawl-{i}.json").write_text(json.dumps({"counters": {}}))
+    points = [[100.0 + t, 175 * t, 150 * t, t * 16 // 20] for t in range(21)]
+    (job / "_progress.json").write_text(json.dumps({
+        "pid": 0, "host": "elsewhere", "started": 100.0, "updated": 120.0, "shards_done": 16, "records": 3500,
+        "documents": 2800, "stages": stages, "series": {"columns": ["time", "records", "documents", "shards_done"],
+                                                          "points": points}}))
+    (job / "stats.json").write_text(json.dumps({"wall_seconds": 20.0, "shards": {"total": 16},
+                                                "documents": {"records_read": 3500, "out": 2800}, "stages": stages}))
+    (job / "train" / "metrics.jsonl").write_text("".join(
+        json.dumps({"step": s, "loss": 3.0 - s / 200, "lr": 3e-4, "spike": None}) + "\n" for s in range(1, 301)))
+    return job.name
+
+
+def concurrency_loads(out: Path, args: argparse.Namespace) -> list[tuple[str, int, dict]]:
+    """(server, clients, figures): closed loops on the service and the reference servers at each concurrency."""
+    job = next(p.name for p in out.iterdir() if p.is_dir())
+    rows = []
+    servers = (("service: status endpoints", None, "status"), ("service: /healthz", None, "healthz"),
+               ("trivial FastAPI route", "fastapi", "healthz"), ("bare uvicorn ASGI app", "asgi", "healthz"))
+    for name, reference, paths in servers:
+        with serving(out, reference) as (server, url):
+            for clients in args.concurrency:
+                figures = _measured_load(server, url, job, args, False, clients=clients, paths=paths,
+                                         procs=args.client_procs)
+                rows.append((name, clients, figures))
+    return rows
+
+
+def print_concurrency(rows: list[tuple[str, int, dict]], args: argparse.Namespace) -> None:
+    print(f"\nconcurrency: closed loops for {args.seconds:.0f} s (at most {args.max_requests:,} requests each), "
+          f"clients split among {args.client_procs} generator processes; no job running")
+    print(f"{'server':<28} {'clients':>7} {'req/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} {'service':>7} "
+          f"{'generator':>9} {'all':>5}  {'req/s vs trivial':>16} {'req/s vs bare':>13} {'CPU/req vs bare':>15}")
+    print(f"{'':<28} {'':>7} {'':>7} {'':>8} {'':>8} {'':>6} {'ms/req':>7} {'ms/req':>9} {'cores':>5}  "
+          f"{'FastAPI':>16} {'ASGI':>13} {'ASGI':>15}")
+    by = {(name, clients): f for name, clients, f in rows}
+    for name, clients, f in rows:
+        fastapi, asgi = by[("trivial FastAPI route", clients)], by[("bare uvicorn ASGI app", clients)]
+        cpu = f["service_cpu_ms_per_request"] / asgi["service_cpu_ms_per_request"]
+        print(f"{name:<28} {clients:>7} {f['rps']:>7.0f} {f['p50_ms']:>8.1f} {f['p99_ms']:>8.1f} {f['errors']:>6} "
+              f"{f['service_cpu_ms_per_request']:>7.3f} {f['client_cpu_ms_per_request']:>9.3f} "
+              f"{f['machine_cores']:>5.2f}  {f['rps'] / fastapi['rps']:>15.2f}x {f['rps'] / asgi['rps']:>12.2f}x "
+              f"{cpu:>14.2f}x")
+        if f["error_kinds"]:
+            print(f"   errors seen: {', '.join(f['error_kinds'])}")
+    print("ms/req: CPU per request of the server (service or reference) and of the load generators; when the "
+          "generators need more per request than the server, they bound the closed loop, not the server. On a busy "
+          "machine req/s and latency follow the CPU each process gets; CPU per request does not")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=200)
@@ -254,12 +390,25 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=16, help="input shards (default 16)")
     parser.add_argument("--client-loop", choices=("uvloop", "asyncio"), default="uvloop",
                         help="the load generator's event loop (default uvloop where installed)")
-    parser.add_argument("--load", nargs=6, metavar=("URL", "JOB", "CLIENTS", "SECONDS", "MODE", "LOOP"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[200, 1000],
+                        help="clients of the closed loops of the concurrency section (default 200 1000)")
+    parser.add_argument("--client-procs", type=int, default=max(2, min(4, os.cpu_count() or 1)),
+                        help="generator processes of the concurrency section (default: 2 to 4, by CPUs)")
+    parser.add_argument("--max-requests", type=int, default=200_000, help="at most this many requests per load")
+    parser.add_argument("--concurrency-only", action="store_true",
+                        help="only the concurrency section, on a job folder written here (no job runs)")
+    parser.add_argument("--load", nargs=10, help=argparse.SUPPRESS,
+                        metavar=("URL", "JOB", "CLIENTS", "SECONDS", "MODE", "LOOP", "PATHS", "MOST", "START", "OUT"))
+    parser.add_argument("--reference", nargs=2, metavar=("KIND", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.load:
-        url, job, clients, seconds, mode, loop = args.load
-        print(json.dumps(run_load(url, job, int(clients), float(seconds), mode == "paced", loop)))
+        url, job, clients, seconds, mode, loop, paths, most, start_at, out = args.load
+        chosen = ["/healthz"] if paths == "healthz" else [e.format(job=job) for e in ENDPOINTS]
+        figures = run_load(url, chosen, int(clients), float(seconds), int(most), mode == "paced", loop, float(start_at))
+        Path(out).write_text(json.dumps(figures))
+        return
+    if args.reference:
+        serve_reference(args.reference[0], int(args.reference[1]))
         return
 
     try:  # python benchmarks/service_load.py puts benchmarks/ on sys.path
@@ -269,6 +418,13 @@ def main() -> None:
 
     load1, load5, _ = os.getloadavg()
     print(f"{code_version()}; load average before: {load1:.2f} / {load5:.2f} (1 / 5 min), {os.cpu_count()} CPUs")
+    if args.concurrency_only:
+        with tempfile.TemporaryDirectory(prefix="service-load-") as tmp:
+            write_finished_job(Path(tmp))
+            print_concurrency(concurrency_loads(Path(tmp), args), args)
+        load1, load5, _ = os.getloadavg()
+        print(f"load average after: {load1:.2f} / {load5:.2f}")
+        return
     with tempfile.TemporaryDirectory(prefix="service-load-") as tmp:
         tmp = Path(tmp)
         try:
@@ -287,6 +443,7 @@ def main() -> None:
             figures, stats, overlap = loaded_run(recipe, tmp / ("paced" if paced else "closed"), args, paced)
             rows.append((paced, figures, stats["wall_seconds"], overlap))
         idle = [(paced, idle_load(tmp / "closed", args, paced)) for paced in (True, False)]
+        concurrency = concurrency_loads(tmp / "closed", args)
     loops = sorted({f.get("client_loop", "?") for _, f, _, _ in rows} | {f.get("client_loop", "?") for _, f in idle})
     print(f"\n{args.clients} clients for {args.seconds:.0f} s against {', '.join(ENDPOINTS)} "
           f"(load generator on {'/'.join(loops)})")
@@ -309,6 +466,7 @@ def main() -> None:
             print(f"   errors seen: {', '.join(f['error_kinds'])}")
     for paced, f in idle:
         print(f"{'paced, after the job' if paced else 'closed loop, after the job':<32} {figures(f)}")
+    print_concurrency(concurrency, args)
     load1, load5, _ = os.getloadavg()
     print(f"load average after: {load1:.2f} / {load5:.2f}; cores: CPU seconds per second of load, of the service, "
           f"the load generator and the whole machine ({os.cpu_count()} CPUs)")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -37,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 
 from curation.train.config import TrainRecipe
 from curation.train.loop import METRICS, peak_bf16_flops, read_jsonl, run_worker
+from pipelines.net import free_port
 
 MODEL = {"d_model": 768, "n_layers": 12, "n_heads": 12, "n_kv_heads": 4, "ffn_hidden": 2048,
          "tie_embeddings": True}
@@ -75,11 +75,6 @@ def write_job(job: Path, rows: int, seq_len: int, vocab: int, seed: int = 0) -> 
                 "vocab_size": vocab, "splits": {"train": {"rows": rows, "tokens": rows * width, "shards": [shard]}}}
     (job / "manifest.json").write_text(json.dumps(manifest))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> int:

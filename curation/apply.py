@@ -1,8 +1,11 @@
 """Run one stage over a batch that also carries earlier drops: the executor-independent wrapper.
 
-Rows already dropped (and rows of sources the stage is not `only` for) pass through unchanged.
-The stage's drops are marked with stage, reason and detail; each processed row gets its share
-of the stage's seconds and its bytes in and out, so the writer can count everything per shard.
+Rows already dropped pass through unchanged and uncounted. Rows of sources the stage is not
+`only` for, and rows the stage does not judge (`Stage.applies`: pages only, some languages only)
+pass by unchanged too, each counted once in a `bypassed:<why>` tally of the stage, so that what
+leaves a stage (kept plus bypassed) is what reaches the next. The stage's drops are marked with
+stage, reason and detail; each processed row gets its share of the stage's seconds and its bytes
+in and out, so the writer can count everything per shard.
 Dropped rows that will not be sampled into `rejects/` lose their text here, so they cost
 nothing further downstream.
 """
@@ -19,6 +22,8 @@ from curation import schema
 from curation.stages.base import Processed, Stage
 
 STAGE_ERROR = "stage_error"  # the reason of a row on which a stage raised
+BYPASSED = "bypassed"  # count key prefix of rows that went by a stage unjudged: `bypassed:<why>`
+ONLY = "only"  # why: the row's source is not in the stage's `only:`
 
 
 def sampled(ids: pa.Array, rate: float) -> np.ndarray:
@@ -53,13 +58,7 @@ def run_stage(
 ) -> pa.Table:
     """The batch after `stage`: kept rows transformed, new drops marked, metric columns added."""
     name = name or stage.name
-    only = stage.params.only
-    active = pc.is_null(batch.column(schema.REASON))
-    if only is not None:
-        active = pc.and_(active, pc.is_in(batch.column("source"), pa.array(only, pa.string())))
-    handles = stage.applies(batch)
-    if handles is not None:
-        active = pc.and_(active, handles)
+    active, bypassed = _judged(stage, batch)
     metrics = {
         schema.metric_column("sec", name): pa.float64(),
         schema.metric_column("bin", name): pa.int64(),
@@ -68,10 +67,11 @@ def run_stage(
     # Stages declare the columns they add; every batch gets them (null where not computed) so that
     # all batches of a job share one schema whatever mix of rows they hold.
     counts = {schema.count_column(name, key): pa.int64() for key in stage.count_keys}
-    added = {**stage.output_columns, **metrics, **counts}
+    passed = {bypass_column(name, why): pa.int64() for why in bypass_reasons(stage)}
+    added = {**stage.output_columns, **metrics, **counts, **passed}
     todo, rest = _split(stage, batch, active)
     if todo.num_rows == 0:
-        return _drop_html_if(stage, _with_columns(batch, added))
+        return _drop_html_if(stage, _mark_bypassed(_with_columns(batch, added), name, bypassed))
 
     started = time.perf_counter()
     result = process_isolated(stage, todo)
@@ -94,6 +94,7 @@ def run_stage(
         values = (result.counts or {}).get(key)
         column = pa.array(values if values is not None else np.zeros(n, np.int64), pa.int64())
         out = out.append_column(schema.count_column(name, key), column)
+    out = _with_columns(out, passed)
 
     forget = dropped & ~sampled(out.column("id"), rejects_sample)
     if forget.any():
@@ -104,8 +105,54 @@ def run_stage(
                 out = out.set_column(out.schema.get_field_index(column), column,
                                      pc.if_else(keep_text, col, pa.nulls(n, col.type)))
 
-    rest = _drop_html_if(stage, _with_columns(rest, added))
+    passing = pc.invert(active)
+    went_by = {why: mask.filter(passing) for why, mask in bypassed.items()}
+    rest = _mark_bypassed(_with_columns(rest, added), name, went_by)
+    rest = _drop_html_if(stage, rest)
     return pa.concat_tables([out, rest.select(out.column_names)], promote_options="permissive")
+
+
+def bypass_reasons(stage: Stage) -> list[str]:
+    """Why rows may go by `stage` unjudged: the same for every batch, so that every batch gets the same
+    tally columns."""
+    reasons = [ONLY] if stage.params.only is not None else []
+    if type(stage).applies is not Stage.applies:
+        reasons.append(stage.bypass_reason)
+    return reasons
+
+
+def bypass_column(stage: str, why: str) -> str:
+    """The tally column of rows that went by `stage` for reason `why` (summed into its `counts` by the writer,
+    shown as `bypassed` in stats.json)."""
+    return schema.count_column(stage, f"{BYPASSED}:{why}")
+
+
+def _judged(stage: Stage, batch: pa.Table) -> tuple[pa.ChunkedArray, dict[str, pa.ChunkedArray]]:
+    """Which rows of `batch` `stage` judges, and per reason the live rows it lets by unjudged (a row is
+    counted under the first reason only)."""
+    active = pc.is_null(batch.column(schema.REASON))
+    bypassed = {}
+    only = stage.params.only
+    if only is not None:
+        ours = pc.fill_null(pc.is_in(batch.column("source"), pa.array(only, pa.string())), False)
+        bypassed[ONLY] = pc.and_(active, pc.invert(ours))
+        active = pc.and_(active, ours)
+    handles = stage.applies(batch)
+    if handles is not None:
+        handles = pc.fill_null(handles, False)
+        bypassed[stage.bypass_reason] = pc.and_(active, pc.invert(handles))
+        active = pc.and_(active, handles)
+    return active, bypassed
+
+
+def _mark_bypassed(rows: pa.Table, name: str, bypassed: dict[str, pa.ChunkedArray]) -> pa.Table:
+    """`rows` (those the stage did not process, with its tally columns in place: every batch has them in the
+    same order) with a 1 in its tally of each reason a row went by for."""
+    for why, mask in bypassed.items():
+        column = bypass_column(name, why)
+        rows = rows.set_column(rows.schema.get_field_index(column), column,
+                               pc.if_else(mask, pa.scalar(1, pa.int64()), pa.scalar(None, pa.int64())))
+    return rows
 
 
 def _split(stage: Stage, batch: pa.Table, active: pa.ChunkedArray) -> tuple[pa.Table, pa.Table]:

@@ -21,7 +21,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from curation import schema
-from curation.job import DOCUMENTS, REJECTS, WORK_DOCUMENTS
+from curation.job import DOCUMENTS, REJECTS, WORK_DOCUMENTS, document_files, recorded_shards
 from curation.progress import JobFolder
 
 if TYPE_CHECKING:
@@ -38,11 +38,13 @@ _PARTITION = re.compile(r"^(stage|reason)=(.+)$")
 
 
 def reject_files(job: str | Path) -> dict[str, dict[str, list[Path]]]:
-    """{stage: {reason: [parquet files]}} found under `rejects/`, names taken from the folders only."""
+    """{stage: {reason: [parquet files]}} found under `rejects/`, names taken from the folders only; only
+    the files of shards `_shards/` records as done (`recorded_shards`), like `document_files`."""
     root = Path(job) / REJECTS
     out: dict[str, dict[str, list[Path]]] = {}
     if not root.is_dir():
         return out
+    shards = recorded_shards(job)
     for stage_dir in sorted(root.iterdir()):
         stage = _PARTITION.match(stage_dir.name)
         if not stage or stage.group(1) != "stage" or not stage_dir.is_dir():
@@ -50,7 +52,8 @@ def reject_files(job: str | Path) -> dict[str, dict[str, list[Path]]]:
         for reason_dir in sorted(stage_dir.iterdir()):
             reason = _PARTITION.match(reason_dir.name)
             if reason and reason.group(1) == "reason" and reason_dir.is_dir():
-                files = sorted(p for p in reason_dir.iterdir() if p.suffix == ".parquet")
+                files = sorted(p for p in reason_dir.iterdir() if p.suffix == ".parquet" and not p.is_symlink()
+                               and (shards is None or p.stem in shards))
                 if files:
                     out.setdefault(stage.group(2), {})[reason.group(2)] = files
     return out
@@ -105,14 +108,14 @@ def lookup(job: str | Path, ids: list[str], columns: tuple[str, ...] = ("id", "s
            *, before_corpus: bool = True) -> dict[str, dict[str, Any]]:
     """Documents by id: as they were before corpus stages (dedup removed ones are only there), or
     `before_corpus=False`: as finally written, falling back to the earlier copy."""
-    job = Path(job)
-    folders = [job / WORK_DOCUMENTS, job / DOCUMENTS]
+    folders = [WORK_DOCUMENTS, DOCUMENTS]
     found: dict[str, dict[str, Any]] = {}
     for folder in folders if before_corpus else folders[::-1]:
         missing = [i for i in ids if i not in found]
-        if not missing or not folder.is_dir():
+        files = list(document_files(job, folder).values()) if missing else []
+        if not files:
             continue
-        dataset = pads.dataset(folder, format="parquet")
+        dataset = pads.dataset(files, format="parquet")
         wanted = [c for c in columns if c in dataset.schema.names]
         table = dataset.to_table(columns=wanted, filter=pc.field("id").isin(missing))
         found.update((row["id"], row) for row in table.to_pylist())
@@ -173,8 +176,8 @@ def samples(job: str | Path, per_reason: int = 3, *, seed: int = 0, chars: int =
 
 def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None = None) -> pd.DataFrame:
     """A seeded random sample of `n` kept documents (of one source if given)."""
-    folder = Path(job) / DOCUMENTS
-    table = pads.dataset(folder, format="parquet").to_table() if folder.is_dir() else pa.table({"id": []})
+    files = list(document_files(job).values())
+    table = pads.dataset(files, format="parquet").to_table() if files else pa.table({"id": []})
     if source is not None:
         table = table.filter(pc.equal(table.column("source"), source))
     frame = table.to_pandas()

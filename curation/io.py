@@ -7,8 +7,9 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,9 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def expand(pattern: str) -> list[str]:
-    """Files matching a path or URI with `*`, `?`, `[..]` and `**`, sorted; URIs keep their scheme."""
-    return [uri for uri, _ in expand_sized(pattern)]
+    """Files matching a path or URI with `*`, `?`, `[..]` and `**`, sorted; URIs keep their scheme. Links met
+    while walking a folder are neither followed nor listed (`list_files`)."""
+    return [found.uri for found in list_files(pattern) if not found.link]
 
 
 def expand_sized(pattern: str) -> list[tuple[str, int]]:
@@ -107,15 +109,96 @@ def expand_sized(pattern: str) -> list[tuple[str, int]]:
     return sorted(found)
 
 
+@dataclass(frozen=True)
+class Listed:
+    """A file a walk found; `link`: a symbolic link met on the way (to a file, a folder or nothing), not followed."""
+
+    uri: str
+    size: int = 0
+    link: bool = False
+
+
+def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], bool] | None = None,
+               recursive: bool = True) -> Iterator[Listed]:
+    """Regular files under a folder, never following a link: each link comes back itself (`link=True`) and a
+    folder it names is not entered, so a walk stays inside `folder`. Stops after looking at `limit` entries;
+    `prune(name)` says which subfolders not to enter. Object stores have no links: their listing as is."""
+    if is_remote(folder):
+        fs, path = resolve(folder)
+        prefix = folder.split("://")[0] + "://"
+        infos = fs.get_file_info(pafs.FileSelector(path, recursive=recursive, allow_not_found=True))
+        for seen, info in enumerate(infos, 1):
+            if limit is not None and seen > limit:
+                return
+            folders = info.path[len(path.rstrip("/")) + 1 :].split("/")[:-1]
+            if info.type == pafs.FileType.File and not (prune and any(map(prune, folders))):
+                yield Listed(prefix + info.path, info.size or 0)
+        return
+    pending = [resolve(folder)[1]]
+    seen = 0
+    while pending:
+        current = pending.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name, reverse=True)
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            seen += 1
+            if limit is not None and seen > limit:
+                return
+            if entry.is_symlink():
+                yield Listed(entry.path, 0, link=True)
+            elif entry.is_dir(follow_symlinks=False):
+                if recursive and not (prune and prune(entry.name)):
+                    pending.append(entry.path)
+            elif entry.is_file(follow_symlinks=False):  # not a FIFO, socket or device: reading one could block
+                yield Listed(entry.path, entry.stat(follow_symlinks=False).st_size)
+
+
+def list_files(pattern: str) -> list[Listed]:
+    """`expand_sized` for inputs, sorted: a link met while walking a folder or matching a wildcard is listed as a
+    link, never followed (what it names may lie anywhere); a path named without wildcards is the user's choice
+    and is followed, a link there listed as the real path of its target."""
+    if is_remote(pattern):
+        return [Listed(uri, size) for uri, size in expand_sized(pattern)]
+    fs, path = resolve(pattern)  # resolves the links in the part the user named
+    if not _WILDCARD.search(path):
+        info = fs.get_file_info(path)
+        if info.type == pafs.FileType.File:
+            return [Listed(path, info.size or 0)]
+        return list_files(path.rstrip("/") + "/**") if info.type == pafs.FileType.Directory else []
+    parts = path.split("/")
+    first = next(i for i, part in enumerate(parts) if _WILDCARD.search(part))
+    regex = _glob_regex(path)
+    walk = walk_files("/".join(parts[:first]) or "/", recursive="**" in path or len(parts) - first > 1)
+    return sorted((found for found in walk if regex.match(found.uri)), key=lambda found: found.uri)
+
+
+def literal_uri(path: str) -> str:
+    """A local path as a `file://` URI, which `canonical` keeps as written where it resolves a plain path's links:
+    how a link found in a folder reaches its reader as itself, not as its target."""
+    return f"file://{path}"
+
+
+def is_link(uri: str) -> bool:
+    """Whether a local path or `file://` URI is itself a symbolic link (object stores have none)."""
+    return not is_remote(uri) and Path(uri.removeprefix("file://")).is_symlink()
+
+
 _CODECS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".lz4": "lz4"}
+
+
+def codec(uri: str) -> str | None:
+    """The compression `open_text_stream` undoes for a file, from its extension (None: plain)."""
+    return next((c for ext, c in _CODECS.items() if uri.endswith(ext)), None)
 
 
 def open_text_stream(uri: str) -> pa.NativeFile:
     """A sequential stream of a file's bytes, decompressed by its extension (same for every filesystem)."""
     fs, path = resolve(uri)
     stream = fs.open_input_stream(path, compression=None)
-    codec = next((c for ext, c in _CODECS.items() if path.endswith(ext)), None)
-    return pa.CompressedInputStream(stream, codec) if codec else stream
+    compression = codec(path)
+    return pa.CompressedInputStream(stream, compression) if compression else stream
 
 
 def exists(uri: str) -> bool:

@@ -13,6 +13,7 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -20,12 +21,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation import io, schema
-from curation.apply import sampled
+from curation.apply import BYPASSED, sampled
 
 DOCUMENTS = "documents"
 WORK_DOCUMENTS = "_work/documents"  # documents before corpus stages, when a recipe has any
 REJECTS = "rejects"
 SHARDS = "_shards"
+RECIPE = "recipe.yaml"
+RECIPE_HASH_LINE = "# recipe hash: "  # the line of recipe.yaml naming the recipe that wrote the folder
 ROW_GROUP_BYTES = 4 << 20
 
 
@@ -46,6 +49,97 @@ def merge_counters(total: dict[str, dict[str, Any]], part: dict[str, dict[str, A
                     into[key][reason] = into[key].get(reason, 0) + n
             else:
                 into[key] += value
+
+
+# -- whose folder it is, and which of its files are the job's -----------------------------------
+
+
+class JobFolderError(ValueError):
+    """A job folder `curate run` must not write into: a path through a file, or a folder holding files that
+    are not this job's."""
+
+
+def claim_job_folder(job_dir: str, recipe_hash: str | None = None) -> None:
+    """Raise `JobFolderError` unless `job_dir` can be (or already is) this job's folder: absent, empty, or
+    holding a `recipe.yaml` written by `curate run` (of `recipe_hash` when given: a rerun resumes), or,
+    without one, `_shards/` records (a `JobWriter` used directly). Anything else would be mixed into the
+    job's output and read as part of it."""
+    fs, path = io.resolve(job_dir)
+    if not io.is_remote(job_dir):
+        _no_file_on_the_way(Path(path), job_dir)
+    written_by = _recipe_hash(fs, io.join(path, RECIPE))
+    if written_by == "":
+        msg = (f"job folder {job_dir} holds a recipe.yaml curate run did not write: give `output` (--output) "
+               "another folder, or empty this one")
+        raise JobFolderError(msg)
+    if written_by is not None:
+        if recipe_hash is None or written_by == recipe_hash:
+            return
+        msg = (f"job folder {job_dir} holds the output of another recipe (recipe.yaml: hash {written_by[:10]}, "
+               f"this recipe's is {recipe_hash[:10]}): give `output` (--output) another folder")
+        raise JobFolderError(msg)
+    if _is_folder(fs, io.join(path, SHARDS)):
+        return
+    selector = pa.fs.FileSelector(path, recursive=True, allow_not_found=True)
+    stray = sorted(i.path for i in fs.get_file_info(selector)
+                   if i.type == pa.fs.FileType.File and not i.path.endswith(".tmp"))
+    if stray:
+        example = stray[0][len(path.rstrip("/")) + 1 :]
+        what = f"{len(stray)} files curate run did not write, e.g. {example}" if len(stray) > 1 else (
+            f"a file curate run did not write: {example}")
+        msg = f"job folder {job_dir} exists and holds {what}; give `output` (--output) another folder, or empty it"
+        raise JobFolderError(msg)
+
+
+def _no_file_on_the_way(path: Path, job_dir: str) -> None:
+    for folder in (path, *path.parents):
+        if folder.is_dir():
+            return
+        if folder.exists() or folder.is_symlink():
+            msg = f"cannot make the job folder {job_dir}: {folder} is a file, not a folder (`output`, --output)"
+            raise JobFolderError(msg)
+
+
+def _is_folder(fs: pa.fs.FileSystem, path: str) -> bool:
+    return fs.get_file_info(path).type == pa.fs.FileType.Directory
+
+
+def _recipe_hash(fs: pa.fs.FileSystem, path: str) -> str | None:
+    """The recipe hash `curate run` wrote into recipe.yaml; "" for a recipe.yaml it did not write, None
+    without one."""
+    if fs.get_file_info(path).type != pa.fs.FileType.File:
+        return None
+    with fs.open_input_stream(path) as f:
+        head = f.read(4096).decode("utf-8", "replace")
+    line = next((x for x in head.splitlines() if x.startswith(RECIPE_HASH_LINE)), RECIPE_HASH_LINE)
+    return line[len(RECIPE_HASH_LINE) :].strip()
+
+
+def recorded_shards(job_dir: str | Path) -> set[str] | None:
+    """Names of the shards `_shards/` records as done; None for a folder `curate run` did not make (neither
+    recipe.yaml nor `_shards/`: made by hand or by another tool), whose files all count."""
+    fs, path = io.resolve(str(job_dir))
+    records = fs.get_file_info(pa.fs.FileSelector(io.join(path, SHARDS), allow_not_found=True))
+    names = {i.base_name[: -len(".json")] for i in records
+             if i.type == pa.fs.FileType.File and i.base_name.endswith(".json")}
+    if names or _is_folder(fs, io.join(path, SHARDS)) or io.exists(io.join(str(job_dir), RECIPE)):
+        return names
+    return None
+
+
+def document_files(job_dir: str | Path, folder: str = DOCUMENTS) -> dict[str, str]:
+    """{shard: uri} of the job's documents files, by shard name: `documents/` (or `_work/documents/`, before
+    corpus stages) files of the shards `_shards/` records as done. Every reader of a job folder (inspect,
+    corpus stages, packing, the service) takes its files here, so a file the job did not write (dropped in
+    by hand, left by another tool) is never read as part of it; so is a link, which a job never writes."""
+    fs, path = io.resolve(io.join(str(job_dir), folder))
+    listed = fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True))
+    found = {i.base_name[: -len(".parquet")]: i.path for i in listed
+             if i.type == pa.fs.FileType.File and i.base_name.endswith(".parquet")}
+    shards = recorded_shards(job_dir)
+    remote = io.is_remote(str(job_dir))
+    return {name: io.join(str(job_dir), folder, f"{name}.parquet") for name in sorted(found)
+            if (shards is None or name in shards) and (remote or not Path(found[name]).is_symlink())}
 
 
 def _settings(table_schema: pa.Schema) -> dict[str, Any]:
@@ -115,8 +209,10 @@ def _public(table: pa.Table) -> pa.Table:
 
 class JobWriter:
     def __init__(self, job_dir: str, stages: list[str], *, rejects_sample: float = 1.0,
-                 max_rejects_per_reason: int = 1000, documents: str = DOCUMENTS) -> None:
+                 max_rejects_per_reason: int = 1000, documents: str = DOCUMENTS,
+                 recipe_hash: str | None = None) -> None:
         self.dir = job_dir
+        self.recipe_hash = recipe_hash  # the recipe whose job folder this is (a folder of another is refused)
         self.documents = documents  # DOCUMENTS, or WORK_DOCUMENTS when corpus stages follow
         self.stages = ["read", *stages]
         self.rejects_sample = rejects_sample
@@ -126,7 +222,9 @@ class JobWriter:
 
     # -- before the run ---------------------------------------------------------------------
     def resume(self) -> dict[str, dict[str, Any]]:
-        """Forget what a crashed run left half-written; return the shards already done."""
+        """Refuse a folder that is not this job's (`claim_job_folder`); forget what a crashed run left
+        half-written; return the shards already done."""
+        claim_job_folder(self.dir, self.recipe_hash)
         io.remove_temporaries(self.dir)
         fs, path = io.resolve(io.join(self.dir, SHARDS))
         for info in fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True)):
@@ -227,6 +325,17 @@ class JobWriter:
     def incomplete(self) -> list[str]:
         return sorted(self.open)
 
+    def discard(self, shard: str) -> None:
+        """Forget what arrived of a shard that failed (its input could not be read to its end): its temporary
+        files are deleted and nothing is recorded, so no half shard is ever read and a rerun reads it again."""
+        partial = self.open.pop(shard, None)
+        if partial is None:
+            return
+        for file in [partial.documents, *partial.rejects.values()]:
+            if file is not None:
+                file.writer.close()
+                file.fs.delete_file(file.tmp)
+
 
 def write_rejects(job_dir: str, shard: str, rejects: pa.Table, files: dict[tuple[str, str], _ParquetFile],
                   counts: Counter, *, sample: float, cap: int) -> None:
@@ -296,8 +405,21 @@ def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, remove
 
 
 def funnel(counters: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per-stage rows for stats.json and the summary table, in pipeline order."""
-    return [{"stage": stage, **values} for stage, values in counters.items()]
+    """Per-stage rows for stats.json and the summary table, in pipeline order.
+
+    Rows that went by a stage unjudged (another source than its `only:`, no page, a language it does not
+    judge) are tallied in its counters as `bypassed:<why>` counts; here they become the row's `bypassed`
+    per reason. Every row then adds up: docs_in == docs_out + dropped + skipped (records that are no
+    documents), and what leaves a stage (docs_out + bypassed) is what reaches the next (docs_in + bypassed).
+    """
+    prefix = f"{BYPASSED}:"
+    rows = []
+    for stage, values in counters.items():
+        counts = dict(values.get("counts", {}))
+        tallies = {key: counts.pop(key) for key in list(counts) if key.startswith(prefix)}
+        bypassed = {key[len(prefix):]: n for key, n in tallies.items() if n}
+        rows.append({"stage": stage, **values, "bypassed": bypassed, "counts": counts})
+    return rows
 
 
 class EventLog:

@@ -8,8 +8,17 @@ never more than `max_epochs`; a target that would need more is reported as a sho
 Which documents are taken is decided by a hash of (seed, document id) mapped to [0, 1): a document
 is repeated `floor(rate)` times and once more when its hash lies below the source's threshold.
 The threshold is chosen from a token-weighted histogram of those hashes so that the tokens taken
-match the target (to within a fraction of one histogram bin), not only in expectation; the same seed gives the
-same documents on every rerun and on any number of workers.
+match the target, not only in expectation; the same seed gives the same documents on every rerun
+and on any number of workers. Where a histogram bin holds many documents the threshold is
+interpolated inside the bin where the target falls (the miss is about one document); where the
+source has so few documents that a bin holds about one, interpolating would take that document or
+not by chance: the threshold is that bin's end, so the source gets at least its target, and the
+plan is exactly what packing takes.
+
+Documents are taken whole: a source whose documents are large against its target cannot get
+close to it. `report` gives the real shortfall or excess (target against achieved tokens) and,
+past `MISS_TOLERANCE`, why: `max_epochs`, `no_documents` or `document_granularity`; `warnings`
+says it in words for the run's summary.
 """
 
 from __future__ import annotations
@@ -24,6 +33,9 @@ import xxhash
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 HISTOGRAM_BINS = 4096
+# A source with documents in at most this share of the bins has about one document per non-empty bin.
+SPARSE_BINS = 0.5
+MISS_TOLERANCE = 0.01  # a source off its target by more than this share of it is warned about, with the cause
 _TWO64 = float(1 << 64)
 VALIDATION_SALT = 0x5EED_FA11  # the split must not move when the recipe's seed changes
 
@@ -88,10 +100,19 @@ class SourcePlan:
     rate: float  # copies per available token, capped at max_epochs
     threshold: float = 0.0  # documents whose hash is below it get one copy more than floor(rate)
     planned_tokens: int = 0  # what the threshold selects (the packer's count is the achieved figure)
+    # Tokens of the documents around the threshold (its histogram bin): taken whole, they bound how close
+    # the tokens taken can come to the target.
+    granularity_tokens: int = 0
 
     @property
     def shortfall_tokens(self) -> int:
+        """The plan's shortfall (the manifest's is the achieved one, see `report`)."""
         return max(0, self.target_tokens - self.planned_tokens)
+
+    @property
+    def capped(self) -> bool:
+        """Whether `max_epochs` (or having no tokens) keeps the rate below what the target needs."""
+        return self.target_tokens > self.rate * self.available_tokens * (1 + 1e-12)
 
     def copies(self, u: np.ndarray) -> np.ndarray:
         """Copies of each document, given its hash in [0, 1)."""
@@ -107,18 +128,24 @@ def histogram(u: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     return np.bincount(bins, weights=tokens, minlength=HISTOGRAM_BINS).astype(np.int64)
 
 
-def _threshold(hist: np.ndarray, wanted: float) -> tuple[float, int]:
-    """The hash threshold below which documents hold about `wanted` tokens, and that estimate: the
-    bin where the cumulative count crosses `wanted`, interpolated linearly inside it (hashes are
-    uniform within a bin), so the error is a fraction of one bin's tokens."""
+def _threshold(hist: np.ndarray, wanted: float) -> tuple[float, int, int]:
+    """The hash threshold below which documents hold about `wanted` tokens, that estimate, and the tokens
+    of the bin where the cumulative count crosses `wanted`. With many documents per bin the threshold is
+    interpolated linearly inside it (hashes are uniform within a bin), so the error is a fraction of one
+    bin's tokens; with about one (a sparse histogram) it is the bin's end, and the estimate exact."""
     cumulative = np.concatenate([[0], np.cumsum(hist)])
     if wanted <= 0:
-        return 0.0, 0
+        return 0.0, 0, 0
     if wanted >= cumulative[-1]:
-        return 1.0 + 1e-9, int(cumulative[-1])
+        return 1.0 + 1e-9, int(cumulative[-1]), 0
     i = int(np.searchsorted(cumulative, wanted, side="right")) - 1  # cumulative[i] <= wanted < cumulative[i+1]
+    if cumulative[i] == wanted:
+        return i / HISTOGRAM_BINS, int(wanted), 0
+    if np.count_nonzero(hist) <= SPARSE_BINS * HISTOGRAM_BINS:
+        # (i + 1) / BINS is exact in binary, as is u * BINS: hashes below it are exactly bins 0..i
+        return (i + 1) / HISTOGRAM_BINS, int(cumulative[i + 1]), int(hist[i])
     inside = (wanted - cumulative[i]) / hist[i]
-    return (i + inside) / HISTOGRAM_BINS, round(wanted)
+    return (i + inside) / HISTOGRAM_BINS, round(wanted), int(hist[i])
 
 
 def plan(params: MixtureParams | None, hists: dict[str, np.ndarray]) -> dict[str, SourcePlan]:
@@ -143,11 +170,62 @@ def plan(params: MixtureParams | None, hists: dict[str, np.ndarray]) -> dict[str
         a, t = available[source], targets[source]
         rate = min(t / a, params.max_epochs) if a else 0.0
         full = math.floor(rate)
-        threshold, part = _threshold(hist, (rate - full) * a)
-        plans[source] = SourcePlan(a, t, rate, threshold, full * a + part)
+        threshold, part, granularity = _threshold(hist, (rate - full) * a)
+        plans[source] = SourcePlan(a, t, rate, threshold, full * a + part, granularity)
     return plans
 
 
 def shares(tokens: dict[str, int]) -> dict[str, float]:
     total = sum(tokens.values())
     return {s: (n / total if total else 0.0) for s, n in tokens.items()}
+
+
+def report(plans: dict[str, SourcePlan], achieved: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """The manifest's mixture: per source its plan, the train tokens packing took (`achieved`), the shares
+    of both, the real `shortfall_tokens` and `excess_tokens` (achieved against target) and, where the
+    source is off its target by more than `MISS_TOLERANCE`, `miss_cause`."""
+    achieved = {s: achieved.get(s, 0) for s in plans}
+    target_share, achieved_share = shares({s: p.target_tokens for s, p in plans.items()}), shares(achieved)
+    out = {}
+    for source, p in plans.items():
+        got = achieved[source]
+        out[source] = {
+            **p.as_dict(), "achieved_tokens": got, "target_share": round(target_share[source], 6),
+            "achieved_share": round(achieved_share[source], 6), "epochs": round(p.rate, 6),
+            "shortfall_tokens": max(0, p.target_tokens - got), "excess_tokens": max(0, got - p.target_tokens),
+            "miss_cause": _miss_cause(p, got),
+        }
+    return out
+
+
+def _miss_cause(p: SourcePlan, achieved: int) -> str | None:
+    if abs(achieved - p.target_tokens) <= MISS_TOLERANCE * p.target_tokens:
+        return None
+    if p.available_tokens == 0:
+        return "no_documents"
+    if achieved < p.target_tokens and p.capped:
+        return "max_epochs"
+    return "document_granularity"
+
+
+def warnings(mixture: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per source of a mixture `report` that missed its target, saying by how much and why."""
+    lines = []
+    for source, m in sorted(mixture.items()):
+        cause = m.get("miss_cause")
+        if cause is None:
+            continue
+        target, got = m["target_tokens"], m["achieved_tokens"]
+        off = f"short by {m['shortfall_tokens']:,}" if got < target else f"over by {m['excess_tokens']:,}"
+        head = (f"mixture {source}: {got:,} tokens ({100 * m['achieved_share']:.1f}%) for a target of {target:,} "
+                f"({100 * m['target_share']:.1f}%), {off} tokens ({abs(got - target) / target:.1%} of the target): ")
+        if cause == "no_documents":
+            why = "no document of it reached the train split"
+        elif cause == "max_epochs":
+            why = (f"its {m['available_tokens']:,} tokens repeated {m['epochs']:g} times at most (`max_epochs`)")
+        else:
+            why = (f"whole documents are taken, and those at its sampling threshold hold "
+                   f"{m['granularity_tokens']:,} tokens ({m['granularity_tokens'] / target:.0%} of the target): "
+                   "more, smaller documents or a larger target would come closer")
+        lines.append(head + why)
+    return lines

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from curation import io
-from curation.job import SHARDS, JobWriter, empty_counters, merge_counters
+from curation.job import SHARDS, JobWriter, empty_counters, funnel, merge_counters
 
 PROGRESS = "_progress.json"
 EVENTS = "events.jsonl"
@@ -86,7 +86,7 @@ class LiveProgress:
             "pid": os.getpid(), "host": socket.gethostname(), "started": round(self.started, 3),
             "updated": round(now, 3), "shards_done": len(writer.done), "shards_open": len(writer.open),
             "records": records, "documents": documents,
-            "stages": [{"stage": s, **c} for s, c in totals.items()],
+            "stages": funnel(totals),
             "series": {"columns": SERIES_COLUMNS, "points": self.series},
         }
         io.write_json_atomic(self.uri, snapshot, indent=None)
@@ -150,7 +150,8 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this machine has that pid (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -225,7 +226,7 @@ class JobFolder:
                 record = _read_json(p)
                 if record:
                     merge_counters(totals, record.get("counters", {}))
-            return [{"stage": s, **c} for s, c in totals.items()]
+            return funnel(totals)
 
         return self._load("shard_totals", SHARDS, total) or []
 
@@ -277,7 +278,7 @@ class JobFolder:
         done_units = shards_done + steps_done + packed
         percent = 100.0 if state == "done" else round(100.0 * done_units / units, 2) if units else 0.0
         started = first.get("time") or progress.get("started")
-        finished = last.get("time") if state in ("done", "failed") else None
+        finished = last.get("time") if state in ("done", "failed", "interrupted") else None
         elapsed = max((finished or time.time()) - started, 1e-9) if started else None
         final = (stats or {}).get("documents", {}) if state == "done" else {}
         records = final.get("records_read", progress.get("records", 0))
@@ -332,7 +333,7 @@ class JobFolder:
         progress = self.progress() or {}
         points = (progress.get("series") or {}).get("points") or []
         out = []
-        for before, point in zip([None, *points[:-1]], points, strict=True):
+        for before, point in zip([None, *points], points, strict=False):
             dt = point[0] - before[0] if before else 0
             out.append({"time": point[0], "records": point[1], "documents": point[2], "shards_done": point[3],
                         "records_per_s": round((point[1] - before[1]) / dt, 2) if before and dt > 0 else None,
@@ -355,7 +356,8 @@ class JobFolder:
                 for r in self.train_metrics() if r.get("spike")]
 
 
-KNOWN_EVENTS = {"job_started", "shard_done", "corpus_stages_started", "corpus_step_done", "job_done", "job_failed"}
+KNOWN_EVENTS = {"job_started", "shard_done", "shard_failed", "corpus_stages_started", "corpus_step_done", "job_done",
+                "job_failed", "job_interrupted"}
 
 
 def _state(events: list[dict[str, Any]], progress: dict[str, Any]) -> tuple[str, str | None]:
@@ -365,9 +367,11 @@ def _state(events: list[dict[str, Any]], progress: dict[str, Any]) -> tuple[str,
         return "done", None
     if "job_failed" in names:
         return "failed", next(e.get("error") for e in events if e.get("event") == "job_failed")
+    if "job_interrupted" in names:  # stopped by a signal (SIGTERM, Ctrl-C): what is done is kept
+        return "interrupted", None
     if not events:
         return "pending", None
-    if progress.get("host") == socket.gethostname() and not _pid_alive(progress.get("pid", 0)):
+    if progress.get("host") == socket.gethostname() and not pid_alive(progress.get("pid", 0)):
         return "interrupted", None  # its driver is gone without a last word (killed, machine crash)
     return "running", None
 

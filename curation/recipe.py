@@ -45,11 +45,23 @@ class Source(_Strict):
     url_field: str = Field("url", description="jsonl/parquet: the field holding the document URL, if any.")
     max_record_bytes: int = Field(10 << 20, gt=0, description="Records larger than this are rejects (`too_large`).")
     code: CodeOptions | None = Field(None, description="code: layout, file size limit, table columns (CodeOptions).")
+    max_decompressed_bytes: int | None = Field(
+        None, gt=0, description="A compressed input inflating past this many bytes is one `decompression_bomb` "
+        "reject, the rest of it unread (null: no absolute bound; warc/wet: gzip files are counted only when set).")
+    max_decompression_ratio: float | None = Field(
+        100.0, gt=0, description="A compressed input inflating to more than this many times its size, once past "
+        "4 GiB, is a `decompression_bomb` (null: no ratio bound).")
+    read_attempts: int = Field(
+        3, ge=1, description="Attempts at reading an input that fails for an I/O reason (file gone, storage "
+        "error); then its shard fails, is not recorded as done, and a rerun reads it.")
+    read_backoff_s: float = Field(0.5, ge=0, description="Wait before the second attempt, doubled before each next.")
 
     def reader(self) -> Any:
         extra = {"code": self.code or CodeOptions()} if self.format == "code" else {}
         return READERS[self.format](
-            text_field=self.text_field, url_field=self.url_field, max_record_bytes=self.max_record_bytes, **extra
+            text_field=self.text_field, url_field=self.url_field, max_record_bytes=self.max_record_bytes,
+            max_decompressed_bytes=self.max_decompressed_bytes, max_decompression_ratio=self.max_decompression_ratio,
+            read_attempts=self.read_attempts, read_backoff_s=self.read_backoff_s, **extra
         )
 
 
@@ -138,7 +150,9 @@ class Recipe(_Strict):
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (not where it runs or is written)."""
-        body = self.model_dump(mode="json", exclude={"executor", "ray", "local", "output"})
+        how = {"executor", "ray", "local", "output"}
+        retries = {"__all__": {"read_attempts", "read_backoff_s"}}  # how hard a read is tried, not what it gives
+        body = self.model_dump(mode="json", exclude={**dict.fromkeys(how, True), "sources": retries})
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     def job_dir(self, output: str | None = None) -> str:
@@ -269,13 +283,17 @@ def _token_checks(recipe: Recipe, names: list[str]) -> list[tuple[tuple[Any, ...
 def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
     """Inputs and models a recipe names must exist before any work starts."""
     out: list[tuple[tuple[Any, ...], str]] = []
+    matched: dict[tuple[int, int], list[str]] = {}
     for i, source in enumerate(recipe.sources):
         for j, pattern in enumerate(source.paths):
             try:
-                if not io.expand(pattern):
-                    out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
+                matched[i, j] = io.expand(pattern)
             except OSError as exc:
                 out.append((("sources", i, "paths", j), f"cannot list {pattern!r}: {exc}"))
+                continue
+            if not matched[i, j]:
+                out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
+    out += _shared_files(recipe, matched)
     if recipe.tokenizer is not None and recipe.tokenizer.model and not io.exists(recipe.tokenizer.model):
         out.append((("tokenizer", "model"), f"no tokenizer model at {recipe.tokenizer.model!r}"))
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
@@ -286,6 +304,48 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
             if not Path(path).exists():
                 out.append((("stages", i, kind, "benchmarks", j), f"no benchmark file or folder at {path!r}"))
     return out
+
+
+def _shared_files(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[tuple[tuple[Any, ...], str]]:
+    """A file read by two sources: its documents would come twice, under the same ids (ids derive from the
+    file's canonical URI and the record's position, not the source). Files are compared by canonical URI, so
+    `x`, `./x`, its absolute path and overlapping globs are one file. Within one source, a file matched twice
+    is read once (one shard)."""
+    first: dict[str, tuple[int, int]] = {}
+    clashes: dict[tuple[int, int, int, int], list[str]] = {}
+    for (i, j), uris in matched.items():
+        for uri in uris:
+            i0, j0 = first.setdefault(io.canonical(uri), (i, j))
+            if i0 != i:
+                clashes.setdefault((i0, j0, i, j), []).append(uri)
+    if clashes:
+        clashes = _read_as_shards(recipe, clashes)
+    out: list[tuple[tuple[Any, ...], str]] = []
+    for (i0, j0, i, j), uris in clashes.items():
+        more = f" (and {len(uris) - 1} more files)" if len(uris) > 1 else ""
+        out.append((("sources", i, "paths", j),
+                    f"sources {recipe.sources[i].name!r} and {recipe.sources[i0].name!r} (sources[{i0}].paths[{j0}]: "
+                    f"{recipe.sources[i0].paths[j0]!r}) both read {uris[0]!r}{more}: a file may belong to one source "
+                    "only (its documents would be read twice, with the same ids)"))
+    return out
+
+
+def _read_as_shards(recipe: Recipe, clashes: dict[tuple[int, int, int, int], list[str]],
+                    ) -> dict[tuple[int, int, int, int], list[str]]:
+    """The clashes of files that really become shards of both sources (a link met in a folder is not read
+    through, so it is no copy of its target)."""
+    from curation.shards import list_shards  # shards imports this module
+
+    by_source: dict[str, set[str]] = {}
+    for shard in list_shards(recipe):
+        by_source.setdefault(shard.source, set()).add(io.canonical(shard.uri))
+    names = [s.name for s in recipe.sources]
+    kept = {}
+    for (i0, j0, i, j), uris in clashes.items():
+        real = [u for u in uris if io.canonical(u) in by_source.get(names[i], set()) & by_source.get(names[i0], set())]
+        if real:
+            kept[i0, j0, i, j] = real
+    return kept
 
 
 def parse_yaml_model(text: str, file: str, model: type[BaseModel],

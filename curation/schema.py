@@ -55,7 +55,16 @@ def count_column(stage: str, key: str) -> str:
 
 def document_id(uri: str, position: int) -> str:
     """Stable id of the record at `position` of the input at `uri`: reruns give the same ids."""
-    return hashlib.blake2b(f"{uri}#{position}".encode(), digest_size=12).hexdigest()
+    return hashlib.blake2b(utf8_or_raw(f"{uri}#{position}"), digest_size=12).hexdigest()
+
+
+def utf8_or_raw(text: str) -> bytes:
+    """`text` in UTF-8; a file name that is not UTF-8 (its bytes escaped as lone surrogates, as Python lists
+    such names) back to its bytes on disk, so that it has an id too."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # surrogates that are no escaped bytes
+        return text.encode("utf-8", "surrogatepass")
 
 
 def is_bookkeeping(column: str) -> bool:

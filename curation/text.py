@@ -566,6 +566,17 @@ def as_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.fill_null(column.cast(pa.large_string()), "")
 
 
+def whitespace_words(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Whitespace-separated words of each text (int64; null, empty and blank texts have 0).
+
+    Not the list lengths of `utf8_split_whitespace`: it gives an empty piece for an empty text and
+    at each end of a text that starts or ends with whitespace ("" is 1 piece, "   " 3, " a " 3).
+    """
+    pieces = pc.utf8_split_whitespace(as_array(texts))
+    words = pc.greater(pc.binary_length(pieces.flatten()), 0).to_numpy(zero_copy_only=False)
+    return segment_sum(words.astype(np.int64), list_offsets(pieces))
+
+
 def duplicate_parts(parts: pa.ListArray | pa.LargeListArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per list (document): number of parts, how many repeat an earlier part of the same list, and
     the characters of those repeats (Gopher's duplicate line/paragraph counts)."""

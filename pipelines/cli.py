@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from curation.recipe import Recipe, RecipeError, json_schema, load_recipe
@@ -67,8 +69,15 @@ def _run(args: argparse.Namespace) -> int:
     recipe = _load(args.recipe, "; nothing was run")
     if recipe is None:
         return 2
+    from curation.job import JobFolderError, claim_job_folder
+
+    try:  # before a status service or Ray starts: the folder must be free or this recipe's own
+        claim_job_folder(recipe.job_dir(args.output), recipe.fingerprint())
+    except JobFolderError as exc:
+        print(f"curate run: {exc}; nothing was run", file=sys.stderr)
+        return 2
     from pipelines.progress import summary  # Ray is imported only when a job really runs
-    from pipelines.run import run
+    from pipelines.run import ShardsFailed, interrupted_by_sigterm, interruption, run
 
     service = None
     if args.serve:
@@ -80,7 +89,20 @@ def _run(args: argparse.Namespace) -> int:
             print(f"curate run --serve: {exc}; nothing was run", file=sys.stderr)
             return 2
         print(f"status service: {service.url}", file=sys.stderr)
-    result = run(recipe, address=args.address, output=args.output, quiet=args.quiet, executor=args.executor)
+    try:
+        with interrupted_by_sigterm():
+            result = run(recipe, address=args.address, output=args.output, quiet=args.quiet, executor=args.executor)
+    except JobFolderError as exc:  # raised before any work: the folder is left as it was
+        print(f"curate run: {exc}; nothing was run", file=sys.stderr)
+        return 2
+    except ShardsFailed as exc:  # the job folder says `failed`, naming them
+        print(f"curate run: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:  # SIGTERM or SIGINT: the job folder says `interrupted`
+        signum = interruption(exc)
+        print(f"curate run: interrupted ({signum.name}); what is done is kept: run it again to resume",
+              file=sys.stderr)
+        return 128 + signum
     summary(result.stats, result.job_dir)
     if service is not None:
         linger(service)
@@ -100,6 +122,26 @@ def _serve(args: argparse.Namespace) -> int:
     job_control = Control(token, args.ray_address, args.submit_output) if args.ray_address and token else None
     serve(args.jobs, host=args.host, port=args.port, job_control=job_control)
     return 0
+
+
+def _on_cluster(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """`command`, saying in one line (exit 1) that the Ray cluster at `--address` cannot be reached or refused
+    the request, rather than with the Ray client's traceback."""
+
+    @functools.wraps(command)
+    def talking(args: argparse.Namespace) -> int:
+        if not args.address:
+            return command(args)
+        from pipelines.submit import cluster_errors
+
+        try:
+            return command(args)
+        except cluster_errors() as exc:
+            print(f"curate {args.command}: the Ray cluster at {args.address} is unreachable or refused the request: "
+                  f"{exc}", file=sys.stderr)
+            return 1
+
+    return talking
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -167,11 +209,12 @@ def _train(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) in {args.recipe}; nothing was run", file=sys.stderr)
         return 2
+    from curation.train.resume import ResumeError
     from pipelines.train import train  # Ray and torch are imported only when a run really starts
 
     try:
         result = train(recipe, resume=args.resume, address=args.address)
-    except FileExistsError as exc:
+    except (FileExistsError, ResumeError) as exc:
         print(f"curate train: {exc}", file=sys.stderr)
         return 2
     first, last = (result.metrics[0], result.metrics[-1]) if result.metrics else ({}, {})
@@ -275,18 +318,18 @@ def parser() -> argparse.ArgumentParser:
     status.add_argument("--url", default="http://127.0.0.1:8000", help="status service (default: %(default)s)")
     status.add_argument("--watch", type=float, metavar="SECONDS", help="refresh every SECONDS until the job ends")
     status.add_argument("--address", help="Ray dashboard address (http://HEAD:8265): status of a submitted job")
-    status.set_defaults(func=_status)
+    status.set_defaults(func=_on_cluster(_status))
     submit = sub.add_parser("submit", help="run a recipe on a Ray cluster through the Ray Jobs API; prints the job id")
     submit.add_argument("recipe")
     submit.add_argument("--address", required=True, help="Ray dashboard address, e.g. http://HEAD:8265")
     submit.add_argument("--output", help="job output folder or URI, as the cluster sees it")
     submit.add_argument("--wait", action="store_true", help="wait for the job to end; exit 1 unless it succeeded")
-    submit.set_defaults(func=_submit)
+    submit.set_defaults(func=_on_cluster(_submit))
     for name, func, text in (("logs", _logs, "a submitted job's driver log"), ("stop", _stop, "stop a submitted job")):
         command = sub.add_parser(name, help=text)
         command.add_argument("job", help="the job id `curate submit` printed")
         command.add_argument("--address", required=True, help="Ray dashboard address, e.g. http://HEAD:8265")
-        command.set_defaults(func=func)
+        command.set_defaults(func=_on_cluster(func))
     export = sub.add_parser("export", help="write a packed job's splits in another trainer's format")
     export.add_argument("job", help="job folder (with manifest.json)")
     export.add_argument("--format", required=True, choices=["megatron"], help="megatron: Megatron-LM/NeMo .bin/.idx")

@@ -31,7 +31,7 @@ from curation.bloomdedup import REWRITES, BloomDedup
 from curation.corpus import REMOVALS, CorpusStage, select_documents
 from curation.dedup.bloom import shard_of as partition_of
 from curation.fuzzy import MinhashDedup
-from curation.job import WORK_DOCUMENTS, finalize_shard
+from curation.job import WORK_DOCUMENTS, document_files, finalize_shard
 from pipelines import bloom
 from pipelines.executor import Executor
 
@@ -187,8 +187,9 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
 
     `on_done(step, counters)` hears of each finished stage and of the final documents (progress).
     """
-    shards = [s for s in shards if io.exists(io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet"))]  # some keep nothing
-    files = [io.join(job_dir, WORK_DOCUMENTS, f"{s}.parquet") for s in shards]
+    recorded = document_files(job_dir, WORK_DOCUMENTS)  # some shards keep nothing: no file
+    shards = [s for s in shards if s in recorded]
+    files = [recorded[s] for s in shards]
     removed = nothing_removed()
     counters: dict[str, dict[str, Any]] = {}
     rewrites = REWRITES.empty_table()

@@ -22,11 +22,17 @@ it: a new pool starts, up to `REPLACEMENTS` times, and each unfinished item runs
 outputs the caller already has (a shard's batches are the same every time it is read), so nothing
 is lost or taken twice. Elsewhere (corpus stages, tokens) a dead worker fails the run; a rerun
 resumes it from the job folder.
+
+The workers die with the run, whatever ends it: each asks the kernel for SIGKILL when its parent dies
+(`PR_SET_PDEATHSIG`; the parent is the caller's only thread, or the forkserver, which exits when the
+caller's end of its pipe closes), and leaves SIGINT (a terminal's Ctrl-C reaches the whole process group)
+to the caller, which stops them at once on an interrupt (`abort`) rather than after their shards.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import logging
 import multiprocessing
@@ -34,15 +40,18 @@ import os
 import pickle
 import queue
 import shutil
+import signal
 import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from curation.progress import pid_alive
 from curation.recipe import Recipe
 
 BATCHES_AHEAD = 8  # batches a shard task may make before the driver takes them: what waits in memory
@@ -52,6 +61,17 @@ PRELOAD = ["pyarrow", "curation.stages", "curation.readers", "curation.apply", "
 
 
 log = logging.getLogger(__name__)
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that made it ends
+
+
+@dataclass(frozen=True)
+class ItemFailed:
+    """The last output of a streaming task whose item could not be done for a reason outside the run (an
+    input that cannot be read): yielded rather than raised, so that the other items go on (and Ray, seeing
+    no error, retries nothing); the caller decides what it means."""
+
+    item: str
+    error: str
 
 
 class Executor:
@@ -82,14 +102,49 @@ class Executor:
     def close(self) -> None:
         """Release what the executor started."""
 
+    def abort(self) -> None:
+        """Release it now, on an interrupt: running tasks are stopped, not waited for."""
+        self.close()
+
 
 _QUEUE: Any = None  # in a local worker: where its shard tasks announce their outputs
 _SPOOL = ""  # ... and the folder the outputs themselves are written to
 
 
-def _worker_init(announcements: Any, spool: str) -> None:
+def _worker_init(announcements: Any, spool: str, caller: int) -> None:
     global _QUEUE, _SPOOL
     _QUEUE, _SPOOL = announcements, spool
+    _release_forkserver()
+    _die_with_parent(caller)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller stops its workers (`abort`); no traceback each
+    # SIGTERM ends a worker at once (how the pool stops the others when one died), whatever handler a forked
+    # worker inherited (`curate run`'s turns it into an exception, which a worker might catch and go on).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _die_with_parent(caller: int) -> None:
+    """SIGKILL this worker when its parent (the caller, or the forkserver) dies, however it dies: nothing else
+    would stop a worker whose parent was killed, left running under init (~180 MB each). A caller that died
+    before the request was made is seen by its pid."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            log.warning("prctl(PR_SET_PDEATHSIG) failed (errno %d): this worker may outlive its caller",
+                        ctypes.get_errno())
+    if not pid_alive(caller):
+        os._exit(1)
+
+
+def _release_forkserver() -> None:
+    """Close this worker's copy of the pipe end whose closing tells the forkserver that its caller is gone:
+    multiprocessing hands one to every process it starts, so the forkserver (and, through PDEATHSIG, its
+    workers) would live as long as any of them: forever, once the caller was killed."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver  # the process's only one (no public handle)
+    if server._forkserver_alive_fd is not None:
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = None
 
 
 def _spool(out: Any, name: str) -> str:
@@ -114,6 +169,9 @@ def _into_queue(fn: Callable[..., Iterator[Any]], index: int, skip: int, item: A
     the caller before a worker died); return how many it made."""
     made = 0
     for out in fn(item, *shared):
+        if isinstance(out, ItemFailed):  # the item's last output, handed over even where a rerun failed sooner
+            _QUEUE.put((index, _spool(out, f"{os.getpid()}-{index}-failed")))
+            return max(made, skip) + 1
         if made >= skip:
             _QUEUE.put((index, _spool(out, f"{os.getpid()}-{index}-{made}")))
         made += 1
@@ -127,6 +185,7 @@ class LocalExecutor(Executor):
         self._workers = workers
         self._replacements = REPLACEMENTS
         self._pool: ProcessPoolExecutor | None = None
+        self._aborted = False
         self.start_method: str | None = None  # the workers': fork or forkserver (None: in this process)
         # In-process, a task runs when it is first waited on, not when submitted: results are folded one at a
         # time and progress shows between tasks, as with a pool.
@@ -143,9 +202,9 @@ class LocalExecutor(Executor):
         else:
             context.set_forkserver_preload(PRELOAD)
         self._batches = context.Queue(maxsize=BATCHES_AHEAD * self._workers)
-        self._spool = tempfile.mkdtemp(prefix="curate-local-")
+        self._spool = _new_spool()
         self._pool = ProcessPoolExecutor(self._workers, mp_context=context, initializer=_worker_init,
-                                         initargs=(self._batches, self._spool))
+                                         initargs=(self._batches, self._spool, os.getpid()))
         if self.start_method == "fork":  # every worker forks now, before the pool's threads (or the caller's) start
             self._pool.submit(os.getpid).result()
 
@@ -204,6 +263,9 @@ class LocalExecutor(Executor):
                     yield out
             except BrokenProcessPool as broken:
                 self._replace(broken)
+            except (KeyboardInterrupt, SystemExit):  # an interrupt: the workers stop now, not after their shards
+                self.abort()
+                raise
             finally:  # also when the caller stops early (its own error): no task may stay blocked on a full queue
                 self._abandon(list(tasks.values()))
 
@@ -231,15 +293,39 @@ class LocalExecutor(Executor):
         """Cancel the tasks not started and let the running ones end, taking what they still put."""
         for task in tasks:
             task.cancel()
-        while not all(t.done() for t in tasks):
+        while not self._aborted and not all(t.done() for t in tasks):
             with contextlib.suppress(queue.Empty):
                 self._batches.get(timeout=0.1)
 
     def close(self) -> None:
-        if self._pool is not None:
+        if self._pool is not None and not self._aborted:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._batches.close()
             shutil.rmtree(self._spool, ignore_errors=True)
+
+    def abort(self) -> None:
+        if self._pool is None or self._aborted:
+            return
+        self._aborted = True
+        for process in list((self._pool._processes or {}).values()):  # no public way to stop a running task
+            process.kill()
+        self._pool.shutdown(wait=True, cancel_futures=True)  # its workers are gone: returns at once
+        self._batches.close()
+        self._batches.cancel_join_thread()
+        shutil.rmtree(self._spool, ignore_errors=True)
+
+
+SPOOL_PREFIX = "curate-local-"
+
+
+def _new_spool() -> str:
+    """A spool folder named after this process, after removing those of callers that are gone: a caller killed
+    (SIGKILL) never removes its own, which may hold spooled batches."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{SPOOL_PREFIX}*-*"):
+        pid = folder.name[len(SPOOL_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-")
 
 
 def _may_fork() -> bool:

@@ -4,10 +4,11 @@ Fusing the stages into the shard's task keeps a batch in one process from its WA
 driver: no copy between stages, no pool of stage actors holding CPUs that reading needs, and as
 many extractions at once as there are CPUs. A stage's `setup` (a model load) runs once per worker
 process, which reuses the stage for every later batch and task there, as an actor would. Each task
-is a generator: its batches reach the driver (and the job folder) as they are made. On Ray, plain
-tasks rather than a Ray Data read: Ray Data adds nothing to a plan of independent shard tasks but
-its two coordinator actors (~2.6 CPU-s and ~260 MB a job, measured on the FineWeb recipe). The plan
-never looks inside a stage: only at its declared resources.
+is a generator: its batches reach the driver (and the job folder) as they are made; a shard whose
+input cannot be read (after the reader's retries) ends with an `ItemFailed` instead, and the others
+go on. On Ray, plain tasks rather than a Ray Data read: Ray Data adds nothing to a plan of
+independent shard tasks but its two coordinator actors (~2.6 CPU-s and ~260 MB a job, measured on
+the FineWeb recipe). The plan never looks inside a stage: only at its declared resources.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import pyarrow as pa
 from curation.apply import run_stage
 from curation.corpus import CorpusStage
 from curation.readers import read_shard
+from curation.readers.base import InputReadError
 from curation.recipe import CORPUS_STAGES, Recipe, Source
 from curation.shards import Shard
 from curation.stages import STAGES, Stage
 from pipelines.allocator import lean_allocator
-from pipelines.executor import Executor
+from pipelines.executor import Executor, ItemFailed
 
 _READY: dict[str, Stage] = {}  # per worker process: a stage is set up once and reused by later tasks
 
@@ -45,8 +47,9 @@ def _page_stages(stages: list[tuple[str, Stage]]) -> int:
 
 
 def shard_batches(work: tuple[Shard, Source], batch_rows: int, stages: list[tuple[str, Stage]],
-                  rejects_sample: float) -> Iterator[pa.Table]:
-    """One shard's batches after every document stage (a task of its own).
+                  rejects_sample: float) -> Iterator[pa.Table | ItemFailed]:
+    """One shard's batches after every document stage (a task of its own), or, where its input cannot be
+    read to its end, the batches already made and then `ItemFailed` (the caller discards those).
 
     Raw pages are large (~140 kB each, decoded copies on top) and the text extracted from them small: the
     page stages (language ID on HTML, extraction) take batches of at most `PAGE_BATCH_BYTES` of pages,
@@ -56,6 +59,14 @@ def shard_batches(work: tuple[Shard, Source], batch_rows: int, stages: list[tupl
     lean_allocator()  # in every worker process, whichever executor started it
     shard, source = work
     ready = [(name, _ready(name, stage)) for name, stage in stages]
+    try:
+        yield from _shard_batches(shard, source, batch_rows, ready, rejects_sample)
+    except InputReadError as exc:  # the storage's fault, not the content's: the shard fails, not the run
+        yield ItemFailed(shard.name, f"{type(exc).__name__}: {exc}")
+
+
+def _shard_batches(shard: Shard, source: Source, batch_rows: int, ready: list[tuple[str, Stage]],
+                   rejects_sample: float) -> Iterator[pa.Table]:
     pages = _page_stages(ready)
     extracted: list[pa.Table] = []
     for batch in read_shard(source.reader(), shard.uri, source=source.name, shard=shard.name, batch_rows=batch_rows,
@@ -93,8 +104,9 @@ def recipe_corpus_stages(recipe: Recipe) -> list[tuple[str, CorpusStage]]:
 
 
 def stream(recipe: Recipe, shards: list[Shard], stages: list[tuple[str, Stage]], executor: Executor, *,
-           read_batch_rows: int = 128) -> Iterator[pa.Table]:
-    """Every shard's batches after the document stages, in the order they are made (shards mixed)."""
+           read_batch_rows: int = 128) -> Iterator[pa.Table | ItemFailed]:
+    """Every shard's batches after the document stages, in the order they are made (shards mixed), and an
+    `ItemFailed` for each shard whose input could not be read."""
     need = max([s.resources.cpus for _, s in stages], default=1.0)  # the most demanding stage's CPUs
     # Largest first: a large shard started last would keep one CPU busy while the others idle.
     sources = {s.name: s for s in recipe.sources}

@@ -14,6 +14,7 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from curation import schema
+from curation.mixture import warnings as mixture_warnings
 
 
 class Progress:
@@ -63,8 +64,9 @@ def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None)
     """The per-stage funnel, drop reasons and where the output is."""
     console = console or Console(width=None if Console().is_terminal else 120)
     table = Table(title=f"{stats['job']}: funnel", title_justify="left")
-    for column in ("stage", "in", "out", "kept %", "dropped", "skipped (not documents)", "MB in", "s"):
-        left = column in ("stage", "dropped", "skipped (not documents)")
+    for column in ("stage", "in", "out", "kept %", "dropped", "skipped (not documents)", "went by (unjudged)",
+                   "MB in", "s"):
+        left = column in ("stage", "dropped", "skipped (not documents)", "went by (unjudged)")
         table.add_column(column, justify="left" if left else "right")
 
     def reasons(counts: dict[str, int]) -> str:
@@ -73,7 +75,8 @@ def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None)
     for row in stats["stages"]:
         kept = 100.0 * row["docs_out"] / row["docs_in"] if row["docs_in"] else 100.0
         table.add_row(row["stage"], f"{row['docs_in']:,}", f"{row['docs_out']:,}", f"{kept:.1f}",
-                      reasons(row["dropped"]), reasons(row["skipped"]), f"{row['bytes_in'] / 1e6:.2f}",
+                      reasons(row["dropped"]), reasons(row["skipped"]), reasons(row.get("bypassed", {})),
+                      f"{row['bytes_in'] / 1e6:.2f}",
                       f"{row['seconds']:.2f}")
     console.print(table)
     shards = stats["shards"]
@@ -94,13 +97,16 @@ def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None)
 def _token_summary(tokens: dict[str, Any], console: Console) -> None:
     """The mixture, target beside achieved, and the packed splits."""
     table = Table(title="mixture (train tokens, EOS included)", title_justify="left")
-    for column in ("source", "available", "target", "achieved", "target %", "achieved %", "epochs", "shortfall"):
+    columns = ("source", "available", "target", "achieved", "target %", "achieved %", "epochs", "shortfall", "excess")
+    for column in columns:
         table.add_column(column, justify="left" if column == "source" else "right")
     for source, m in tokens["mixture"].items():
         table.add_row(source, f"{m['available_tokens']:,}", f"{m['target_tokens']:,}", f"{m['achieved_tokens']:,}",
                       f"{100 * m['target_share']:.2f}", f"{100 * m['achieved_share']:.2f}", f"{m['epochs']:.3f}",
-                      f"{m['shortfall_tokens']:,}" if m["shortfall_tokens"] else "-")
+                      *(f"{m[key]:,}" if m.get(key) else "-" for key in ("shortfall_tokens", "excess_tokens")))
     console.print(table)
+    for line in mixture_warnings(tokens["mixture"]):
+        console.print(f"warning: {line}", style="yellow", markup=False, highlight=False)
     for split, part in tokens["splits"].items():
         console.print(f"{split}: {part['tokens']:,} tokens in {part['rows']:,} rows of {tokens['seq_len'] + 1} "
                       f"({part['padded_rows']} padded) in {part['shards']} shards")

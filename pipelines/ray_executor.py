@@ -1,10 +1,17 @@
-"""The run's tasks on Ray: an embedded local Ray, or a cluster joined by address."""
+"""The run's tasks on Ray: an embedded local Ray, or a cluster joined by address.
+
+A shard task's input that cannot be read is no task failure: the task yields `ItemFailed` (see
+`pipelines.plan`), so Ray neither retries it nor stops the others. A worker that dies is a system
+failure, which Ray retries (3 times) as for any task.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
@@ -55,7 +62,12 @@ class RayExecutor(Executor):
 
     def __init__(self, recipe: Recipe | None = None, address: str | None = None) -> None:
         """Join the Ray this process runs, else start or join the recipe's (default: an embedded one)."""
+        # ray.init makes SIGTERM `sys.exit` the driver, a crash to its caller: a handler of the caller's own stays
+        # (`curate run`'s ends the job `interrupted`).
+        caller = signal.getsignal(signal.SIGTERM)
         self._started = _start_ray(recipe.ray if recipe else RayConfig(), address)
+        if callable(caller) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, caller)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> ray.ObjectRef:
         return _task(fn).remote(*args, **kwargs)
@@ -99,5 +111,6 @@ class RayExecutor(Executor):
             yield ray.get(ref)
 
     def close(self) -> None:
-        if self._started:
+        if self._started:  # an embedded Ray: its workers, and the tasks they run, end with it
             ray.shutdown()
+            self._started = False

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import platform
+import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
+import pyarrow as pa
 import yaml
 
 from curation import io
-from curation.job import DOCUMENTS, WORK_DOCUMENTS, EventLog, JobWriter, funnel
+from curation.job import DOCUMENTS, RECIPE_HASH_LINE, WORK_DOCUMENTS, EventLog, JobWriter, funnel
 from curation.progress import LiveProgress
 from curation.recipe import Recipe
 from curation.shards import list_shards
@@ -20,7 +25,7 @@ from curation.stages import Stage
 from pipelines import plan
 from pipelines.allocator import lean_allocator
 from pipelines.corpus import EarlySignatures, run_corpus_stages
-from pipelines.executor import Executor, start_executor
+from pipelines.executor import Executor, ItemFailed, start_executor
 from pipelines.progress import Progress
 from pipelines.tokens import pack_job, token_stats
 
@@ -41,11 +46,60 @@ def versions() -> dict[str, str]:
 def recipe_as_run(recipe: Recipe) -> str:
     header = [
         "# recipe as run by curate; the comments record where and with what",
-        f"# recipe hash: {recipe.fingerprint()}",
+        f"{RECIPE_HASH_LINE}{recipe.fingerprint()}",
     ]
     header += [f"# {name}: {version}" for name, version in versions().items()]
     body = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
     return "\n".join(header) + "\n" + body
+
+
+class ShardsFailed(RuntimeError):
+    """Shards whose input could not be read (after the reader's retries): the others are done and recorded,
+    the job ends `failed` before its corpus stages and packing, and a rerun reads these again."""
+
+    def __init__(self, failed: dict[str, str], *, done: int, total: int) -> None:
+        self.failed = failed
+        names = "; ".join(f"{shard} ({error})" for shard, error in sorted(failed.items()))
+        super().__init__(f"{len(failed)} of {total} shards could not be read: {names}; {done} shards are done "
+                         "and kept: run it again to read the others")
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal asked the run to stop (SIGTERM, as SIGINT raises KeyboardInterrupt): the job ends `interrupted`
+    with what is done kept, and a rerun resumes it."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signal.Signals(signum)
+        super().__init__(self.signum.name)
+
+
+_received: list[signal.Signals] = []  # what `interrupted_by_sigterm` turned into `Interrupted`
+
+
+def interruption(exc: KeyboardInterrupt) -> signal.Signals:
+    """The signal behind an interrupt: Ray's waits turn whatever a signal handler raised into a plain
+    KeyboardInterrupt, so the one `interrupted_by_sigterm` received counts first."""
+    if isinstance(exc, Interrupted):
+        return exc.signum
+    return _received[-1] if _received else signal.SIGINT
+
+
+@contextlib.contextmanager
+def interrupted_by_sigterm() -> Iterator[None]:
+    """While the block runs, SIGTERM raises `Interrupted` in this (the main) thread, as SIGINT raises
+    KeyboardInterrupt, so the run stops its workers and says how it ended; a second one ends the process."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signum, signal.SIG_DFL)  # cleaning up must not be interrupted again: a second one kills
+        _received.append(signal.Signals(signum))
+        raise Interrupted(signum)
+
+    _received.clear()
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 @dataclass
@@ -75,7 +129,7 @@ def run(
     stage_names = [name for name, _ in stages]
     writer = JobWriter(job_dir, stage_names, rejects_sample=recipe.rejects.sample,
                        max_rejects_per_reason=recipe.rejects.max_per_reason,
-                       documents=WORK_DOCUMENTS if corpus_stages else DOCUMENTS)
+                       documents=WORK_DOCUMENTS if corpus_stages else DOCUMENTS, recipe_hash=recipe.fingerprint())
     done = writer.resume()
     todo = [s for s in shards if s.name not in done]
     io.write_bytes_atomic(io.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
@@ -84,26 +138,28 @@ def run(
     started = time.time()
     progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)
     live = LiveProgress(job_dir, writer)  # the status service's live counters (`_progress.json`)
-    finished: list[str] = []
     corpus_counters: dict[str, dict[str, Any]] = {}
-    start = time.time()
     packing = recipe.pack is not None and not io.exists(io.join(job_dir, "manifest.json"))
-    pool: Executor | None = start_executor(recipe, address, executor) if todo or corpus_stages or packing else None
+    pool: Executor | None = None
     manifest = None
-    start_seconds = time.time() - start
-    early = EarlySignatures(job_dir, corpus_stages, pool) if pool is not None else None
     try:
+        start = time.time()
+        pool = start_executor(recipe, address, executor) if todo or corpus_stages or packing else None
+        start_seconds = time.time() - start
+        into = _Outputs(writer, events, progress, live, EarlySignatures(job_dir, corpus_stages, pool) if pool else None)
         if todo:
-            with progress:
-                for batch in plan.stream(recipe, todo, stages, pool):
-                    completed = writer.add(batch)
-                    for name in completed:
-                        events.emit("shard_done", shard=name, documents=writer.done[name]["documents"])
-                        if early is not None:
-                            early.start(name)
-                    finished += completed
-                    progress.update(batch, len(completed))
-                    live.update(force=bool(completed))
+            outputs = plan.stream(recipe, todo, stages, pool)
+            try:
+                with progress:
+                    for out in outputs:
+                        into.take(out)
+            except (KeyboardInterrupt, SystemExit):
+                pool.abort()  # the workers stop now, not after their shards
+                raise
+            finally:
+                outputs.close()  # its tasks end (or are left) before the executor closes
+        if into.failed:  # nothing may use the documents of a partial input set: no corpus stage, no packing
+            raise ShardsFailed(into.failed, done=len(writer.done), total=len(shards))
         if writer.incomplete():
             msg = f"rows of these shards never arrived: {', '.join(writer.incomplete())}"
             raise RuntimeError(msg)
@@ -120,7 +176,7 @@ def run(
             corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards], pool,
                                                 rejects_sample=recipe.rejects.sample,
                                                 max_rejects=recipe.rejects.max_per_reason, on_done=corpus_step_done,
-                                                early=early)
+                                                early=into.early)
         if recipe.pack is not None:
             events.emit("packing_started")
             progress.say("tokens: tokenize, mix, pack and shuffle into shards")
@@ -128,7 +184,10 @@ def run(
                                 versions=versions())
             events.emit("packing_done", **{s: manifest["splits"][s]["tokens"] for s in manifest["splits"]})
     except BaseException as exc:
-        events.emit("job_failed", error=f"{type(exc).__name__}: {exc}", shards_done=len(writer.done))
+        if pool is not None and isinstance(exc, KeyboardInterrupt | SystemExit):  # in corpus stages or packing
+            pool.abort()
+            pool = None
+        _ended(events, exc, len(writer.done))
         raise
     finally:
         if pool is not None:
@@ -140,7 +199,46 @@ def run(
         stats["tokens"] = token_stats(manifest)
     io.write_json_atomic(io.join(job_dir, "stats.json"), stats)
     events.emit("job_done", documents=stats["documents"]["out"], seconds=stats["wall_seconds"])
-    return RunResult(job_dir, stats, len(shards) - len(todo), finished)
+    return RunResult(job_dir, stats, len(shards) - len(todo), into.finished)
+
+
+@dataclass
+class _Outputs:
+    """Where the document stages' outputs go as they arrive: the job folder, its events and the progress shown."""
+
+    writer: JobWriter
+    events: EventLog
+    progress: Progress
+    live: LiveProgress
+    early: EarlySignatures | None
+    finished: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # shard -> why its input could not be read
+
+    def take(self, out: pa.Table | ItemFailed) -> None:
+        if isinstance(out, ItemFailed):  # what arrived of it is dropped; the other shards go on
+            self.writer.discard(out.item)
+            self.failed[out.item] = out.error
+            self.events.emit("shard_failed", shard=out.item, error=out.error)
+            self.progress.say(f"shard {out.item} failed: {out.error}")
+            self.live.update(force=True)
+            return
+        completed = self.writer.add(out)
+        for name in completed:
+            self.events.emit("shard_done", shard=name, documents=self.writer.done[name]["documents"])
+            if self.early is not None:
+                self.early.start(name)
+        self.finished += completed
+        self.progress.update(out, len(completed))
+        self.live.update(force=bool(completed))
+
+
+def _ended(events: EventLog, exc: BaseException, shards_done: int) -> None:
+    """The last event of a run that did not finish: interrupted (a signal: resumable as is) or failed."""
+    if isinstance(exc, KeyboardInterrupt):
+        events.emit("job_interrupted", signal=interruption(exc).name, shards_done=shards_done)
+        return
+    failed = {"failed_shards": exc.failed} if isinstance(exc, ShardsFailed) else {}
+    events.emit("job_failed", error=f"{type(exc).__name__}: {exc}", shards_done=shards_done, **failed)
 
 
 def _stats(recipe: Recipe, writer: JobWriter, shards: list[Any], seconds: float, skipped: int,

@@ -41,6 +41,16 @@ def client(address: str) -> JobSubmissionClient:
     return JobSubmissionClient(address, headers=auth_headers())
 
 
+def cluster_errors() -> tuple[type[Exception], ...]:
+    """What the Ray Jobs client raises when the cluster is not there or refuses us: no connection (its own
+    ConnectionError), a failed HTTP exchange (requests'), a token it does not accept, and RuntimeError, its word
+    for an answer it did not expect (not a Ray dashboard, an old Ray, a refused submission, no such job)."""
+    import requests
+    from ray.exceptions import AuthenticationError
+
+    return (ConnectionError, requests.RequestException, AuthenticationError, RuntimeError)
+
+
 def submit(recipe_path: str, address: str, *, output: str | None = None, submission_id: str | None = None) -> str:
     """Submit a validated recipe; return the Ray job's submission id."""
     recipe = load_recipe(recipe_path)  # raises RecipeError before anything reaches the cluster

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from curation import io
-from curation.mixture import SourcePlan, plan, shares
+from curation.job import document_files
+from curation.mixture import SourcePlan, plan
+from curation.mixture import report as mixture_report
 from curation.recipe import Recipe
 from curation.tokens.corpus import SPLITS, pack_bucket, processor, read_summary, tokenize_file
 from curation.tokens.pack import Packer
@@ -150,11 +152,7 @@ def _split_totals(packed: list[dict[str, Any]], shards: list[dict[str, Any]], sp
 
 
 def _mixture_report(plans: dict[str, SourcePlan], achieved: dict[str, int]) -> dict[str, Any]:
-    targets = {s: p.target_tokens for s, p in plans.items()}
-    achieved = {s: achieved.get(s, 0) for s in plans}
-    target_share, achieved_share = shares(targets), shares(achieved)
-    return {s: {**plans[s].as_dict(), "achieved_tokens": achieved[s], "target_share": round(target_share[s], 6),
-                "achieved_share": round(achieved_share[s], 6), "epochs": round(plans[s].rate, 6)} for s in plans}
+    return mixture_report(plans, achieved)  # the real shortfall or excess per source, and its cause
 
 
 def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Executor, *, say: Say,
@@ -165,8 +163,9 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
         say("tokens: manifest.json exists, shards already written")
         return io.read_json(manifest_uri)
     started = time.time()
-    docs = {s: io.join(job_dir, "documents", f"{s}.parquet") for s in shard_names}
-    docs = {s: uri for s, uri in docs.items() if io.exists(uri)}  # shards that kept nothing have no file
+    # the files of this run's shards the job recorded (shards that kept nothing have none), never another file
+    wanted = set(shard_names)
+    docs = {s: uri for s, uri in document_files(job_dir).items() if s in wanted}
     files = [docs[s] for s in sorted(docs)]
     model = _tokenizer(job_dir, recipe, files, executor)
     sp = processor(model)

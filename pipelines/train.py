@@ -19,15 +19,18 @@ initialises a process group can run it (`benchmarks/train_gpu.py` does, on one G
   `<train_dir>/checkpoints/step-NNNNNNNN/state.pt`: full (unsharded) model and optimizer state, scheduler,
   loader position, skipped batches, spike detector, loss EMA and every rank's RNG. Workers always continue
   from the newest one, so `--resume` and Ray Train's restarts (`max_failures`) continue exactly; the driver
-  refuses to start a fresh run in a folder that holds one. On resume, metrics.jsonl drops the steps after
-  the checkpoint (they are run again); spikes.jsonl is never rewritten, and events.jsonl tells each start
-  (from which step), rollback and end.
+  refuses to start a fresh run in a folder that holds one, and to resume one with a recipe its checkpoint
+  cannot honour (`curation.train.resume`, against the checkpoint's `run.json`). On resume, metrics.jsonl
+  drops the steps after the checkpoint (they are run again); spikes.jsonl is never rewritten, and
+  events.jsonl tells each start (from which step), schedule change (more `steps`), rollback and end.
 """
 
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +43,8 @@ import torch
 from curation.train.config import TrainRecipe
 from curation.train.loader import read_manifest
 from curation.train.loop import METRICS, SPIKES, checkpoint_dirs, read_jsonl, run_worker
+from curation.train.resume import check_resume
+from pipelines.net import free_port
 
 
 def _read_shards(items: dict[str, np.ndarray]) -> pa.Table:
@@ -75,10 +80,29 @@ def ray_dataset(job_dir: str | Path, split: str = "train", *, num_cpus: float = 
                                                    num_cpus=num_cpus)
 
 
-# -- logs ---------------------------------------------------------------------------------------------------
-
-
 # -- Ray Train ----------------------------------------------------------------------------------------------
+
+
+
+def ray_init_options(address: str | None) -> dict[str, Any]:
+    """`ray.init`'s arguments: join `address` (or $RAY_ADDRESS's cluster) when given, else start a Ray of our own.
+
+    Plain `ray.init()` would join a Ray that `ray start` left on this machine. And Ray Train's
+    PlacementGroupCleaner, an actor of the run, finds its cluster's state API by looking for Ray processes on
+    the machine: with another Ray running it failed ("Found multiple active Ray instances") or, where `ray
+    start` had recorded the other one as the latest, asked that one about our controller, which it does not
+    know (Ray 2.60's code then takes the controller for dead and removes our placement group). The embedded
+    Ray's dashboard, which serves the state API, gets a port chosen here, and every worker of the run is told
+    it ($RAY_API_SERVER_ADDRESS)."""
+    address = address or os.environ.get("RAY_ADDRESS")
+    options: dict[str, Any] = {"logging_level": "WARNING"}
+    if address:
+        return options | {"address": address}
+    port = free_port()  # an explicit dashboard port that is taken fails ray.init: never a silent other port
+    # Token auth protects a Ray others reach; this one is private to the run, and its notice says nothing to act on.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
+    return options | {"address": "local", "include_dashboard": True, "dashboard_port": port,
+                      "runtime_env": {"env_vars": {"RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{port}"}}}
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
@@ -117,17 +141,20 @@ def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any]
     from ray.train.torch import TorchConfig, TorchTrainer
 
     train_dir = recipe.output_dir().resolve()
-    if not resume and (checkpoint_dirs(train_dir) or read_jsonl(train_dir / METRICS)):
+    saved = checkpoint_dirs(train_dir)
+    if not resume and (saved or read_jsonl(train_dir / METRICS)):
         msg = (f"{train_dir} holds an earlier run (checkpoints or metrics): resume it (--resume) or set "
                "another train_dir")
         raise FileExistsError(msg)
+    if saved:
+        check_resume(recipe, saved[-1], read_manifest(recipe.job_dir()))  # before Ray starts anything
     if set(datasets or {}) - {"train"}:
         msg = f"datasets: only 'train' is read, got {sorted(datasets)}"
         raise ValueError(msg)
     train_dir.mkdir(parents=True, exist_ok=True)
     (train_dir / "train.json").write_text(json.dumps(recipe.model_dump(mode="json"), indent=2))
     if not ray.is_initialized():
-        ray.init(address=address)
+        ray.init(**ray_init_options(address))
     cpus = ray.cluster_resources().get("CPU", 0)
     if datasets and recipe.workers * recipe.cpus_per_worker >= cpus:
         # Ray Data's read tasks would wait forever for a CPU the trainer's workers hold (STACK-NOTES).

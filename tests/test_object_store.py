@@ -12,30 +12,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT, SAMPLE
+from tests.support.s3 import local_s3
 
 pytestmark = pytest.mark.ray
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL": f"http://{host}:{port}"}
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in env.items():
-            mp.setenv(key, value)
-        fs = pafs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http", allow_bucket_creation=True)
+    with local_s3() as (fs, env):
         fs.create_dir("corpus")
         fs.create_dir("jobs")
         for path in sorted(SAMPLE.glob("*.gz")):
             with fs.open_output_stream(f"corpus/sample/{path.name}", compression=None) as out:
                 out.write(path.read_bytes())
         yield fs, env
-    server.stop()
 
 
 def test_recipe_reads_and_writes_object_storage(s3, tmp_path):

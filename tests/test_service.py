@@ -29,13 +29,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from curation.recipe import load_recipe
 from pipelines.cli import main
+from pipelines.net import free_port
 from tests.conftest import ROOT, warc_response
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def slow_page(i: int) -> bytes:

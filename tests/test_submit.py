@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pipelines.net import free_port
 from pipelines.submit import auth_headers, client
 from tests.conftest import ROOT, SAMPLE
 
@@ -27,11 +27,6 @@ def get(url: str) -> object:
     with urllib.request.urlopen(urllib.request.Request(url, headers=auth_headers()), timeout=30) as response:
         return json.loads(response.read())
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from curation import io
 from curation.code.licenses import CLASSES, folder_license, header_license, is_license_file, license_class, normalize
 
 MAX_LICENSE_BYTES = 1 << 20
+MAX_LISTED = 100_000  # entries of a repository folder looked at for licence files (a home folder taken for one)
 VCS = ("/.git/", "/.hg/", "/.svn/", "/.bzr/")
 _METADATA = re.compile(r"(?:^|/)[^/]+\.(?:dist|egg)-info(?:/|$)")
 
@@ -126,22 +127,24 @@ def folder_root(folder: str, max_up: int = 12) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def folder_licenses(root: str) -> RepoLicenses:
-    """Every licence file under a repository folder (listed once per process and folder)."""
+def folder_licenses(root: str, limit: int = MAX_LISTED) -> RepoLicenses:
+    """Every licence file under a repository folder (listed once per process and folder), looking at no more than
+    `limit` entries and never through a link: a licence file that is a link is not read, a linked folder not
+    entered (the walk stays inside the repository)."""
     texts: dict[str, str] = {}
     fs, base = io.resolve(root)
+    vcs = {v.strip("/") for v in VCS}
     try:
-        infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
-    except OSError:
-        return RepoLicenses({})
-    for info in infos:
-        relative = info.path[len(base) + 1 :]
-        if info.type != pafs.FileType.File or any(v in f"/{relative}" for v in VCS):
-            continue
-        if wants_text(relative, info.size or 0):
+        for found in io.walk_files(root, limit=limit, prune=vcs.__contains__):
+            path = found.uri.split("://", 1)[-1]  # inside `fs`, as `base` is
+            relative = path[len(base.rstrip("/")) + 1 :]
+            if found.link or not wants_text(relative, found.size):
+                continue
             try:
-                with fs.open_input_file(info.path) as f:
-                    texts[relative] = f.read().decode("utf-8", "replace")
+                with fs.open_input_file(path) as f:
+                    texts[relative] = f.read(MAX_LICENSE_BYTES).decode("utf-8", "replace")
             except OSError:
                 continue
+    except OSError:  # an unreadable folder: the licence files found before it
+        pass
     return RepoLicenses(texts)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from curation.readers.base import Reader, Record, read_shard
+from curation.readers.base import DecompressionBombError, InputReadError, Reader, Record, is_io_error, read_shard
 from curation.readers.code import CodeOptions, CodeReader
 from curation.readers.jsonl import JsonlReader
 from curation.readers.parquet import ParquetReader
@@ -13,6 +13,6 @@ READERS: dict[str, type[Reader]] = {
 }
 
 __all__ = [
-    "READERS", "CodeOptions", "CodeReader", "JsonlReader", "ParquetReader", "Reader", "Record", "WarcReader",
-    "WetReader", "read_shard",
+    "READERS", "CodeOptions", "CodeReader", "DecompressionBombError", "InputReadError", "JsonlReader", "ParquetReader",
+    "Reader", "Record", "WarcReader", "WetReader", "is_io_error", "read_shard",
 ]

@@ -1,17 +1,23 @@
 """What every reader shares: one input file is one shard, read as a stream of Arrow batches.
 
 A reader yields one `Record` per input record. `read_shard` turns them into batches of the
-read schema, makes every failure a counted reject instead of an exception, and ends the shard
-with a marker row that says how many rows the shard produced, so the writer knows when a
-shard is complete.
+read schema, makes every fault of the *content* a counted reject instead of an exception, and
+ends the shard with a marker row that says how many rows the shard produced, so the writer
+knows when a shard is complete. A fault of the *storage* (the file gone, a permission, a network
+or NFS error) is no verdict on the content: the file is opened again and read on past the
+records already given, and when every attempt failed the shard fails with `InputReadError`,
+without its marker, so that it is never recorded as done and a rerun reads it.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,6 +27,91 @@ import pyarrow.compute as pc
 from curation import io, schema
 
 _FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)
+
+# Past this many decompressed bytes a file is judged by its ratio too: a file of one 2 GiB record (which
+# `max_record_bytes` rejects without holding it) must not lose the records after it by default.
+DECOMPRESSION_FLOOR = 4 << 30
+
+
+class InputReadError(OSError):
+    """An input that could not be opened or read to its end for an I/O reason, after every attempt.
+
+    Not a verdict on its content: the shard fails (it gets no end-of-shard marker, so it is never
+    recorded as done) and a rerun reads it again."""
+
+    def __init__(self, uri: str, attempts: int, last_error: str) -> None:
+        self.uri, self.attempts, self.last_error = uri, attempts, last_error
+        super().__init__(f"{uri}: could not be read in {attempts} attempt{'s' * (attempts != 1)}: {last_error}")
+
+    def __reduce__(self) -> tuple[type[InputReadError], tuple[str, int, str]]:  # pickled across processes (Ray)
+        return type(self), (self.uri, self.attempts, self.last_error)
+
+
+class DecompressionBombError(ValueError):
+    """A compressed input inflating past its bound (`max_decompressed_bytes`, `max_decompression_ratio`):
+    bad content, one `decompression_bomb` reject; the rest of the file is not read."""
+
+
+# Messages of storage faults that come as a bare OSError (pyarrow's S3/GCS clients, fastwarc's file reads);
+# a bare OSError otherwise is pyarrow's word for bad content ("Truncated compressed stream", "zlib inflate
+# failed", "Couldn't deserialize thrift").
+_STORAGE_FAULT = re.compile(
+    r"AWS Error|curl|google::cloud|timed? ?out|connection|network|unavailable|slow ?down|throttl|"
+    r"stale file handle|input/output error|broken pipe|\(os error \d+\)|(?:HTTP|status|code)\D{0,16}\b50[0234]\b",
+    re.IGNORECASE,
+)
+
+
+def is_io_error(exc: BaseException) -> bool:
+    """Whether an exception says that reading failed (the file gone, a permission, a network or disk error:
+    trying again may succeed), rather than that the content is bad (truncated, corrupt, not the format)."""
+    if not isinstance(exc, OSError) or isinstance(exc, gzip.BadGzipFile | IsADirectoryError):
+        return False  # EOFError, zlib.error, ValueError (ArrowInvalid, JSON), tar/zip errors: content
+    if isinstance(exc, FileNotFoundError | PermissionError | ConnectionError | TimeoutError | InterruptedError):
+        return True
+    return exc.errno is not None or bool(_STORAGE_FAULT.search(str(exc)))
+
+
+@dataclass
+class InflateBudget:
+    """The decompressed bytes a compressed file may still give; `spend` raises `DecompressionBombError` past it."""
+
+    limit: int | None  # None: no bound
+    compressed: int
+    inflated: int = 0
+
+    def spend(self, size: int) -> None:
+        self.inflated += size
+        if self.limit is not None and self.inflated > self.limit:
+            msg = (f"over {self.limit} bytes decompressed from a file of {self.compressed} bytes "
+                   "(max_decompressed_bytes, max_decompression_ratio): the rest of the file is not read")
+            raise DecompressionBombError(msg)
+
+    def counting(self, stream: Any) -> BudgetedStream:
+        """`stream` (decompressed bytes) with every read spent from this budget."""
+        return BudgetedStream(stream, self)
+
+
+class BudgetedStream:
+    """A decompressing stream whose reads are spent from an `InflateBudget` (for a reader that hands the
+    stream to a library, e.g. `tarfile` in stream mode, which reads it through `read` only)."""
+
+    def __init__(self, stream: Any, budget: InflateBudget) -> None:
+        self.stream, self.budget = stream, budget
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.budget.spend(len(data))
+        return data
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def __enter__(self) -> BudgetedStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @dataclass
@@ -44,18 +135,57 @@ class Reader:
     format: ClassVar[str]
     extensions: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, *, text_field: str = "text", url_field: str = "url", max_record_bytes: int = 10 << 20):
+    def __init__(self, *, text_field: str = "text", url_field: str = "url", max_record_bytes: int = 10 << 20,
+                 max_decompressed_bytes: int | None = None, max_decompression_ratio: float | None = 100.0,
+                 read_attempts: int = 3, read_backoff_s: float = 0.5) -> None:
         self.text_field = text_field
         self.url_field = url_field
         self.max_record_bytes = max_record_bytes
+        self.max_decompressed_bytes = max_decompressed_bytes
+        self.max_decompression_ratio = max_decompression_ratio
+        self.read_attempts = read_attempts
+        self.read_backoff_s = read_backoff_s
 
     def records(self, uri: str) -> Iterator[Record]:
         raise NotImplementedError
 
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments this reader was made with (for a reader that delegates to another)."""
+        names = ("text_field", "url_field", "max_record_bytes", "max_decompressed_bytes", "max_decompression_ratio",
+                 "read_attempts", "read_backoff_s")
+        return {name: getattr(self, name) for name in names}
+
+    def inflate_budget(self, uri: str, compressed: int | None = None) -> InflateBudget:
+        """What the compressed file at `uri` (`compressed` bytes, else its size is looked up) may inflate to:
+        `max_decompressed_bytes`, and `max_decompression_ratio` times its size once past `DECOMPRESSION_FLOOR`."""
+        if compressed is None:
+            fs, path = io.resolve(uri)
+            compressed = fs.get_file_info(path).size or 0
+        bounds = [] if self.max_decompressed_bytes is None else [self.max_decompressed_bytes]
+        if self.max_decompression_ratio is not None:
+            bounds.append(max(DECOMPRESSION_FLOOR, int(self.max_decompression_ratio * compressed)))
+        return InflateBudget(min(bounds, default=None), compressed)
+
+    def link(self, path: str) -> Record:
+        """The record of a symbolic link met while walking a folder or matching a wildcard: a counted `link`
+        skip, the link never opened (what it names may lie anywhere)."""
+        return Record(0, reason="skipped:link", detail=f"{path} -> {link_target(path)}"[:500])
+
+
+def link_target(path: str) -> str:
+    """What a symbolic link names, as written in it ("?" where it cannot be read)."""
+    try:
+        return str(Path(path).readlink())
+    except OSError:
+        return "?"
+
 
 def _row(record: Record, source: str, uri: str, shard: str) -> dict[str, Any]:
-    meta = {"source_uri": uri, "position": record.position, **record.meta}
-    return {
+    """The row of a record; a document holding a string that cannot be UTF-8 (a lone surrogate, from a JSON
+    escape like "\\ud800" or from raw bytes ED A0 80) becomes an `invalid_utf8` reject instead: Arrow
+    cannot hold it, and one such record must cost only itself."""
+    meta = {"source_uri": _spelled(uri), "position": record.position, **record.meta}
+    row = {
         "id": schema.document_id(uri, record.position),
         "source": source,
         "url": record.url,
@@ -69,6 +199,63 @@ def _row(record: Record, source: str, uri: str, shard: str) -> dict[str, Any]:
         schema.DETAIL: record.detail,
         schema.SHARD_ROWS: None,
     }
+    try:
+        sizes = {name: _utf8_size(row[name]) for name in _STRINGS}
+    except UnicodeEncodeError:
+        if record.reason is None:
+            field, exc = _unencodable(record, row)
+            detail = f"field '{field}': {exc.reason} at character {exc.start}"
+            reject = Record(record.position, url=record.url, reason="invalid_utf8", detail=detail,
+                            raw_bytes=record.raw_bytes)
+            return _row(reject, source, uri, shard)
+        for name in _STRINGS:  # a reject's own fields: kept, with their surrogates spelled out
+            if isinstance(row[name], str):
+                row[name] = row[name].encode("utf-8", "backslashreplace").decode("utf-8")
+        sizes = {"text": 0}
+    out = len(record.html) if record.html is not None else sizes["text"]
+    row[schema.metric_column("bout", "read")] = out if record.reason is None else 0
+    return row
+
+
+_STRINGS = ("text", "url", "title", "meta", schema.DETAIL)
+
+
+def _spelled(text: str) -> str:
+    """`text`, where it holds lone surrogates (a file name that is not UTF-8) with its bad bytes spelled out."""
+    return text if text.isascii() else schema.utf8_or_raw(text).decode("utf-8", "backslashreplace")
+
+
+def _utf8_size(value: str | None) -> int:
+    """Bytes of a string in UTF-8 (raises UnicodeEncodeError on a lone surrogate)."""
+    if value is None:
+        return 0
+    return len(value) if value.isascii() else len(value.encode("utf-8"))  # isascii: a flag, no scan
+
+
+def _unencodable(record: Record, row: dict[str, Any]) -> tuple[str, UnicodeEncodeError]:
+    """The first field of a row that cannot be UTF-8 and why: in `meta`, the input's own key (`meta.<key>`) and
+    the character of its value (of the key itself, `meta key <key>`, where the key is the bad string)."""
+    for name in _STRINGS:
+        try:
+            _utf8_size(row[name])
+        except UnicodeEncodeError as exc:
+            return (_unencodable_meta(record) or (name, exc)) if name == "meta" else (name, exc)
+    msg = "every field is UTF-8"
+    raise AssertionError(msg)
+
+
+def _unencodable_meta(record: Record) -> tuple[str, UnicodeEncodeError] | None:
+    for key, value in record.meta.items():
+        shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+        try:
+            _utf8_size(str(key))
+        except UnicodeEncodeError as exc:
+            return f"meta key {shown}", exc
+        try:
+            _utf8_size(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
+        except UnicodeEncodeError as exc:
+            return f"meta.{shown}", exc
+    return None
 
 
 READ_BATCH_SCHEMA = schema.READ_SCHEMA.append(pa.field(schema.metric_column("sec", "read"), pa.float64())).append(
@@ -99,8 +286,6 @@ def _table(rows: list[dict[str, Any]], seconds: float) -> pa.Table:
     share = seconds / max(len(rows), 1)
     for row in rows:
         row[schema.metric_column("sec", "read")] = share
-        out = row["html"] if row["html"] is not None else (row["text"] or "").encode()
-        row[schema.metric_column("bout", "read")] = len(out) if row[schema.REASON] is None else 0
     html = binary_column([row.pop("html") for row in rows])
     return pa.Table.from_pylist(rows, schema=_BUT_HTML).add_column(_HTML, READ_BATCH_SCHEMA.field("html"), html)
 
@@ -108,20 +293,25 @@ def _table(rows: list[dict[str, Any]], seconds: float) -> pa.Table:
 def read_shard(
     reader: Reader, uri: str, *, source: str, shard: str, batch_rows: int = 64, max_batch_bytes: int = 32 << 20
 ) -> Iterator[pa.Table]:
-    """Batches of one input shard, ending with the end-of-shard marker; never raises on bad input."""
+    """Batches of one input shard, ending with the end-of-shard marker; never raises on bad input.
+
+    Raises `InputReadError` (after the batches read until then, and without the marker) where the input
+    could not be read for an I/O reason in `reader.read_attempts` attempts in a row. A symbolic link met in a
+    folder (which `curation.shards` spells `file://<link>`: `io.canonical` keeps it, where it resolves a
+    plain path, as a link named in `paths` is) is one `link` skip, never opened."""
     uri = io.canonical(uri)
     rows: list[dict[str, Any]] = []
     size = 0
     emitted = 0
     started = time.perf_counter()
-    records = reader.records(uri)
+    records = iter([reader.link(uri)]) if _is_link(uri) else _attempts(reader, uri)
     position = -1
     while True:
         try:
             record = next(records)
         except StopIteration:
             break
-        except _FATAL:
+        except (*_FATAL, InputReadError):
             raise
         except BaseException as exc:  # fastwarc raises Rust panics as BaseException
             rows.append(_row(_failure(position + 1, exc), source, uri, shard))
@@ -146,10 +336,43 @@ def read_shard(
             schema.STAGE: "read",
             schema.REASON: schema.END_OF_SHARD,
             schema.SHARD_ROWS: emitted + len(rows) + 1,
+            schema.metric_column("bout", "read"): 0,
         }
     )
     rows.append(marker)
     yield _table(rows, time.perf_counter() - started)
+
+
+def _attempts(reader: Reader, uri: str) -> Iterator[Record]:
+    """`reader.records(uri)`, opened again after an I/O failure and read on past the records already given
+    (a reader gives the same records in the same order on every read, so none is lost or doubled), waiting
+    `read_backoff_s`, then twice that... between attempts; `InputReadError` once `read_attempts` attempts in
+    a row failed. Any other exception is the content's: it goes to the caller at once."""
+    given = failed = 0
+    while True:
+        try:
+            for seen, record in enumerate(reader.records(uri), 1):
+                if seen > given:
+                    given, failed = seen, 0
+                    yield record
+            return
+        except _FATAL:
+            raise
+        except BaseException as exc:
+            if not is_io_error(exc):
+                raise
+            failed += 1
+            if failed >= reader.read_attempts:
+                raise InputReadError(uri, failed, f"{type(exc).__name__}: {exc}"[:500]) from exc
+            time.sleep(reader.read_backoff_s * 2 ** (failed - 1))
+
+
+def _is_link(uri: str) -> bool:
+    """`io.is_link`, False where the file cannot even be looked at (opening it meets that fault, and retries)."""
+    try:
+        return io.is_link(uri)
+    except OSError:
+        return False
 
 
 def _empty(uri: str) -> bool:
@@ -164,5 +387,10 @@ def _empty(uri: str) -> bool:
 def _failure(position: int, exc: BaseException) -> Record:
     """The rest of a file that cannot be read becomes one reject saying why."""
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    reason = "truncated_input" if isinstance(exc, EOFError) or "truncat" in message.lower() else "unreadable_input"
+    if isinstance(exc, DecompressionBombError):
+        reason = "decompression_bomb"
+    elif isinstance(exc, EOFError) or "truncat" in message.lower():
+        reason = "truncated_input"
+    else:
+        reason = "unreadable_input"
     return Record(position=position, reason=reason, detail=f"{type(exc).__name__}: {message}"[:500])

@@ -4,7 +4,8 @@ One document per source file, with `meta` holding `repo`, `path` (inside the rep
 `language`, `size` (bytes), `license`, `license_class` and `license_source`. What is not text
 becomes a counted skip, never a document: binary files (a NUL byte in the first 8,000 bytes, as
 git decides, or a binary format by name), bytes that are not UTF-8, files over `max_file_bytes`,
-empty files, links, and version-control internals (`.git/`...). An archive that breaks off keeps
+empty files, links (never followed: a link inside an archive or met in a folder is a `link` skip; see
+`curation.shards`), and version-control internals (`.git/`...). An archive that breaks off keeps
 the documents read before the break and ends with a `truncated_input`/`unreadable_input` reject.
 
 - **Archives** (`.tar`, `.tar.gz`/`.tgz`, `.tar.bz2`, `.tar.xz`, `.tar.zst`, `.zip`): one archive is
@@ -21,12 +22,16 @@ the documents read before the break and ends with a `truncated_input`/`unreadabl
 
 from __future__ import annotations
 
+import contextlib
+import lzma
+import stat
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field
 
 from curation import io
@@ -40,14 +45,19 @@ from curation.code.repository import (
     folder_root,
     wants_text,
 )
-from curation.readers.base import Reader, Record
+from curation.readers.base import DecompressionBombError, Reader, Record, is_io_error, link_target
 from curation.readers.jsonl import JsonlReader
 from curation.readers.parquet import parquet_rows
 
 _TAR = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tar.zstd", ".tar.lz4")
 _CODECS = {".gz": "gzip", ".tgz": "gzip", ".bz2": "bz2", ".tbz2": "bz2", ".zst": "zstd", ".zstd": "zstd",
-           ".lz4": "lz4"}
+           ".lz4": "lz4", ".xz": "xz", ".txz": "xz"}
+# a compressed tar whose name does not say how (a forced `archives` layout), by its first bytes
+_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\x28\xb5\x2f\xfd": "zstd", b"\x04\x22\x4d\x18": "lz4",
+          b"\xfd7zXZ\x00": "xz"}
 _TABLES = (".parquet", ".jsonl", ".ndjson", ".jsonl.gz", ".jsonl.zst", ".jsonl.bz2", ".jsonl.lz4", ".json.gz")
+# what reading one zip member may raise for its content (an encrypted member, a bad CRC, a codec zipfile lacks)
+_MEMBER_FAULTS = (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, ValueError, RuntimeError)
 BINARY_SNIFF = 8000  # git's buffer_is_binary looks this far
 
 
@@ -79,10 +89,10 @@ class CodeReader(Reader):
 
     def __init__(self, *, code: CodeOptions | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.options = code or CodeOptions()
+        self.code = code or CodeOptions()
 
     def records(self, uri: str) -> Iterator[Record]:
-        layout = self.options.layout
+        layout = self.code.layout
         if layout == "auto":
             lower = uri.lower()
             layout = ("archives" if lower.endswith((*_TAR, ".zip")) else
@@ -102,7 +112,7 @@ class CodeReader(Reader):
         size = len(data)
         if size == 0:
             return _skip(position, "empty", path)
-        if size > self.options.max_file_bytes:
+        if size > self.code.max_file_bytes:
             return _skip(position, "too_large", f"{path}: {size} bytes", size)
         if b"\0" in data[:BINARY_SNIFF]:
             return _skip(position, "binary", path, size)
@@ -128,19 +138,22 @@ class CodeReader(Reader):
             return _skip(position, "vcs", path, size)
         if is_binary_name(path):
             return _skip(position, "binary", path, size)
-        if size > self.options.max_file_bytes:
+        if size > self.code.max_file_bytes:
             return _skip(position, "too_large", f"{path}: {size} bytes", size)
-        return self.document(position, repo, path, read(self.options.max_file_bytes + 1), licenses)
+        return self.document(position, repo, path, read(self.code.max_file_bytes + 1), licenses)
 
     # -- archives ----------------------------------------------------------------------------------
 
-    def _tar_stream(self, uri: str) -> tarfile.TarFile:
+    @contextlib.contextmanager
+    def _tar_stream(self, uri: str) -> Iterator[tarfile.TarFile]:
+        """The archive as a stream; a compressed one inflated here, not by tarfile, so that every byte it
+        inflates to (a member skipped too: tarfile reads past it) is spent from the file's budget."""
         fs, path = io.resolve(uri)
-        raw = fs.open_input_stream(path, compression=None)
-        codec = next((c for ext, c in _CODECS.items() if path.lower().endswith(ext)), None)
-        stream = pa.CompressedInputStream(raw, codec) if codec else raw
-        # tarfile itself recognises gzip, bz2 and xz when the name gave no codec (a forced layout)
-        return tarfile.open(fileobj=stream, mode="r|" if codec else "r|*")
+        codec = next((c for ext, c in _CODECS.items() if path.lower().endswith(ext)), None) or _sniffed(fs, path)
+        with fs.open_input_stream(path, compression=None) as raw:
+            stream = raw if codec is None else self.inflate_budget(uri).counting(_inflating(raw, codec))
+            with tarfile.open(fileobj=stream, mode="r|") as tar:
+                yield tar
 
     def _tar(self, uri: str) -> Iterator[Record]:
         names: list[str] = []
@@ -153,8 +166,10 @@ class CodeReader(Reader):
                         if wants_text(member.name, member.size):
                             handle = tar.extractfile(member)
                             texts[member.name] = (handle.read() if handle else b"").decode("utf-8", "replace")
-        except (tarfile.TarError, OSError, EOFError, ValueError):
-            pass  # the second pass meets the same break and reports it after the documents before it
+        except (tarfile.TarError, OSError, EOFError, ValueError, lzma.LZMAError) as exc:
+            if is_io_error(exc):  # the storage's fault: read_shard reads the file again
+                raise
+            # a break or a bomb: the second pass meets it at the same byte, after the documents before it
         root = _root(names)
         licenses = RepoLicenses({_strip(n, root): t for n, t in texts.items()})
         repo = _repo_name(uri, root)
@@ -175,23 +190,29 @@ class CodeReader(Reader):
     def _zip(self, uri: str) -> Iterator[Record]:
         fs, path = io.resolve(uri)
         with fs.open_input_file(path) as f, zipfile.ZipFile(f) as archive:
+            budget = self.inflate_budget(uri, f.size())
             infos = [i for i in archive.infolist() if not i.is_dir()]
             root = _root([i.filename for i in infos])
             texts = {}
             for info in infos:
-                if wants_text(info.filename, info.file_size):
+                if wants_text(info.filename, info.file_size) and not _zip_link(info):
                     try:
                         texts[_strip(info.filename, root)] = archive.read(info).decode("utf-8", "replace")
-                    except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, ValueError, RuntimeError):
-                        continue
+                    except _MEMBER_FAULTS as exc:
+                        _raise_unless_content(exc)
             licenses = RepoLicenses(texts)
             repo = _repo_name(uri, root)
             for position, info in enumerate(infos):
                 name = _strip(info.filename, root)
+                if _zip_link(info):  # its data is the link's target, not a file's text
+                    yield _skip(position, "link", name)
+                    continue
+                budget.spend(info.file_size)  # as declared: zipfile inflates a member to no more than that
                 try:
                     with archive.open(info) as member:
                         yield self._member(position, repo, name, info.file_size, member.read, licenses)
-                except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, ValueError, RuntimeError) as exc:
+                except _MEMBER_FAULTS as exc:
+                    _raise_unless_content(exc)
                     detail = f"{name}: {type(exc).__name__}: {exc}"[:500]
                     yield Record(position, reason="unreadable_member", detail=detail)
 
@@ -199,19 +220,22 @@ class CodeReader(Reader):
 
     def _loose(self, uri: str) -> Record:
         fs, path = io.resolve(uri)
-        canonical = io.canonical(uri)
-        root = folder_root(canonical.rsplit("/", 1)[0])
-        relative = canonical[len(root) + 1 :] if canonical.startswith(root + "/") else canonical.rsplit("/", 1)[-1]
+        root, relative = _in_repository(io.canonical(uri))
         info = fs.get_file_info(path)
         if any(v in f"/{relative}" for v in VCS):
             return _skip(0, "vcs", relative, info.size or 0)
         if is_binary_name(relative):
             return _skip(0, "binary", relative, info.size or 0)
-        if info.size is not None and info.size > self.options.max_file_bytes:
+        if info.size is not None and info.size > self.code.max_file_bytes:
             return _skip(0, "too_large", f"{relative}: {info.size} bytes", info.size)
         with fs.open_input_file(path) as f:
-            data = f.read(self.options.max_file_bytes + 1)
+            data = f.read(self.code.max_file_bytes + 1)
         return self.document(0, root.rsplit("/", 1)[-1], relative, data, folder_licenses(root))
+
+    def link(self, path: str) -> Record:
+        """A link met in a folder, named by its path inside its repository."""
+        _, relative = _in_repository(path)
+        return _skip(0, "link", f"{relative} -> {link_target(path)}"[:500])
 
     # -- The-Stack-like tables ---------------------------------------------------------------------
 
@@ -220,13 +244,14 @@ class CodeReader(Reader):
             fs, path = io.resolve(uri)
             with fs.open_input_file(path) as f:
                 # a string that is not UTF-8 skips its row only, not the rest of its batch and file
-                for position, (row, invalid) in enumerate(parquet_rows(f)):
+                rows = parquet_rows(f, budget=self.inflate_budget(uri, f.size()))
+                for position, (row, invalid) in enumerate(rows):
                     yield self._row(position, row) if row is not None else _skip(position, "undecodable", invalid)
             return
         yield from _Rows(self).records(uri)
 
     def _row(self, position: int, row: dict[str, Any]) -> Record:
-        o = self.options
+        o = self.code
         content = row.pop(o.content_field, None)
         if isinstance(content, bytes):
             if b"\0" in content[:BINARY_SNIFF]:
@@ -259,13 +284,43 @@ class _Rows(JsonlReader):
     """JSON Lines parsing as the jsonl format does it, each object then read as a table row."""
 
     def __init__(self, owner: CodeReader) -> None:
-        super().__init__(max_record_bytes=owner.max_record_bytes)
+        super().__init__(**owner.options())  # the owner's bounds and retries
         self.owner = owner
 
     def from_mapping(self, position: int, obj: Any, size: int) -> Record:
         if not isinstance(obj, dict):
             return Record(position, reason="not_an_object", detail=type(obj).__name__, raw_bytes=size)
         return self.owner._row(position, obj)
+
+
+def _raise_unless_content(exc: BaseException) -> None:
+    """Raises `exc` again unless it is a fault of one member's content: a storage fault is read_shard's to
+    retry (then the shard fails), a bomb ends the archive in one `decompression_bomb` reject."""
+    if is_io_error(exc) or isinstance(exc, DecompressionBombError):
+        raise exc
+
+
+def _sniffed(fs: pafs.FileSystem, path: str) -> str | None:
+    """The codec a file's first bytes say it is compressed with (None: a plain tar, or not a known codec)."""
+    with fs.open_input_file(path) as f:
+        head = f.read(6)
+    return next((codec for magic, codec in _MAGIC.items() if head.startswith(magic)), None)
+
+
+def _inflating(raw: pa.NativeFile, codec: str) -> Any:
+    """`raw` decompressed (Arrow has no xz codec: Python's lzma inflates it, as tarfile would)."""
+    return lzma.LZMAFile(raw) if codec == "xz" else pa.CompressedInputStream(raw, codec)
+
+
+def _in_repository(path: str) -> tuple[str, str]:
+    """(repository folder, path inside it) of a file of a folder."""
+    root = folder_root(path.rsplit("/", 1)[0])
+    return root, path[len(root) + 1 :] if path.startswith(root + "/") else path.rsplit("/", 1)[-1]
+
+
+def _zip_link(info: zipfile.ZipInfo) -> bool:
+    """Whether a zip entry is a symbolic link (a Unix mode in its external attributes, as Info-ZIP stores it)."""
+    return stat.S_ISLNK(info.external_attr >> 16)
 
 
 def _root(names: list[str]) -> str:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curation import io
-from curation.readers.base import Record
+from curation.readers.base import InflateBudget, Record
 from curation.readers.jsonl import JsonlReader
 
 
@@ -17,7 +17,9 @@ class ParquetReader(JsonlReader):
     """Rows become documents exactly as JSONL objects do: other columns are kept in `meta`.
 
     A row whose string holds bytes that are not UTF-8 is an `invalid_utf8` reject (the other rows of
-    its batch are read as usual); a text over `max_record_bytes` is `too_large`.
+    its batch are read as usual); a text over `max_record_bytes` is `too_large`. Text and URL columns
+    of a binary type are decoded row by row, so only a row whose bytes are not UTF-8 is lost. Row
+    groups whose uncompressed size passes the file's bound end in one `decompression_bomb` reject.
     """
 
     format: ClassVar[str] = "parquet"
@@ -25,42 +27,76 @@ class ParquetReader(JsonlReader):
     def records(self, uri: str) -> Iterator[Record]:
         fs, path = io.resolve(uri)
         with fs.open_input_file(path) as f:
-            for position, (obj, invalid) in enumerate(parquet_rows(f)):
+            budget = self.inflate_budget(uri, f.size())
+            for position, (obj, invalid) in enumerate(parquet_rows(f, budget=budget)):
                 if obj is None:
                     yield Record(position, reason="invalid_utf8", detail=invalid)
                     continue
                 text = obj.get(self.text_field)
-                size = len(text) if isinstance(text, str) else 0
-                if size > self.max_record_bytes // 4:  # characters: 1 to 4 bytes each; measure only big ones
-                    size = len(text.encode("utf-8", "surrogatepass"))
+                size = _size(text, self.max_record_bytes)
                 if size > self.max_record_bytes:
                     yield Record(position, reason="too_large", detail=f"{size} bytes", raw_bytes=size)
+                    continue
+                if (invalid := decode_binary(obj, (self.text_field, self.url_field))) is not None:
+                    yield Record(position, reason="invalid_utf8", detail=invalid, raw_bytes=size)
                     continue
                 yield self.from_mapping(position, obj, size)
 
 
-def parquet_rows(file: Any, batch_size: int = 1024) -> Iterator[tuple[dict[str, Any] | None, str | None]]:
+def _size(text: object, limit: int) -> int:
+    """Bytes of a text value (str or binary); a str is measured exactly only when it may pass `limit`."""
+    if isinstance(text, bytes):
+        return len(text)
+    if not isinstance(text, str):
+        return 0
+    if len(text) > limit // 4:  # characters: 1 to 4 bytes each; measure only big ones
+        return len(text.encode("utf-8", "surrogatepass"))
+    return len(text)
+
+
+def decode_binary(row: dict[str, Any], names: tuple[str, ...]) -> str | None:
+    """Decodes, in place, the values of `names` that are bytes (a binary column) as UTF-8; why one cannot be."""
+    for name in names:
+        value = row.get(name)
+        if isinstance(value, bytes):
+            try:
+                row[name] = value.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return f"column {name!r}: {exc}"[:300]
+    return None
+
+
+def parquet_rows(file: Any, batch_size: int = 1024, budget: InflateBudget | None = None,
+                 ) -> Iterator[tuple[dict[str, Any] | None, str | None]]:
     """(row, None) per row of a Parquet file, or (None, why) for a row with a string that is not UTF-8.
 
     Parquet writers do not all validate UTF-8, and one bad value makes a whole batch's `to_pylist`
     raise: then that batch is read again with its string columns as bytes, decoded row by row, so
-    only the rows holding bad bytes are lost.
+    only the rows holding bad bytes are lost. Each row group's uncompressed size (from the footer) is
+    spent from `budget` before the group is read.
     """
-    for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_size):
-        try:
-            rows = batch.to_pylist()
-        except UnicodeDecodeError:
-            yield from _salvage(batch)
-            continue
-        for row in rows:
-            yield row, None
+    parquet = pq.ParquetFile(file)
+    for group in range(parquet.num_row_groups):
+        if budget is not None:
+            budget.spend(parquet.metadata.row_group(group).total_byte_size)
+        for batch in parquet.iter_batches(batch_size=batch_size, row_groups=[group]):
+            try:
+                rows = batch.to_pylist()
+            except UnicodeDecodeError:
+                yield from _salvage(batch)
+                continue
+            for row in rows:
+                yield row, None
 
 
 def _salvage(batch: pa.RecordBatch) -> Iterator[tuple[dict[str, Any] | None, str | None]]:
     binary = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary()}
     strings = [f.name for f in batch.schema if f.type in binary]
     columns = [c.cast(binary[c.type]) if c.type in binary else c for c in batch.columns]  # no validation
-    for row in pa.RecordBatch.from_arrays(columns, names=batch.schema.names).to_pylist():
+    for row in _rows_one_by_one(pa.RecordBatch.from_arrays(columns, names=batch.schema.names)):
+        if isinstance(row, str):
+            yield None, row
+            continue
         try:
             for name in strings:
                 if row[name] is not None:
@@ -69,3 +105,19 @@ def _salvage(batch: pa.RecordBatch) -> Iterator[tuple[dict[str, Any] | None, str
             yield None, f"column {name!r}: {exc}"[:300]
         else:
             yield row, None
+
+
+def _rows_one_by_one(batch: pa.RecordBatch) -> Iterator[dict[str, Any] | str]:
+    """The rows of a batch, or for a row with bad bytes in a string inside a list or struct, why."""
+    try:
+        yield from batch.to_pylist()
+    except UnicodeDecodeError:
+        for i in range(batch.num_rows):
+            row: dict[str, Any] = {}
+            try:
+                for name, column in zip(batch.schema.names, batch.slice(i, 1).columns, strict=True):
+                    (row[name],) = column.to_pylist()
+            except UnicodeDecodeError as exc:
+                yield f"column {name!r}: {exc}"[:300]
+            else:
+                yield row

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import io as _io
 import zlib
 from collections.abc import Callable, Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from fastwarc.stream_io import BrotliReader, GzipReader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from curation import io
-from curation.readers.base import Reader, Record
+from curation.readers.base import InflateBudget, Reader, Record, is_io_error
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _SKIPPED = {
@@ -25,12 +26,89 @@ _SKIPPED = {
 }
 
 
-def _open(uri: str) -> object:
-    """A path for local files, a seekable file for remote ones: fastwarc detects the codec (gzip, lz4,
-    zstd) either way and reports each record's offset in the file as stored, which resyncing needs."""
-    if not io.is_remote(uri):
+def _open(uri: str, offset: int, budget: InflateBudget | None) -> object:
+    """The file from `offset` on: a path for a local file read from its start, else a seekable file (that
+    counts what it inflates to with a `budget`). fastwarc detects the codec (gzip, lz4, zstd) either way and
+    reports each record's offset in the file as stored, which resyncing needs."""
+    if budget is not None:
+        return _Inflating(_open_at(uri, offset), offset, budget)
+    if offset == 0 and not io.is_remote(uri):
         return io.canonical(uri)
-    return _open_at(uri, 0)
+    return _open_at(uri, offset)
+
+
+class _Inflating:
+    """A gzip WARC inflated here rather than by fastwarc, so that what fastwarc reads is counted as it reads
+    it: past the budget, `read` raises `DecompressionBombError`, which fastwarc passes on (fastwarc reads
+    64 kB at a time, and inflating a whole member of a bomb in one call would skip nothing). Records'
+    offsets, which resyncing needs in the file as stored, come from `stored_offset`: the start of the gzip
+    member holding a record (its own member, in a WARC written one member per record)."""
+
+    def __init__(self, raw: Any, start: int, budget: InflateBudget) -> None:
+        self.raw, self.budget = raw, budget
+        self.stored = start  # offset in the file of the next compressed byte to inflate
+        self.given = 0  # inflated bytes given to fastwarc
+        self.members = [(0, start)]  # (inflated offset, stored offset) of each gzip member's start
+        self.inflater: Any = zlib.decompressobj(31)
+        self.compressed = b""  # read from the file, not inflated yet
+        self.inflated = b""  # inflated, not given yet
+        self.ended = False
+        self.broken: OSError | None = None  # bytes that are not gzip: raised once what came before is read
+
+    def read(self, size: int = -1) -> bytes:
+        want = size if size > 0 else 1 << 16
+        while len(self.inflated) < want and not self.ended:
+            self._inflate()
+        data, self.inflated = self.inflated[:want], self.inflated[want:]
+        if not data and self.broken is not None:
+            raise self.broken
+        self.given += len(data)
+        self.budget.spend(len(data))
+        return data
+
+    def _inflate(self) -> None:
+        if not self.compressed:
+            self.compressed = self.raw.read(1 << 16)
+            if not self.compressed:  # the end (of a member cut short too: fastwarc sees its records end)
+                self.inflated += self.inflater.flush()  # what a full output buffer held back
+                self.ended = True
+                return
+        try:
+            out = self.inflater.decompress(self.compressed, _SCAN)
+        except zlib.error as exc:  # as fastwarc would: a break to resync from
+            self.broken, self.ended = OSError(f"gzip data broken after byte {self.stored}: {exc}"), True
+            return
+        rest = self.inflater.unused_data if self.inflater.eof else self.inflater.unconsumed_tail
+        self.stored += len(self.compressed) - len(rest)
+        self.compressed = rest
+        self.inflated += out
+        if self.inflater.eof:
+            self.inflater = zlib.decompressobj(31)
+            self.members.append((self.given + len(self.inflated), self.stored))
+
+    def stored_offset(self, offset: int) -> int:
+        """The offset in the file of the gzip member holding inflated offset `offset`."""
+        return self.members[bisect.bisect_right(self.members, (offset, 1 << 62)) - 1][1]
+
+    def tell(self) -> int:
+        return self.given
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if (offset, whence) not in ((self.given, 0), (0, 1)):
+            msg = "an inflated WARC stream is read from start to end"
+            raise _io.UnsupportedOperation(msg)
+        return self.given
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def _target_uri(value: str | None) -> str | None:
+    """WARC-Target-URI as a URL: WARC/1.0 writes it in angle brackets (`<https://...>`), WARC/1.1 bare."""
+    if value is None:
+        return None
+    value = value.strip()
+    return value[1:-1].strip() if value.startswith("<") and value.endswith(">") else value
 
 
 def _looks_like_html(body: bytes) -> bool:
@@ -52,8 +130,15 @@ class WarcReader(Reader):
         fastwarc's 32 KiB, garbage between records) becomes one `unreadable_input` reject, and reading
         resumes at the next record start found in the raw file (the next gzip member of a per-record
         .warc.gz, the next `WARC/1.` line of a plain WARC), so the records after it are not lost. A file
-        cut short ends with one `truncated_input` (or `truncated_record`) reject, wherever the cut is."""
-        position, start, stream = 0, 0, _open(uri)
+        cut short ends with one `truncated_input` (or `truncated_record`) reject, wherever the cut is.
+
+        With `max_decompressed_bytes` set, a gzip file is inflated here (`_Inflating`) rather than by fastwarc,
+        which does not say how much it inflated: past the bound, one `decompression_bomb` reject ends it.
+        fastwarc steps over blank lines between records at only ~7 MB/s (1 GB of them, from a 1 MB gzip
+        member: 2.5 minutes), so a crawl from an untrusted source wants the bound; it is off by default as
+        inflating in Python costs more than fastwarc's own inflating."""
+        budget = self._budget(uri)
+        position, start, stream = 0, 0, _open(uri, 0, budget)
         broken: Record | None = None  # a break, reported when reading resumes after it or the file ends
         while True:
             last, clipped = None, False
@@ -63,12 +148,15 @@ class WarcReader(Reader):
                         broken.detail = f"{broken.detail}; reading resumed at byte {start}"[:500]
                         yield broken
                         broken = None
-                    last = rec.stream_pos  # absolute offset (of its gzip member) in the file
+                    # absolute offset (of its gzip member) in the file
+                    last = stream.stored_offset(rec.stream_pos) if isinstance(stream, _Inflating) else rec.stream_pos
                     record = self._record(position, rec)
                     clipped = record.reason in ("truncated_record", "truncated_input")
                     yield record
                     position += 1
             except OSError as exc:  # fastwarc: "Invalid WARC header", "Maximum header length exceeded", ...
+                if is_io_error(exc):  # the storage's fault, not the content's: read_shard reads it again
+                    raise
                 if broken is None:  # else a restart that failed at once: still the same break
                     message = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else ""
                     reason = "truncated_input" if "truncat" in message.lower() else "unreadable_input"  # as read_shard
@@ -78,7 +166,7 @@ class WarcReader(Reader):
             # a clipped record may have swallowed later records with a too long Content-Length: look for them too
             resume = _next_record_start(uri, offset + 1) if broken is not None or clipped else None
             if resume is not None:
-                start, stream = resume, _open_at(uri, resume)
+                start, stream = resume, _open(uri, resume, budget)
                 continue
             cut = _cut_gzip_member(uri, offset)  # fastwarc ends quietly where a gzip member breaks off early
             if broken is not None:
@@ -91,9 +179,18 @@ class WarcReader(Reader):
                 yield Record(position=position, reason="truncated_input", detail=detail)
             return
 
+    def _budget(self, uri: str) -> InflateBudget | None:
+        """What a gzip file may inflate to, where `max_decompressed_bytes` asks for counting (else None)."""
+        if self.max_decompressed_bytes is None:
+            return None
+        fs, path = io.resolve(uri)
+        with fs.open_input_file(path) as f:
+            compressed, gzip = f.size(), f.read(len(_GZIP)) == _GZIP
+        return self.inflate_budget(uri, compressed) if gzip else None
+
     def _record(self, position: int, rec: WarcRecord) -> Record:
         kind = str(rec.record_type)
-        url = rec.headers.get("WARC-Target-URI")
+        url = _target_uri(rec.headers.get("WARC-Target-URI"))
         meta = {"warc_record_id": rec.headers.get("WARC-Record-ID"), "warc_date": rec.headers.get("WARC-Date")}
         base = Record(position=position, url=url, meta=meta, raw_bytes=rec.content_length)
         # Content-Length is mandatory: without one, fastwarc yielded what it had of a header block cut off by

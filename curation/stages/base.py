@@ -65,12 +65,15 @@ class Stage(Configured):
     input_columns: ClassVar[tuple[str, ...]] = ("text",)
     output_columns: ClassVar[dict[str, pa.DataType]] = {}
     count_keys: ClassVar[tuple[str, ...]] = ()  # tallies summed into stats.json under the stage's `counts`
+    # Why the rows `applies` leaves out go by unjudged: their count in stats.json's `bypassed`.
+    bypass_reason: ClassVar[str] = "not_applicable"
 
     def setup(self) -> None:
         """Load models or other state; called once per worker before the first batch."""
 
     def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
-        """Which rows this stage handles (None: all); the others pass through uncounted."""
+        """Which rows this stage judges (None: all); the others pass by unchanged, counted in stats.json
+        under `bypassed` with `bypass_reason` (and not in `docs_in`)."""
         return None
 
     def process(self, batch: pa.Table) -> Processed:

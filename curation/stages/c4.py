@@ -14,6 +14,15 @@ fewer than `min_sentences` sentences in the kept lines (`too_few_sentences`; a p
 line was removed ends here). Wikipedia-style citations ("[1]", "[edit]", "[citation needed]") are
 cut from lines first (`remove_citations`). Kept documents get the kept lines joined by newlines;
 dropped ones keep their original text, so `rejects/` shows what was judged.
+
+Languages, where a batch has a `lang` column (see `curation.stages.quality.LanguageParams`): a line
+of a language other than English ends in its script's terminal punctuation (`terminal_punctuation` in
+`curation.lang.settings`: the ideographic full stop and full-width ! ? for CJK, "।" for Devanagari,
+"؟" for Arabic...) or a quote. In a language written without spaces (Chinese, Japanese, Thai...:
+`curation.lang.words`), a line's words and their lengths are its segmented words, not whitespace
+pieces, and sentences are counted over segmented words; Thai, Lao and Tibetan write no sentence
+terminal, so there a space between two pieces ends a sentence (as pythainlp's sentence splitter
+mostly does). English is judged exactly as without languages.
 """
 
 from __future__ import annotations
@@ -25,13 +34,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from curation.lang.words import SPACES, segmenters
 from curation.stages.base import DocumentFilter, Processed, Resources, first_reason
-from curation.stages.quality import filter_result
-from curation.text import LINE_BREAK_RE2, WORDS, as_array, list_offsets, segment_sum, warm_up
+from curation.stages.quality import (
+    LANG,
+    LanguageParams,
+    filter_result,
+    line_ends,
+    stage_languages,
+    words_of,
+)
+from curation.text import LINE_BREAK_RE2, as_array, list_offsets, segment_sum, warm_up, whitespace_words
 
 CITATION_RE2 = r"\[\p{Nd}*\]|\[edit\]|\[citation needed\]"
 POLICY_RE2 = "terms of use|privacy policy|cookie policy|uses cookies|use of cookies|use cookies"
 LINE_RULES = ("long_word", "no_terminal_punct", "few_words", "javascript", "policy")
+_ENGLISH_TERMINAL_RE2 = r"[.?!\"']$"
+_SPACE_ENDS_SENTENCE = frozenset({"th", "lo", "bo"})  # segmenters of scripts without a sentence terminal
 
 
 class C4(DocumentFilter):
@@ -40,11 +59,14 @@ class C4(DocumentFilter):
     Drops: `lorem_ipsum`, `curly_bracket`, `too_few_sentences`. Counts removed lines per rule
     (`lines_long_word`, `lines_no_terminal_punct`, `lines_few_words`, `lines_javascript`,
     `lines_policy`; blank lines are not counted). Sentences are counted as datatrove does, with
-    spaCy's sentencizer rule over spaCy English words (`curation.text`).
+    spaCy's sentencizer rule over spaCy English words (`curation.text`). Per language: the terminal
+    punctuation (`terminal_punctuation`), segmented words where a language has no spaces (module doc).
     """
 
     name = "c4"
     resources = Resources(cpus=1.0)
+    # No `fallback_language` here: its only per-language setting is the terminal punctuation, and the
+    # Gopher and FineWeb stages of the same chain count the documents judged by fallback settings.
     count_keys: ClassVar[tuple[str, ...]] = tuple(f"lines_{rule}" for rule in LINE_RULES)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "c4_sentences": pa.int64(),
@@ -52,12 +74,14 @@ class C4(DocumentFilter):
         "c4_lines_removed": pa.int64(),
     }
 
-    class Params(DocumentFilter.Params):
+    class Params(LanguageParams):
         terminal_punct: bool = Field(
             True, description="Remove lines not ending in terminal punctuation (C4: on; FineWeb turned it off, "
-            "finding that it alone removed ~30% of tokens).")
+            "finding that it alone removed ~30% of tokens). Other languages than English end lines in their "
+            "script's terminals (`languages: {xx: {terminal_punctuation: ...}}` to change them).")
         min_words_per_line: int | None = Field(
-            3, ge=1, description="Remove lines with fewer whitespace-separated words (C4: 3).")
+            3, ge=1, description="Remove lines with fewer whitespace-separated words (C4: 3); segmented words "
+            "for languages written without spaces.")
         min_sentences: int | None = Field(
             5, ge=1, description="Drop documents with fewer sentences after line removal (C4: 5).")
         max_word_length: int | None = Field(
@@ -80,16 +104,28 @@ class C4(DocumentFilter):
         """Scores per document and the cleaned text (kept lines joined by newlines)."""
         p = self.params
         text = as_array(batch.column("text"))
+        langs = stage_languages(self, batch)
         lines = pc.split_pattern_regex(text, LINE_BREAK_RE2)
         offsets = list_offsets(lines)
+        n_docs = len(offsets) - 1
+        line_doc = np.repeat(np.arange(n_docs), np.diff(offsets))
         stripped = pc.utf8_trim_whitespace(lines.flatten())
         words = pc.utf8_split_whitespace(stripped)
-        n_words = pc.list_value_length(words).to_numpy(zero_copy_only=False)
+        n_words = whitespace_words(stripped)  # a blank line is one empty piece, no word
         blank = n_words == 0
         long_word = np.zeros(len(n_words), bool)
         if p.max_word_length is not None and len(n_words):
             too_long = pc.greater(pc.utf8_length(words.flatten()), p.max_word_length).to_numpy(zero_copy_only=False)
             long_word = segment_sum(too_long.astype(np.int64), list_offsets(words)) > 0
+        kinds = segmenters(text, batch.column(LANG)) if LANG in batch.column_names else np.full(n_docs, SPACES)
+        line_kind = kinds[line_doc]
+        line_lang = batch.column(LANG).take(pa.array(line_doc, pa.int64())) if LANG in batch.column_names else None
+        unspaced = np.flatnonzero(line_kind != SPACES)
+        if len(unspaced):
+            n_words[unspaced], longest = _segmented_lines(stripped.take(pa.array(unspaced)),
+                                                          line_lang.take(pa.array(unspaced)))
+            if p.max_word_length is not None:
+                long_word[unspaced] = longest > p.max_word_length
         line = pc.replace_substring_regex(stripped, CITATION_RE2, "") if p.remove_citations else stripped
 
         def has(pattern: str, regex: bool = False, ignore_case: bool = True) -> np.ndarray:
@@ -98,7 +134,8 @@ class C4(DocumentFilter):
 
         no_punct = np.zeros(len(n_words), bool)
         if p.terminal_punct:
-            no_punct = ~has(r"[.?!\"']$", regex=True) | has(r"\.\.\.$", regex=True)
+            ends = line_ends(line, langs, line_doc, _ENGLISH_TERMINAL_RE2, also="\"'")
+            no_punct = ~ends | has(r"\.\.\.$", regex=True)
         few = n_words < (p.min_words_per_line or 0)
         eligible = ~long_word & ~no_punct & ~few
         lorem = eligible & has("lorem ipsum") if p.lorem_ipsum else np.zeros_like(eligible)
@@ -107,8 +144,6 @@ class C4(DocumentFilter):
         policy = eligible & ~lorem & ~js & ~curly & has(POLICY_RE2, regex=True) if p.policy else np.zeros_like(eligible)
         kept = eligible & ~lorem & ~js & ~curly & ~policy
 
-        n_docs = len(offsets) - 1
-        line_doc = np.repeat(np.arange(n_docs), np.diff(offsets))
         page_rule = np.zeros(n_docs, np.int64)  # 1: lorem ipsum first, 2: curly bracket first
         hits = np.flatnonzero(lorem | curly)
         if len(hits):
@@ -119,7 +154,13 @@ class C4(DocumentFilter):
         kept_offsets = np.concatenate([[0], np.cumsum(segment_sum(kept.astype(np.int64), offsets))])
         sentences = np.zeros(n_docs, np.int64)
         if p.min_sentences is not None and len(kept_lines):
-            sentences = segment_sum(_sentences_per_line(kept_lines), kept_offsets)
+            kept_index = pa.array(np.flatnonzero(kept))
+            kept_langs = line_lang.take(kept_index) if line_lang is not None else None
+            per_line = _sentences_per_line(kept_lines, kept_langs)
+            by_space = np.flatnonzero(np.isin(line_kind[kept], list(_SPACE_ENDS_SENTENCE)))
+            if len(by_space):
+                per_line[by_space] = np.maximum(whitespace_words(kept_lines.take(pa.array(by_space))), 1)
+            sentences = segment_sum(per_line, kept_offsets)
         removed = {
             "long_word": long_word & ~blank,
             "no_terminal_punct": ~long_word & no_punct & ~blank,
@@ -154,10 +195,21 @@ class C4(DocumentFilter):
         return result
 
 
-def _sentences_per_line(lines: pa.Array) -> np.ndarray:
+def _segmented_lines(lines: pa.Array, langs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Words (punctuation marks not counted) and longest word of lines of languages written without spaces."""
+    words = words_of(pa.table({"text": lines, LANG: langs}), as_array(lines))
+    wordlike = 1 - words.feature("symbol")
+    longest = np.zeros(len(words.counts), np.int64)
+    if len(words.ids):
+        np.maximum.at(longest, words.doc_index, words.feature("length"))
+    return segment_sum(wordlike, words.offsets), longest
+
+
+def _sentences_per_line(lines: pa.Array, langs: pa.Array | None = None) -> np.ndarray:
     """Sentences of every line by spaCy's sentencizer rule: a new sentence starts at the first
-    ordinary word after a sentence terminal ("." "!" "?", ...), punctuation in between allowed."""
-    words = WORDS.split(lines)
+    ordinary word after a sentence terminal ("." "!" "?", ...), punctuation in between allowed.
+    `langs`: each line's language (its words are then its language's)."""
+    words = words_of(pa.table({"text": lines} if langs is None else {"text": lines, LANG: langs}), as_array(lines))
     role = words.feature("role")
     starts = words.offsets[:-1]
     n = len(role)

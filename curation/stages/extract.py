@@ -83,6 +83,9 @@ def too_many_attributes(html: str, max_attributes: int) -> int | None:
     return scanned if scanned < len(html) else None
 
 
+NOT_HTML = "not_html"  # why rows without a page (JSONL, WET) go by the page stages
+
+
 def html_rows(batch: pa.Table) -> pa.ChunkedArray:
     """Which rows are web pages (have html): rows of JSONL or WET sources pass a page stage unchanged."""
     if "html" not in batch.column_names:
@@ -124,6 +127,7 @@ class Extract(Stage):
     resources = Resources(cpus=1.0)
     input_columns: ClassVar[tuple[str, ...]] = ("html", "url", "meta")
     output_columns: ClassVar[dict[str, pa.DataType]] = {"text": pa.string(), "title": pa.string()}
+    bypass_reason = NOT_HTML
 
     def setup(self) -> None:
         if self.params.timeout_s and not can_interrupt():

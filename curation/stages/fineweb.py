@@ -3,6 +3,14 @@ defaults and semantics of datatrove 0.10.1's FineWebQualityFilter, which produce
 
 FineWeb chose these by comparing documents that older filters removed from C4 against ones they
 kept; they target list-like, boilerplate and repeated-line pages that Gopher and C4 miss.
+
+Languages, where a batch has a `lang` column (see `curation.stages.quality.LanguageParams`): words come
+from `curation.lang.words`; for a language other than English the line punctuation share and the
+newlines per word come from its settings (`line_punct_thr`, `new_line_ratio`: FineWeb-2's, which turns
+the punctuation rule off where its value is 0, e.g. German and Thai) and a line ends a sentence if it
+ends in its script's `terminal_punctuation`. The short-line and duplicated-character rules stay the
+stage's own for every language (FineWeb-2 turned the first off and raised the second to 0.1; the junk
+they catch, menus and repeated lines, is also caught by C4's words per line and Gopher's repetition).
 """
 
 from __future__ import annotations
@@ -15,10 +23,17 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curation.stages.base import DocumentFilter, Processed, Resources, first_reason
-from curation.stages.quality import filter_result, ratio
+from curation.stages.quality import (
+    FALLBACK_LANGUAGE,
+    LanguageParams,
+    filter_result,
+    line_ends,
+    ratio,
+    stage_languages,
+    words_of,
+)
 from curation.text import (
     SENTENCE_TERMINALS,
-    WORDS,
     as_array,
     duplicate_parts,
     list_offsets,
@@ -38,10 +53,13 @@ class FineWeb(DocumentFilter):
     line ending in "." then a space does not end in punctuation); a line ends a sentence if its last
     character is a Unicode sentence terminal; duplicated line characters are divided by the
     characters that are not newlines; the list ratio is newlines per word (spaCy English words).
+    Per language: `line_punct_thr`, `new_line_ratio`, `terminal_punctuation` (module doc); documents
+    whose language had no settings of its own are counted as `fallback_language`.
     """
 
     name = "fineweb"
     resources = Resources(cpus=1.0)
+    count_keys: ClassVar[tuple[str, ...]] = (FALLBACK_LANGUAGE,)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "fw_line_punct_ratio": pa.float64(),
         "fw_short_line_ratio": pa.float64(),
@@ -49,7 +67,7 @@ class FineWeb(DocumentFilter):
         "fw_new_line_ratio": pa.float64(),
     }
 
-    class Params(DocumentFilter.Params):
+    class Params(LanguageParams):
         min_line_punct_ratio: float | None = Field(
             0.12, ge=0, le=1, description="Drop if fewer lines end in sentence punctuation than this share "
             "(FineWeb: 0.12).")
@@ -77,34 +95,45 @@ class FineWeb(DocumentFilter):
         flat = lines.flatten()
         nonblank = pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(flat)), 0).to_numpy(zero_copy_only=False)
         n_lines = segment_sum(nonblank.astype(np.int64), offsets)
-        ends = pc.match_substring_regex(flat, _ENDS_SENTENCE).to_numpy(zero_copy_only=False) & nonblank
+        langs = stage_languages(self, batch)
+        line_doc = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+        ends = line_ends(flat, langs, line_doc, _ENDS_SENTENCE) & nonblank
         short = (pc.utf8_length(flat).to_numpy(zero_copy_only=False) <= p.short_line_length) & nonblank
         kept_offsets = np.concatenate([[0], np.cumsum(n_lines)]).astype(np.int32)
         nonblank_lines = pa.ListArray.from_arrays(pa.array(kept_offsets), flat.filter(pa.array(nonblank)))
         dup_chars = duplicate_parts(nonblank_lines)[2]
         newlines = pc.count_substring(text, "\n").to_numpy(zero_copy_only=False)
         chars = pc.utf8_length(text).to_numpy(zero_copy_only=False) - newlines
-        needs_words = p.max_new_line_ratio is not None
-        words = WORDS.split(text).counts if needs_words else np.zeros(len(newlines), np.int64)
-        return {
+        needs_words = p.max_new_line_ratio is not None or bool(langs.groups)
+        words = words_of(batch, text).counts if needs_words else np.zeros(len(newlines), np.int64)
+        scores = {
             "fw_line_punct_ratio": ratio(segment_sum(ends.astype(np.int64), offsets), n_lines),
             "fw_short_line_ratio": ratio(segment_sum(short.astype(np.int64), offsets), n_lines),
             "fw_char_dup_ratio": ratio(dup_chars, chars),
             "fw_new_line_ratio": ratio(newlines, words),
             "_lines": n_lines,
+            "_fallback": langs.fallback,
         }
+        if langs.groups:
+            scores["_min_line_punct_ratio"] = langs.per_document(
+                p.min_line_punct_ratio, lambda s: s.line_punct_thr if s.line_punct_thr > 0 else None)
+            scores["_max_new_line_ratio"] = langs.per_document(p.max_new_line_ratio, lambda s: s.new_line_ratio)
+        return scores
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         p = self.params
         s = scores
         rules = [(s["_lines"] == 0, "empty")]
         punct = s["fw_line_punct_ratio"]
-        if p.min_line_punct_ratio is not None:
+        punct_bound = s.get("_min_line_punct_ratio", p.min_line_punct_ratio)
+        if punct_bound is not None:
             exempt = (punct == 0) if p.line_punct_exclude_zero else np.zeros(len(punct), bool)
-            rules.append(((punct < p.min_line_punct_ratio) & ~exempt, "line_punct_ratio"))
+            with np.errstate(invalid="ignore"):
+                rules.append(((punct < punct_bound) & ~exempt, "line_punct_ratio"))
         for key, bound, reason in [("fw_short_line_ratio", p.max_short_line_ratio, "short_line_ratio"),
                                    ("fw_char_dup_ratio", p.max_char_dup_ratio, "char_dup_ratio"),
-                                   ("fw_new_line_ratio", p.max_new_line_ratio, "list_ratio")]:
+                                   ("fw_new_line_ratio", s.get("_max_new_line_ratio", p.max_new_line_ratio),
+                                    "list_ratio")]:
             if bound is not None:
                 rules.append((s[key] > bound, reason))
         with np.errstate(invalid="ignore"):

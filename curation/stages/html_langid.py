@@ -41,7 +41,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
 from curation.stages.base import DocumentFilter, Processed
-from curation.stages.extract import ExtractParams, decode_html, html_rows, too_many_attributes
+from curation.stages.extract import NOT_HTML, ExtractParams, decode_html, html_rows, too_many_attributes
 from curation.stages.langid import bundled_outputs, check_keep, expand_keep, load_model, normalize_label
 
 _EXTRACT = ExtractParams()
@@ -107,6 +107,7 @@ class HtmlLangId(DocumentFilter):
     Params = HtmlLangIdParams
     input_columns: ClassVar[tuple[str, ...]] = ("html", "meta", "text")
     output_columns: ClassVar[dict[str, pa.DataType]] = {"html_lang_score": pa.float32()}
+    bypass_reason = NOT_HTML
 
     def __getstate__(self) -> dict[str, Any]:
         """The model is not shipped to workers: each loads its own in `setup`."""

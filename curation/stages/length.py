@@ -9,14 +9,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from curation.lang.words import SPACES, segmenters
 from curation.stages.base import DocumentFilter, Resources, first_reason
+from curation.stages.quality import LANG, words_of
+from curation.text import as_array, segment_sum, whitespace_words
 
 
 class Length(DocumentFilter):
     """Drop documents shorter or longer than the bounds: `too_few_words`, `too_many_words`, `too_short`.
 
-    Words are whitespace-separated tokens. Default bounds follow Gopher (Rae et al. 2021, appendix A:
-    50 to 100,000 words).
+    Words are runs of non-whitespace characters (a blank text has none). Default bounds follow Gopher
+    (Rae et al. 2021, appendix A: 50 to 100,000 words). Where the batch has a `lang` column, documents
+    of a language written without spaces (Chinese, Japanese, Thai...: `curation.lang.words`) count their
+    segmented words instead, punctuation marks left out (a whitespace piece there is a phrase or a whole
+    sentence); every other document is counted as above.
     """
 
     name = "length"
@@ -30,9 +36,8 @@ class Length(DocumentFilter):
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         text = pc.fill_null(batch.column("text"), "")
-        words = pc.list_value_length(pc.utf8_split_whitespace(text))
         return {
-            "n_words": words.to_numpy(zero_copy_only=False),
+            "n_words": _words(batch, text),
             "n_chars": pc.utf8_length(text).to_numpy(zero_copy_only=False),
         }
 
@@ -44,3 +49,18 @@ class Length(DocumentFilter):
             [(chars < p.min_chars, "too_short"), (words < p.min_words, "too_few_words"),
              (words > p.max_words, "too_many_words")],
         )
+
+
+def _words(batch: pa.Table, text: pa.ChunkedArray) -> np.ndarray:
+    """Whitespace words, or segmented words (without punctuation marks) for languages without spaces."""
+    counts = whitespace_words(text)
+    if LANG not in batch.column_names:
+        return counts
+    text = as_array(text)
+    unspaced = np.flatnonzero(segmenters(text, batch.column(LANG)) != SPACES)
+    if len(unspaced):
+        rows = pa.array(unspaced)
+        subset = pa.table({"text": text.take(rows), LANG: batch.column(LANG).take(rows)})
+        words = words_of(subset, subset.column("text").combine_chunks())
+        counts[unspaced] = segment_sum(1 - words.feature("symbol"), words.offsets)
+    return counts

@@ -124,6 +124,7 @@ class FlaggedWords(DocumentFilter):
         "flagged_words": pa.int64(),
         "flagged_words_ratio": pa.float32(),
     }
+    bypass_reason = "language"  # rows whose `lang` is not one of `languages`
 
     def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
         """English word list, English documents: another language's words are not its profanity

@@ -67,8 +67,9 @@ class TrainRecipe(_Strict):
     seed: int = Field(42, description="Seed of the model's initialisation and of the loader's row order.")
     model: ModelSection = Field(default_factory=ModelSection)
     optim: OptimConfig = Field(default_factory=OptimConfig)
-    steps: int = Field(..., gt=0, description="Optimizer steps of the run; a resumed run goes on to this step "
-                       "(give optim.total_steps to lengthen a run without stretching its LR schedule).")
+    steps: int = Field(..., gt=0, description="Optimizer steps of the run; a resumed run goes on to this step, "
+                       "its LR decaying from where it stood to min_lr at the new end (give optim.total_steps to "
+                       "lengthen a run without changing its LR schedule).")
     micro_batches: int = Field(1, gt=0, description="Gradient accumulation: each worker's rows of a step are "
                                "cut into this many forward/backward passes.")
     val_every: int = Field(0, ge=0, description="Validation loss on the `valid` split every N steps and at the "

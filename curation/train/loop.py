@@ -23,7 +23,14 @@ import torch.distributed as dist
 from curation.train.config import TrainRecipe
 from curation.train.loader import IGNORE_INDEX, PackedDataset, PackedLoader, read_manifest
 from curation.train.model import Transformer, shard_model
-from curation.train.optim import build_optimizer, build_scheduler, forward_backward, optimizer_step
+from curation.train.optim import (
+    build_optimizer,
+    build_scheduler,
+    forward_backward,
+    optimizer_step,
+    resume_scheduler,
+)
+from curation.train.resume import RUN_FILE, run_record
 from curation.train.spikes import EMA, SpikeDetector
 
 METRICS, SPIKES, EVENTS = "metrics.jsonl", "spikes.jsonl", "events.jsonl"
@@ -318,6 +325,10 @@ class Trainer:
             tmp.mkdir(parents=True)
             torch.save({"model": model, "optimizer": optim, "scheduler": self.scheduler.state_dict(),
                         "extra": self._extra(rngs)}, tmp / "state.pt")
+            # What the driver checks a resumed recipe against, without loading the weights.
+            record = run_record(self.recipe, read_manifest(self.recipe.job_dir()), self.step,
+                                self.stream.state_dict())
+            (tmp / RUN_FILE).write_text(json.dumps(record, indent=2))
             shutil.rmtree(final, ignore_errors=True)
             tmp.replace(final)
             for old in checkpoint_dirs(self.train_dir)[:-self.recipe.keep_checkpoints]:
@@ -345,7 +356,10 @@ class Trainer:
         box = [(state.get("scheduler"), state.get("extra"))]
         dist.broadcast_object_list(box, src=0)
         scheduler, extra = box[0]
-        self.scheduler.load_state_dict(scheduler)
+        refit = resume_scheduler(self.scheduler, scheduler, self.recipe.optim.total_steps)
+        if self.log is not None and refit:
+            self.log.event("schedule", step=int(extra["step"]), total_steps=self.recipe.optim.total_steps,
+                           lr=self.optimizer.param_groups[0]["lr"])
         self.step, self.tokens = int(extra["step"]), int(extra["tokens"])
         self.stream.load_state_dict(extra["data"])
         self.stream.bad |= {tuple(p) if isinstance(p, list) else p for p in extra["bad"]}  # and those found since

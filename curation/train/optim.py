@@ -1,5 +1,9 @@
 """AdamW, the warmup-then-cosine learning-rate schedule, and one training step with gradient accumulation.
 
+The schedule is a `CosineSchedule` object, not a function, so that torch saves it with the scheduler's state:
+a resumed run knows the schedule it was on and, when `total_steps` changed, goes on from the LR it had
+(`CosineSchedule.resumed_to`) instead of jumping onto the new curve.
+
 A step is split in two so a caller can look at the loss (the spike detector) before deciding to apply it:
 `forward_backward` accumulates gradients over micro-batches, `optimizer_step` clips and applies them.
 """
@@ -9,6 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import torch
@@ -69,14 +74,60 @@ def lr_factor(step: int, *, warmup_steps: int, total_steps: int, min_ratio: floa
     return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+@dataclass
+class CosineSchedule:
+    """`lr_factor` as a callable LambdaLR saves in its state_dict (torch keeps a callable object's `__dict__`,
+    never a function). `from_step`/`from_factor`, when set, replace the cosine from that step on by one running
+    from `from_factor` down to `min_ratio` at `total_steps`: a run resumed with another total_steps."""
+
+    warmup_steps: int
+    total_steps: int
+    min_ratio: float
+    from_step: int = 0
+    from_factor: float | None = None
+
+    @classmethod
+    def of(cls, cfg: OptimConfig) -> CosineSchedule:
+        return cls(cfg.warmup_steps, cfg.total_steps, cfg.min_lr / cfg.lr)
+
+    def __call__(self, step: int) -> float:
+        if self.from_factor is None or step < self.from_step:
+            return lr_factor(step, warmup_steps=self.warmup_steps, total_steps=self.total_steps,
+                             min_ratio=self.min_ratio)
+        if step >= self.total_steps:
+            return self.min_ratio
+        progress = (step - self.from_step) / max(1, self.total_steps - self.from_step)
+        return self.min_ratio + (self.from_factor - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def resumed_to(self, total_steps: int, step: int) -> CosineSchedule:
+        """This schedule continued at `step` towards another `total_steps` without a jump: before the decay
+        began (warmup does not depend on total_steps) simply the new curve; after it, the LR of `step` decays
+        by a cosine to `min_ratio` at `total_steps` (a schedule already at its end stays there)."""
+        if total_steps == self.total_steps:
+            return self
+        if step < self.warmup_steps and self.from_factor is None:
+            return replace(self, total_steps=total_steps)
+        return replace(self, total_steps=total_steps, from_step=step, from_factor=self(step))
+
+
 def build_scheduler(optimizer: torch.optim.Optimizer, cfg: OptimConfig) -> torch.optim.lr_scheduler.LambdaLR:
-    """LambdaLR over `lr_factor`; its state_dict holds the step, so a resumed run continues the curve."""
-    ratio = cfg.min_lr / cfg.lr
+    """LambdaLR over a `CosineSchedule`; its state_dict holds the step and the schedule, so a resumed run
+    continues the curve (`resume_scheduler`)."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, CosineSchedule.of(cfg))
 
-    def factor(step: int) -> float:
-        return lr_factor(step, warmup_steps=cfg.warmup_steps, total_steps=cfg.total_steps, min_ratio=ratio)
 
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+def resume_scheduler(scheduler: torch.optim.lr_scheduler.LambdaLR, state: dict, total_steps: int) -> bool:
+    """Load a scheduler's state and continue its schedule towards `total_steps` (`CosineSchedule.resumed_to`),
+    setting the optimizer's LR for the next step from it; True when the schedule was re-fit. A state saved
+    without its schedule (an older checkpoint) keeps the one the scheduler was built with."""
+    scheduler.load_state_dict(state)
+    saved = scheduler.lr_lambdas[0]
+    step = scheduler.last_epoch  # optimizer steps taken: the index of the next one
+    schedule = saved.resumed_to(total_steps, step)
+    scheduler.lr_lambdas = [schedule] * len(scheduler.lr_lambdas)
+    for group, base in zip(scheduler.optimizer.param_groups, scheduler.base_lrs, strict=True):
+        group["lr"] = base * schedule(step)
+    return schedule is not saved
 
 
 def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float | None) -> float:

@@ -3,7 +3,9 @@
 `curate serve --jobs DIR [--host --port]`, or `curate run RECIPE --serve [HOST:]PORT` beside a job.
 Every answer is read from the job folders directly inside DIR (`curation.progress.JobFolder`), so a
 restarted service, or one started after the job, shows the same numbers. Imports neither Ray nor
-the pipelines that run jobs (the Ray Jobs client only when a POST or DELETE needs it).
+the pipelines that run jobs (the Ray Jobs client only when a POST or DELETE needs it). Only regular
+files whose real path lies inside their job's own folder are read (`jobs.ServedJob`): links out read
+as absent.
 
     GET /                                        the dashboard (plotly.js from the installed plotly package)
     GET /healthz                                 liveness

@@ -55,6 +55,8 @@ class StageRow(BaseModel):
     kept_percent: float | None
     dropped: dict[str, int] = Field(..., description="Documents dropped, per reason.")
     skipped: dict[str, int] = Field(..., description="Records counted that are not documents, per reason.")
+    bypassed: dict[str, int] = Field(default_factory=dict, description="Rows that went by the stage unjudged, per "
+                                     "reason (`only`, `not_html`, `language`): in neither docs_in nor docs_out")
     counts: dict[str, Any] = Field(default_factory=dict)
     bytes_in: int
     bytes_out: int

@@ -10,9 +10,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 
 from curation import inspect
-from curation.progress import JobFolder
+from curation.job import DOCUMENTS, WORK_DOCUMENTS
 from pipelines.service import models
-from pipelines.service.jobs import JOB_ID, NAME, Jobs, dumps
+from pipelines.service.jobs import JOB_ID, NAME, Jobs, ServedJob, dumps
 
 router = APIRouter(prefix="/api")
 
@@ -32,7 +32,7 @@ def _jobs(request: Request) -> Jobs:
     return request.app.state.jobs
 
 
-def _job(request: Request, job: str) -> JobFolder:
+def _job(request: Request, job: str) -> ServedJob:
     folder = _jobs(request).get(job)
     if folder is None:
         raise HTTPException(status_code=404, detail=f"no job {job!r}")
@@ -51,6 +51,11 @@ def _cut(row: dict[str, Any], chars: int) -> dict[str, Any]:
 # below and by `hot_answer` (the same bytes either way: the tests compare them).
 
 
+def healthz_answer(registry: Jobs) -> bytes:
+    return registry.cached(("healthz",), lambda: dumps(
+        {"status": "ok", "jobs_dir": str(registry.root), "readable": registry.root.is_dir()}))
+
+
 def jobs_answer(registry: Jobs) -> bytes:
     def compute() -> bytes:
         folders = [registry.get(i) for i in registry.ids()]
@@ -59,20 +64,20 @@ def jobs_answer(registry: Jobs) -> bytes:
     return registry.cached(("jobs",), compute)
 
 
-def status_answer(registry: Jobs, folder: JobFolder) -> bytes:
+def status_answer(registry: Jobs, folder: ServedJob) -> bytes:
     return registry.cached(("status", folder.id), lambda: dumps(folder.status()))
 
 
-def _funnel(folder: JobFolder) -> dict[str, Any]:
+def _funnel(folder: ServedJob) -> dict[str, Any]:
     return {"job": folder.id, "final": folder.status()["state"] == "done" and folder.stats() is not None,
             "stages": folder.funnel()}
 
 
-def funnel_answer(registry: Jobs, folder: JobFolder) -> bytes:
+def funnel_answer(registry: Jobs, folder: ServedJob) -> bytes:
     return registry.cached(("funnel", folder.id), lambda: dumps(_funnel(folder)))
 
 
-def throughput_answer(registry: Jobs, folder: JobFolder) -> bytes:
+def throughput_answer(registry: Jobs, folder: ServedJob) -> bytes:
     return registry.cached(("throughput", folder.id), lambda: dumps({"job": folder.id, **folder.throughput()}))
 
 
@@ -87,7 +92,7 @@ def _thin(rows: list[dict[str, Any]], most: int) -> list[dict[str, Any]]:
 SINCE_STEP_DEFAULT, MAX_POINTS_DEFAULT, MAX_POINTS_RANGE = 0, 2000, (10, 100_000)
 
 
-def train_answer(registry: Jobs, folder: JobFolder, since_step: int = SINCE_STEP_DEFAULT,
+def train_answer(registry: Jobs, folder: ServedJob, since_step: int = SINCE_STEP_DEFAULT,
                  max_points: int = MAX_POINTS_DEFAULT) -> bytes:
     def compute() -> bytes:
         rows = [r for r in folder.train_metrics() if r["step"] > since_step]
@@ -100,7 +105,8 @@ def train_answer(registry: Jobs, folder: JobFolder, since_step: int = SINCE_STEP
 
 _JOB_ID = re.compile(JOB_ID)
 _TRAIN_QUERY = re.compile(rb"(since_step|max_points)=([0-9]{1,9})")
-PER_JOB: dict[str, Callable[[Jobs, JobFolder], bytes]] = {
+WHOLE: dict[str, Callable[[Jobs], bytes]] = {"/api/jobs": jobs_answer, "/healthz": healthz_answer}
+PER_JOB: dict[str, Callable[[Jobs, ServedJob], bytes]] = {
     "": status_answer, "funnel": funnel_answer, "throughput": throughput_answer, "train": train_answer}
 
 
@@ -114,8 +120,9 @@ def hot_answer(registry: Jobs, path: str, query: bytes) -> bytes | None:
     validation, dependency solving and a Response object (`benchmarks/service_load.py`: the service's CPU
     per poll went from 0.19 to 0.06 ms).
     """
-    if path == "/api/jobs":
-        return jobs_answer(registry) if not query else None
+    build_whole = WHOLE.get(path)
+    if build_whole is not None:
+        return build_whole(registry) if not query else None
     if not path.startswith("/api/jobs/"):
         return None
     job, _, tail = path[10:].partition("/")
@@ -145,25 +152,25 @@ def hot_answer(registry: Jobs, path: str, query: bytes) -> bytes | None:
 
 
 @router.get("/jobs", response_model=None, responses={200: {"model": models.JobList}}, summary="All jobs, newest first")
-async def jobs(request: Request) -> Response:
+def jobs(request: Request) -> Response:
     return _json(jobs_answer(_jobs(request)))
 
 
 @router.get("/jobs/{job}", response_model=None, responses={200: {"model": models.JobStatus}},
             summary="State, phase, percent done, rate and ETA of one job")
-async def job_status(request: Request, job: JobId) -> Response:
+def job_status(request: Request, job: JobId) -> Response:
     return _json(status_answer(_jobs(request), _job(request, job)))
 
 
 @router.get("/jobs/{job}/funnel", response_model=None, responses={200: {"model": models.Funnel}},
             summary="Per-stage funnel: documents in and out, drops and skips per reason, bytes, seconds")
-async def funnel(request: Request, job: JobId) -> Response:
+def funnel(request: Request, job: JobId) -> Response:
     return _json(funnel_answer(_jobs(request), _job(request, job)))
 
 
 @router.get("/jobs/{job}/stages/{stage}", response_model=None, responses={200: {"model": models.StageRow}},
             summary="One stage's counters")
-async def stage(request: Request, job: JobId, stage: Name) -> Response:
+def stage(request: Request, job: JobId, stage: Name) -> Response:
     folder = _job(request, job)
     rows = _jobs(request).cached(("funnel-rows", job), folder.funnel)
     row = next((r for r in rows if r["stage"] == stage), None)
@@ -174,12 +181,22 @@ async def stage(request: Request, job: JobId, stage: Name) -> Response:
 
 @router.get("/jobs/{job}/throughput", response_model=None, responses={200: {"model": models.Throughput}},
             summary="Records read, documents kept and shards done over time, with rates")
-async def throughput(request: Request, job: JobId) -> Response:
+def throughput(request: Request, job: JobId) -> Response:
     return _json(throughput_answer(_jobs(request), _job(request, job)))
 
 
-def _reject_files(request: Request, folder: JobFolder) -> dict[str, dict[str, list]]:
-    return _jobs(request).cached(("reject-files", folder.id), lambda: inspect.reject_files(folder.path))
+def _reject_files(request: Request, folder: ServedJob) -> dict[str, dict[str, list]]:
+    """{stage: {reason: [files]}} of the job's sampled rejects, only files the job's folder holds."""
+
+    def compute() -> dict[str, dict[str, list]]:
+        out: dict[str, dict[str, list]] = {}
+        for stage_name, by in inspect.reject_files(folder.path).items():
+            for reason, files in by.items():
+                if held := folder.held(files):
+                    out.setdefault(stage_name, {})[reason] = held
+        return out
+
+    return _jobs(request).cached(("reject-files", folder.id), compute)
 
 
 @router.get("/jobs/{job}/rejects", response_model=None, responses={200: {"model": models.RejectIndex}},
@@ -222,11 +239,21 @@ def reject_page(request: Request, job: JobId, stage: Name, reason: Name, offset:
     return _json(_jobs(request).cached(("reject-page", job, stage, reason, offset, limit, chars), compute))
 
 
+def _dedup_stages(folder: ServedJob) -> list[str]:
+    return [s for s in inspect.dedup_stages(folder.path) if folder.holds(f"{inspect.REMOVED}/{s}.parquet")]
+
+
+def _lookup(folder: ServedJob, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """`inspect.lookup`, unless a documents folder of the job leads out of it or holds a link out: then ids only."""
+    if not (folder.folder_held(DOCUMENTS) and folder.folder_held(WORK_DOCUMENTS)):
+        return {}
+    return inspect.lookup(folder.path, ids)
+
+
 @router.get("/jobs/{job}/dedup", response_model=None, summary="Corpus stages with removals to look at")
 def dedup_index(request: Request, job: JobId) -> Response:
     folder = _job(request, job)
-    return _json(_jobs(request).cached(("dedup", job), lambda: dumps(
-        {"job": job, "stages": inspect.dedup_stages(folder.path)})))
+    return _json(_jobs(request).cached(("dedup", job), lambda: dumps({"job": job, "stages": _dedup_stages(folder)})))
 
 
 @router.get("/jobs/{job}/dedup/{stage}", response_model=None, responses={200: {"model": models.DedupPage}},
@@ -234,14 +261,14 @@ def dedup_index(request: Request, job: JobId) -> Response:
 def dedup_page(request: Request, job: JobId, stage: Name, offset: Offset = 0, limit: Limit = 10,
                chars: Chars = 2000) -> Response:
     folder = _job(request, job)
-    if stage not in inspect.dedup_stages(folder.path):
+    if stage not in _dedup_stages(folder):
         raise HTTPException(status_code=404, detail=f"no removals of corpus stage {stage!r} in job {job!r}")
 
     def compute() -> bytes:
         clusters = inspect.cluster_table(folder.path, stage)
         chosen = clusters[offset : offset + limit]
         ids = [i for c in chosen for i in ([c["survivor"]] if c["survivor"] else []) + [r["id"] for r in c["removed"]]]
-        docs = inspect.lookup(folder.path, ids)
+        docs = _lookup(folder, ids)
         out = [{"survivor": _cut(docs.get(c["survivor"], {"id": c["survivor"]}), chars) if c["survivor"] else None,
                 "cluster": c["cluster"],
                 "removed": [_cut({**docs.get(r["id"], {"id": r["id"]}), **r}, chars) for r in c["removed"]]}
@@ -255,7 +282,7 @@ def dedup_page(request: Request, job: JobId, stage: Name, offset: Offset = 0, li
 
 @router.get("/jobs/{job}/train", response_model=None, responses={200: {"model": models.TrainCurve}},
             summary="Training metrics (loss curve points) and spikes from <job>/train/metrics.jsonl, spikes.jsonl")
-async def train(request: Request, job: JobId,
+def train(request: Request, job: JobId,
                 since_step: Annotated[int, Query(ge=0, description="Only steps after this one.")] = SINCE_STEP_DEFAULT,
                 max_points: Annotated[int, Query(ge=MAX_POINTS_RANGE[0], le=MAX_POINTS_RANGE[1],
                                                  description="Thin to about this many.")] = MAX_POINTS_DEFAULT
@@ -272,10 +299,10 @@ def _document(request: Request, job: str, name: str, read: str) -> Response:
 
 
 @router.get("/jobs/{job}/manifest", response_model=None, summary="manifest.json of a tokenized, packed job")
-async def manifest(request: Request, job: JobId) -> Response:
+def manifest(request: Request, job: JobId) -> Response:
     return _document(request, job, "manifest.json", "manifest")
 
 
 @router.get("/jobs/{job}/stats", response_model=None, summary="stats.json, written when a job finishes")
-async def stats(request: Request, job: JobId) -> Response:
+def stats(request: Request, job: JobId) -> Response:
     return _document(request, job, "stats.json", "stats")

@@ -1,0 +1,287 @@
+"""Counting that adds up (issue 18, items 7, 9 and 11): words of blank texts, stages' in/out/bypassed
+through a whole run, and a mixture's real shortfall where documents are too large for its target."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from rich.console import Console
+
+from curation import schema
+from curation.apply import ONLY, bypass_column, run_stage
+from curation.classify import Hyperparameters, read_jsonl_texts, train_classifier
+from curation.mixture import HISTOGRAM_BINS, MixtureParams, SourcePlan, histogram, plan, report, unit_hash, warnings
+from curation.recipe import parse_recipe
+from curation.schema import documents_table
+from curation.stages import STAGES
+from curation.stages.length import Length
+from curation.stages.toxicity import FlaggedWords
+from curation.text import whitespace_words
+from pipelines.progress import summary
+from pipelines.run import run
+from tests.conftest import warc_response
+
+# -- item 7: words are counted, not separators ---------------------------------------------------
+
+
+def test_blank_texts_have_no_words_and_edges_add_none():
+    texts = ["", "   ", "\n\t \u3000", None, " a b ", "one  two\tthree\n", "\u00a0x\u3000y"]
+    assert whitespace_words(pa.array(texts)).tolist() == [0, 0, 0, 0, 2, 3, 2]
+    scores = Length(min_words=1).score(documents_table(texts))
+    assert scores["n_words"].tolist() == [0, 0, 0, 0, 2, 3, 2]
+    reasons = Length(min_words=1).process(documents_table(texts)).reasons.to_pylist()
+    assert reasons == ["too_few_words"] * 4 + [None] * 3
+
+
+# -- item 11: every row of a stage is in, out, dropped, skipped or bypassed -------------------------
+
+SENTENCES = {
+    "en": ["The river runs past the old mill on the edge of the village.",
+           "Every morning the children walk along the water to the school.",
+           "In the summer the water is low and the fish hide under the stones.",
+           "The farmers in the valley wait for the rain that comes in autumn.",
+           "It is a quiet place, and most people who live here know each other.",
+           "A small bakery on the square sells bread to the whole neighbourhood.",
+           "When the snow melts in spring, the meadows turn green within a week.",
+           "Visitors often stop at the bridge to take pictures of the waterfall."],
+    "de": ["Der Fluss fließt an der alten Mühle am Rand des Dorfes vorbei.",
+           "Jeden Morgen gehen die Kinder am Wasser entlang zur Schule.",
+           "Im Sommer ist das Wasser niedrig und die Fische verstecken sich unter den Steinen.",
+           "Die Bauern im Tal warten auf den Regen, der im Herbst kommt.",
+           "Es ist ein ruhiger Ort, und die meisten Menschen hier kennen sich.",
+           "Eine kleine Bäckerei am Platz verkauft Brot an die ganze Nachbarschaft.",
+           "Wenn im Frühling der Schnee schmilzt, werden die Wiesen in einer Woche grün.",
+           "Besucher halten oft an der Brücke, um den Wasserfall zu fotografieren."],
+    "fr": ["La rivière passe devant le vieux moulin au bord du village.",
+           "Chaque matin, les enfants longent l'eau pour aller à l'école.",
+           "En été, l'eau est basse et les poissons se cachent sous les pierres.",
+           "Les paysans de la vallée attendent la pluie qui vient en automne.",
+           "C'est un endroit calme, et la plupart des habitants se connaissent.",
+           "Une petite boulangerie sur la place vend du pain à tout le quartier.",
+           "Quand la neige fond au printemps, les prés deviennent verts en une semaine.",
+           "Les visiteurs s'arrêtent souvent sur le pont pour photographier la cascade."],
+}
+
+
+BENCHMARK = "What is the number of apples that the farmer in the green valley sold at the market on Sunday morning"
+
+
+def prose(lang: str, i: int) -> list[str]:
+    """Distinct sentences in a seeded order (no repetition for the Gopher rules to drop): one document."""
+    sentences = SENTENCES[lang][:]
+    random.Random(i).shuffle(sentences)
+    return [*sentences, f"Number {i}."]
+
+
+def _page(title: str, sentences: list[str]) -> bytes:
+    paragraphs = "".join(f"<p>{' '.join(sentences[k:k + 2])}</p>" for k in range(0, len(sentences), 2))
+    return f"<html><head><title>{title}</title></head><body><article><h1>{title}</h1>{paragraphs}" \
+           "</article></body></html>".encode()
+
+
+def _write_inputs(root: Path) -> None:
+    pages = [(f"https://example.com/en/{i}", _page(f"Valley {i}", prose("en", i))) for i in range(4)]
+    pages += [(f"https://example.de/de/{i}", _page(f"Tal {i}", prose("de", i))) for i in range(3)]
+    pages += [("https://example.com/empty", b"<html><body></body></html>")]
+    (root / "crawl.warc.gz").write_bytes(b"".join(warc_response(url, body) for url, body in pages))
+    notes = [" ".join(prose(lang, i)) for lang, n in (("en", 4), ("de", 3), ("fr", 3)) for i in range(n)]
+    notes += ["too short", "   ", " ".join(prose("en", 9)) + " " + BENCHMARK + " today."]
+    notes += [" ".join(prose("en", 10)) + " Write to anna.berg@example.org or call the office."]
+    (root / "notes.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in notes))
+    files = {"LICENSE": "Public domain.\n",
+             "src/app.py": '"""The app."""\n\nTOKEN = "ghp_' + "Zq81" * 9 + '"\n\n\ndef main() -> int:\n    return 0\n',
+             "src/util.py": '"""Helpers."""\n\n\ndef add(a: int, b: int) -> int:\n    return a + b\n',
+             "package-lock.json": '{"lockfileVersion": 3}\n'}
+    with tarfile.open(root / "repo.tar.gz", "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"repo-main/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (root / "bench.jsonl").write_text(json.dumps({"question": BENCHMARK, "answer": "12"}) + "\n")
+    rng = random.Random(3)
+    spam = ["buy", "cheap", "casino", "bonus", "click", "deal"]
+    for name, words in (("pos", " ".join(SENTENCES["en"]).split()), ("neg", spam)):
+        lines = [" ".join(rng.choice(words) for _ in range(30)) for _ in range(60)]
+        (root / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in lines))
+    train_classifier(read_jsonl_texts([str(root / "pos.jsonl")]), read_jsonl_texts([str(root / "neg.jsonl")]),
+                     str(root / "quality.bin"), seed=7, holdout=0.2, hyperparameters=Hyperparameters(dim=8, epoch=5))
+
+
+def every_stage_recipe(root: Path) -> str:
+    return f"""\
+name: every-stage
+executor: local
+local: {{workers: 1}}
+sources:
+  - {{name: web, format: warc, paths: ["{root}/crawl.warc.gz"]}}
+  - {{name: notes, format: jsonl, paths: ["{root}/notes.jsonl"]}}
+  - {{name: code, format: code, paths: ["{root}/repo.tar.gz"]}}
+stages:
+  - html_langid: {{keep: [en, de]}}
+  - extract: {{timeout_s: 5, only: [web]}}
+  - normalize: {{only: [web, notes]}}
+  - langid: {{keep: [en, de, fr], min_score: 0.3, only: [web, notes]}}
+  - toxicity: {{max_ratio: 0.01}}
+  - length: {{min_words: 5, only: [web, notes]}}
+  - gopher_repetition: {{only: [web, notes]}}
+  - c4: {{terminal_punct: false, only: [web, notes]}}
+  - fineweb: {{only: [web, notes]}}
+  - density: {{only: [web, notes]}}
+  - pii: {{redact: [email, ip, phone]}}
+  - decontaminate: {{benchmarks: ["{root}/bench.jsonl"], ngram: 8, only: [notes]}}
+  - classifier: {{model: "{root}/quality.bin", threshold: 0.0, only: [web, notes]}}
+  - gopher_quality: {{only: [notes]}}
+  - code_filters: {{only: [code]}}
+  - code_secrets: {{only: [code]}}
+"""
+
+
+def check_funnel(rows: list[dict]) -> None:
+    """The invariant: each stage's rows add up, and what leaves a stage is what reaches the next."""
+    leaving = None
+    for row in rows:
+        judged = row["docs_out"] + sum(row["dropped"].values()) + sum(row["skipped"].values())
+        assert row["docs_in"] == judged, row
+        arriving = row["docs_in"] + sum(row["bypassed"].values())
+        if leaving is not None:
+            assert arriving == leaving, (row["stage"], arriving, leaving)
+        leaving = row["docs_out"] + sum(row["bypassed"].values())
+        assert not any(key.startswith("bypassed") for key in row["counts"]), row
+
+
+def test_every_stage_counts_every_row_it_receives(tmp_path: Path):
+    root = tmp_path / "in"
+    root.mkdir()
+    _write_inputs(root)
+    recipe = parse_recipe(every_stage_recipe(root))
+    assert {kind for _, kind, _ in recipe.stage_specs()} == set(STAGES)  # every document stage
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True)
+    stats = json.loads(Path(result.job_dir, "stats.json").read_text())
+    rows = stats["stages"]
+    check_funnel(rows)
+    by_name = {row["stage"]: row for row in rows}
+    assert rows[-1]["docs_out"] + sum(rows[-1]["bypassed"].values()) == stats["documents"]["out"]
+    assert pq.read_table(Path(result.job_dir, "documents")).num_rows == stats["documents"]["out"]
+    # why rows went by: no page (notes, code), another source than `only:`, a language the list is not for
+    assert by_name["read"]["docs_out"] == 8 + 14 + 4 and by_name["read"]["bypassed"] == {}
+    assert (by_name["html_langid"]["docs_in"], by_name["html_langid"]["bypassed"]) == (8, {"not_html": 18})
+    assert by_name["extract"]["bypassed"] == {"only": 18}  # `only:` is counted first
+    assert by_name["toxicity"]["bypassed"] == {"language": 3 + 3 + 3}  # German pages and notes, French notes
+    assert by_name["toxicity"]["docs_in"] == by_name["langid"]["docs_out"] + 4 - 9  # English and code rows
+    # German and French notes pass gopher_quality on their own stop words, and reach code_secrets
+    assert by_name["pii"]["bypassed"] == {} and by_name["code_secrets"]["bypassed"] == {"only": 18}
+
+
+def test_a_stage_counts_the_rows_it_lets_by_once_under_the_first_reason():
+    texts = ["the river runs", "der Fluss", "la rivière", "no language", "other source", "dropped before"]
+    batch = documents_table(texts).append_column("lang", pa.array(["en", "de", "fr", None, "de", "en"]))
+    batch = batch.set_column(batch.schema.get_field_index("source"), "source", pa.array(["notes"] * 4 + ["web"] * 2))
+    batch = batch.set_column(batch.schema.get_field_index(schema.REASON), schema.REASON,
+                             pa.array([None] * 5 + ["too_few_words"], pa.string()))
+    out = run_stage(FlaggedWords(only=["notes"]), batch)
+    by_id = dict(zip(out.column("id").to_pylist(), range(out.num_rows), strict=True))
+    order = [by_id[i] for i in batch.column("id").to_pylist()]
+
+    def column(name: str) -> list:
+        values = out.column(name).to_pylist()
+        return [values[k] for k in order]
+
+    assert column(bypass_column("toxicity", ONLY)) == [None, None, None, None, 1, None]
+    assert column(bypass_column("toxicity", "language")) == [None, 1, 1, None, None, None]
+    judged = [v is not None for v in column(schema.metric_column("sec", "toxicity"))]
+    assert judged == [True, False, False, True, False, False]  # docs_in: English and no `lang`; the drop: nowhere
+
+
+# -- item 9: a mixture's real shortfall ------------------------------------------------------------
+
+WORDS = ["river", "stone", "light", "garden", "paper", "window", "market", "winter", "silver", "number", "answer"]
+
+
+def _texts(rng: random.Random, n: int, words: int) -> list[str]:
+    return [" ".join(rng.choice(WORDS) for _ in range(words)) + "." for _ in range(n)]
+
+
+def _plan_and_take(lengths: np.ndarray, params: MixtureParams) -> tuple[SourcePlan, int]:
+    """The plan of one source `web` of documents of `lengths` tokens, and the tokens its copies hold."""
+    u = unit_hash([f"doc-{i}" for i in range(lengths.size)], 0)
+    web = plan(params, {"web": histogram(u, lengths)})["web"]
+    return web, int((web.copies(u) * lengths).sum())
+
+
+def test_a_few_large_documents_get_their_target_exactly_as_planned_and_the_excess_is_reported():
+    lengths = np.full(8, 5_000)  # 8 documents: a histogram bin holds one at most
+    web, taken = _plan_and_take(lengths, MixtureParams(tokens={"web": 12_000}))
+    assert web.planned_tokens == taken == 15_000  # 3 whole documents: at least the target, and the plan is exact
+    assert web.granularity_tokens == 5_000
+    m = report({"web": web}, {"web": taken})["web"]
+    assert (m["shortfall_tokens"], m["excess_tokens"], m["miss_cause"]) == (0, 3_000, "document_granularity")
+    [line] = warnings({"web": m})
+    assert "over by 3,000 tokens (25.0% of the target)" in line and "whole documents are taken" in line
+
+
+def test_a_large_document_at_a_dense_threshold_is_a_real_shortfall_with_its_cause():
+    lengths = np.full(6_000, 10)  # many small documents: the threshold is interpolated inside a bin...
+    lengths[123] = 40_000  # ...and one document holds 40% of the tokens
+    u = unit_hash([f"doc-{i}" for i in range(lengths.size)], 0)
+    hist = histogram(u, lengths)
+    cumulative = np.concatenate([[0], np.cumsum(hist)])
+    at = int(u[123] * HISTOGRAM_BINS)
+    below = (u[123] * HISTOGRAM_BINS - at) * hist[at]  # a target whose threshold falls just before the document
+    wanted = int(cumulative[at] + below / 2)
+    web, taken = _plan_and_take(lengths, MixtureParams(tokens={"web": wanted}))
+    assert web.copies(u)[123] == 0 and taken < 0.5 * wanted  # the large document is left out: whole ones only
+    m = report({"web": web}, {"web": taken})["web"]
+    assert m["shortfall_tokens"] == wanted - taken and m["excess_tokens"] == 0  # not the plan's estimate (0)
+    assert web.shortfall_tokens == 0 and m["miss_cause"] == "document_granularity"
+    assert m["granularity_tokens"] >= 40_000
+    [line] = warnings({"web": m})
+    assert f"short by {wanted - taken:,} tokens" in line and "whole documents are taken" in line
+
+
+@pytest.mark.parametrize("mixture", ["{weights: {web: 0.8, books: 0.2}}",
+                                     "{weights: {web: 0.3, books: 0.7}, total_tokens: 42000, max_epochs: 1.2}"])
+def test_run_reports_the_real_shortfall_and_excess_of_a_source_of_few_large_documents(tmp_path: Path, mixture: str):
+    rng = random.Random(5)
+    (tmp_path / "web.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in _texts(rng, 300, 12)))
+    (tmp_path / "books.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in _texts(rng, 4, 1500)))
+    recipe = parse_recipe(f"""\
+name: few-large
+executor: local
+local: {{workers: 1}}
+sources:
+  - {{name: web, format: jsonl, paths: ["{tmp_path}/web.jsonl"]}}
+  - {{name: books, format: jsonl, paths: ["{tmp_path}/books.jsonl"]}}
+mixture: {mixture}
+tokenizer: {{train: {{vocab_size: 300, model_type: bpe}}}}
+pack: {{seq_len: 64, shard_rows: 64, validation: 0.0}}
+""")
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True)
+    manifest = json.loads(Path(result.job_dir, "manifest.json").read_text())
+    per_source = manifest["splits"]["train"]["tokens_per_source"]
+    for source, m in manifest["mixture"].items():
+        assert m["achieved_tokens"] == per_source[source] == m["planned_tokens"]  # few documents: the plan is exact
+        assert m["shortfall_tokens"] == max(0, m["target_tokens"] - m["achieved_tokens"])
+        assert m["excess_tokens"] == max(0, m["achieved_tokens"] - m["target_tokens"])
+    books, web = manifest["mixture"]["books"], manifest["mixture"]["web"]
+    assert web["miss_cause"] is None and web["achieved_tokens"] - web["target_tokens"] in range(100)
+    console = Console(record=True, width=400)
+    summary(result.stats, result.job_dir, console=console)
+    printed = console.export_text()
+    assert f"warning: mixture books: {books['achieved_tokens']:,} tokens" in printed
+    if "max_epochs" not in mixture:  # the books' target is a fraction of one of their 4 documents, taken whole
+        assert web["epochs"] == 1.0 and books["achieved_tokens"] > books["target_tokens"]
+        assert books["miss_cause"] == "document_granularity" and books["achieved_share"] > 0.21
+        assert f"over by {books['excess_tokens']:,} tokens" in printed and "whole documents are taken" in printed
+    else:  # 1.3 epochs of the books wanted, 1.2 allowed: 1 and the first whole documents past 0.2 more
+        assert books["epochs"] == 1.2 and books["miss_cause"] == "max_epochs"
+        assert books["shortfall_tokens"] == books["target_tokens"] - books["achieved_tokens"] > 0
+        assert f"short by {books['shortfall_tokens']:,} tokens" in printed and "(`max_epochs`)" in printed

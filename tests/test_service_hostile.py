@@ -1,0 +1,281 @@
+"""The status service against hostile job folders and a missing cluster, through a real uvicorn server on loopback.
+
+Links planted in job folders (a `reason=` folder linked to another job's rejects, `stats.json` and friends
+linked out of the jobs folder, a FIFO where a snapshot should be, a job folder that is itself a link out)
+must read as absent on every endpoint that reads files; job control with an unreachable or non-Ray
+dashboard answers 502 with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.net import free_port
+from pipelines.service.control import Control
+from pipelines.service.server import Background
+from tests.conftest import ROOT, SAMPLE
+from tests.test_service import write_job
+
+LINKS = "links-0123456789"
+SHARDS_LINKED = "shards-0123456789"
+OTHER = "other-0123456789"
+DOCUMENT_LINKED = "doclink-0123456789"  # a documents file linked out
+ESCAPED = "escaped-0123456789"  # the job folder itself is a link out of the jobs folder
+POINTED = "pointed-0123456789"  # a real folder whose events.jsonl and recipe.yaml are links out
+LEAKS = ("SECRET", "OTHER-JOB")  # in every file a link leads to; never in an answer about the linked job
+
+
+
+def write_parquet(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def shard_record(job: Path, shard: str, counters: dict) -> None:
+    (job / "_shards").mkdir(exist_ok=True)
+    (job / "_shards" / f"{shard}.json").write_text(json.dumps({"counters": counters}))
+
+
+def length_counters(docs_in: int, dropped: dict[str, int]) -> dict:
+    out = docs_in - sum(dropped.values())
+    return {"read": {"docs_in": docs_in, "docs_out": docs_in},
+            "length": {"docs_in": docs_in, "docs_out": out, "dropped": dropped}}
+
+
+def reject(text: str) -> list[dict]:
+    return [{"id": f"r-{text}", "source": "web", "url": "https://example.com/", "text": text, "detail": None}]
+
+
+def removal(doc: str, detail: str) -> dict:
+    return {"id": doc, "reason": "duplicate", "detail": detail}
+
+
+def documents(text: str) -> list[dict]:
+    return [{"id": i, "source": "web", "url": None, "title": None, "text": text} for i in ("d1", "d2")]
+
+
+def build_outside(outside: Path) -> None:
+    """What the links lead to: files a service must never show, each holding SECRET."""
+    outside.mkdir()
+    (outside / "stats.json").write_text(json.dumps({"secret": "SECRET-stats"}))
+    (outside / "manifest.json").write_text(json.dumps({"secret": "SECRET-manifest"}))
+    (outside / "events.jsonl").write_text(json.dumps({"time": 1.0, "event": "job_started", "note": "SECRET"}) + "\n")
+    (outside / "recipe.yaml").write_text("name: SECRET\n")
+    (outside / "train").mkdir()
+    (outside / "train" / "metrics.jsonl").write_text(json.dumps({"step": 1, "loss": 1.0, "note": "SECRET"}) + "\n")
+    (outside / "shard.json").write_text(json.dumps({"counters": length_counters(999_999, {"SECRET": 1})}))
+    write_parquet(outside / "reject.parquet", reject("SECRET-reject"))
+    write_parquet(outside / "removed.parquet", [removal("x2", "kept SECRET (cluster s)")])
+    write_parquet(outside / "documents" / "crawl-0.parquet", documents("SECRET-document"))
+    write_job(outside, name="escaped-job", done=True)
+
+
+def build_links_job(root: Path, outside: Path) -> None:
+    """A finished job whose every file the service reads, but the `ok` rejects and one dedup stage, leads out."""
+    job = write_job(root, name=LINKS, done=True)
+    shard_record(job, "crawl-0", length_counters(3, {"ok": 1}))
+    for name in ("stats.json", "manifest.json"):
+        (job / name).unlink(missing_ok=True)
+        (job / name).symlink_to(outside / name)
+    (job / "_progress.json").unlink()
+    os.mkfifo(job / "_progress.json")  # reading it would block the server for good
+    shutil.rmtree(job / "train")
+    (job / "train").symlink_to(outside / "train")
+    rejects = job / "rejects" / "stage=length"
+    write_parquet(rejects / "reason=ok" / "crawl-0.parquet", reject("own reject"))
+    rejects.joinpath("reason=too_short").symlink_to(root / OTHER / "rejects" / "stage=length" / "reason=too_short")
+    (rejects / "reason=too_few_words").mkdir()
+    (rejects / "reason=too_few_words" / "crawl-0.parquet").symlink_to(outside / "reject.parquet")
+    removed = job / "_work" / "removed"
+    write_parquet(removed / "minhash_dedup.parquet", [removal("d2", "kept d1 (cluster c1)")])
+    (removed / "exact_dedup.parquet").symlink_to(outside / "removed.parquet")
+    (job / "_work" / "documents").symlink_to(outside / "documents")
+
+
+def build_jobs(root: Path, outside: Path) -> None:
+    other = write_job(root, name=OTHER, done=True)
+    shard_record(other, "crawl-0", length_counters(2, {"too_short": 1}))
+    write_parquet(other / "rejects" / "stage=length" / "reason=too_short" / "crawl-0.parquet", reject("OTHER-JOB"))
+    write_parquet(other / "_work" / "removed" / "minhash_dedup.parquet", [removal("d2", "kept d1 (cluster c1)")])
+    write_parquet(other / "_work" / "documents" / "crawl-0.parquet", documents("OTHER-JOB document"))
+    linked = write_job(root, name=DOCUMENT_LINKED, done=True)
+    shard_record(linked, "crawl-0", length_counters(2, {}))
+    write_parquet(linked / "_work" / "removed" / "minhash_dedup.parquet", [removal("d2", "kept d1 (cluster c1)")])
+    (linked / "_work" / "documents").mkdir()
+    (linked / "_work" / "documents" / "crawl-0.parquet").symlink_to(outside / "documents" / "crawl-0.parquet")
+    build_links_job(root, outside)
+    shards = root / SHARDS_LINKED  # no snapshot, no stats: the funnel would come from `_shards/` records
+    shards.mkdir()
+    (shards / "recipe.yaml").write_text("name: shards\nsources: [{name: web, format: warc, paths: [x.warc.gz]}]\n"
+                                        "stages:\n  - length: {min_words: 5}\n")
+    (shards / "events.jsonl").write_text(json.dumps({"time": 1.0, "event": "job_started", "shards": 2}) + "\n")
+    shard_record(shards, "crawl-0", length_counters(5, {}))
+    (shards / "_shards" / "evil.json").symlink_to(outside / "shard.json")
+    (root / ESCAPED).symlink_to(outside / "escaped-job")
+    pointed = root / POINTED
+    pointed.mkdir()
+    (pointed / "events.jsonl").symlink_to(outside / "events.jsonl")
+    (pointed / "recipe.yaml").symlink_to(outside / "recipe.yaml")
+
+
+@dataclass
+class Served:
+    url: str
+
+    def get(self, path: str, status: int = 200) -> dict:
+        response = httpx.get(self.url + path, timeout=10)
+        assert response.status_code == status, (path, response.status_code, response.text[:300])
+        for leak in LEAKS:
+            assert leak not in response.text, (path, response.text[:300])
+        return response.json()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    base = tmp_path_factory.mktemp("hostile")
+    root, outside = base / "jobs", base / "outside"
+    root.mkdir()
+    build_outside(outside)
+    build_jobs(root, outside)
+    service = Background(root, port=free_port()).start()
+    try:
+        yield Served(service.url)
+    finally:
+        service.stop()
+
+
+def test_the_job_list_leaves_out_job_folders_linked_out_or_made_of_links(served):
+    assert sorted(j["id"] for j in served.get("/api/jobs")["jobs"]) == [DOCUMENT_LINKED, LINKS, OTHER, SHARDS_LINKED]
+    for job in (ESCAPED, POINTED):
+        for path in ("", "/funnel", "/stats", "/manifest", "/rejects", "/dedup", "/train", "/throughput"):
+            served.get(f"/api/jobs/{job}{path}", 404)
+
+
+def test_files_linked_out_of_the_job_read_as_absent(served):
+    status = served.get(f"/api/jobs/{LINKS}")
+    assert status["state"] == "done"
+    assert status["has"] == {"stats": False, "manifest": False, "train": False, "rejects": True}
+    assert served.get(f"/api/jobs/{LINKS}/stats", 404)["detail"] == f"job {LINKS!r} has no stats.json yet"
+    assert served.get(f"/api/jobs/{LINKS}/manifest", 404)["detail"] == f"job {LINKS!r} has no manifest.json yet"
+    empty = {"job": LINKS, "count": 0, "points": [], "spikes": [], "last": None}
+    assert served.get(f"/api/jobs/{LINKS}/train") == empty  # the polled fast path
+    assert served.get(f"/api/jobs/{LINKS}/train?since_step=0&via=fastapi") == empty  # FastAPI's route
+    funnel = served.get(f"/api/jobs/{LINKS}/funnel")  # from its own `_shards/` record, not stats.json or the FIFO
+    assert funnel["final"] is False
+    assert [(r["stage"], r["docs_in"], r["docs_out"], r["dropped"]) for r in funnel["stages"]] == [
+        ("read", 3, 3, {}), ("length", 3, 2, {"ok": 1})]
+    assert served.get(f"/api/jobs/{LINKS}/stages/length")["dropped"] == {"ok": 1}
+    assert served.get(f"/api/jobs/{LINKS}/throughput")["points"] == []  # its `_progress.json` is a FIFO: never read
+
+
+def test_rejects_through_links_are_not_served_the_jobs_own_are(served):
+    assert served.get(f"/api/jobs/{LINKS}/rejects") == {
+        "job": LINKS, "stages": {"length": {"ok": {"dropped": 1, "sampled": 1}}}}
+    page = served.get(f"/api/jobs/{LINKS}/rejects/length/ok")
+    assert page["total"] == 1 and [r["text"] for r in page["rows"]] == ["own reject"]
+    for reason in ("too_short", "too_few_words"):  # another job's folder; a file linked out
+        served.get(f"/api/jobs/{LINKS}/rejects/length/{reason}", 404)
+    theirs = httpx.get(f"{served.url}/api/jobs/{OTHER}/rejects/length/too_short", timeout=10).json()
+    assert [r["text"] for r in theirs["rows"]] == ["OTHER-JOB"]  # under its own job, where it belongs
+
+
+def test_dedup_removals_and_documents_through_links_are_not_served(served):
+    assert served.get(f"/api/jobs/{LINKS}/dedup") == {"job": LINKS, "stages": ["minhash_dedup"]}
+    served.get(f"/api/jobs/{LINKS}/dedup/exact_dedup", 404)
+    ids_only = [{"survivor": {"id": "d1"}, "cluster": "c1",
+                 "removed": [{"id": "d2", "reason": "duplicate", "detail": "kept d1 (cluster c1)"}]}]
+    assert served.get(f"/api/jobs/{LINKS}/dedup/minhash_dedup")["clusters"] == ids_only  # _work/documents leads out
+    assert served.get(f"/api/jobs/{DOCUMENT_LINKED}/dedup/minhash_dedup")["clusters"] == ids_only  # one file does
+    own = httpx.get(f"{served.url}/api/jobs/{OTHER}/dedup/minhash_dedup", timeout=10).json()["clusters"]
+    assert own[0]["survivor"]["text"] == own[0]["removed"][0]["text"] == "OTHER-JOB document"  # its own documents
+
+
+def test_a_shard_record_linked_out_hides_the_records_and_metrics_show_no_leak(served):
+    status = served.get(f"/api/jobs/{SHARDS_LINKED}")
+    assert status["shards"] == {"total": 2, "done": 0, "already_done": 0}
+    assert served.get(f"/api/jobs/{SHARDS_LINKED}/funnel")["stages"] == []
+    metrics = httpx.get(served.url + "/metrics", timeout=10)
+    assert metrics.status_code == 200 and "SECRET" not in metrics.text and "999999" not in metrics.text
+    assert f'curation_job_state{{job="{LINKS}",state="done"}} 1.0' in metrics.text
+    assert ESCAPED not in metrics.text and POINTED not in metrics.text
+
+
+# -- job control without a cluster --------------------------------------------------------------------
+
+
+def test_job_control_without_a_reachable_ray_dashboard_answers_502_with_the_reason(tmp_path):
+    unused = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    not_ray = Background(tmp_path, port=free_port()).start()  # an HTTP server, but no Ray dashboard
+    services = [Background(tmp_path, port=free_port(), job_control=Control("s3cret", address)).start()
+                for address in (unused, not_ray.url)]
+    recipe = (ROOT / "recipes" / "quickstart.yaml").read_text().replace("recipes/sample/", f"{SAMPLE}/")
+    auth = {"Authorization": "Bearer s3cret"}
+    try:
+        unreachable, wrong = services
+        assert httpx.post(f"{unreachable.url}/api/jobs", content=recipe).status_code == 401  # the token comes first
+        for service, address, reason in ((unreachable, unused, f"Failed to connect to Ray at address: {unused}."),
+                                         (wrong, not_ray.url, "Version check returned 404.")):
+            for response in (httpx.post(f"{service.url}/api/jobs", content=recipe, headers=auth, timeout=60),
+                             httpx.delete(f"{service.url}/api/jobs/raysubmit_abc", headers=auth, timeout=60)):
+                assert response.status_code == 502, response.text
+                assert response.headers["content-type"] == "application/json"
+                detail = response.json()["detail"]
+                assert detail.startswith(f"the Ray cluster at {address} is unreachable or refused the request"), detail
+                assert reason in detail, detail
+    finally:
+        for service in (*services, not_ray):
+            service.stop()
+
+
+# -- a slow disk under concurrent requests ------------------------------------------------------------
+
+
+def test_a_slow_read_holds_up_no_other_request_and_is_done_once(tmp_path, monkeypatch):
+    from pipelines.service.jobs import ServedJob
+
+    job = write_job(tmp_path, done=True)
+    reads, reading, release = [], threading.Event(), threading.Event()
+    funnel = ServedJob.funnel
+
+    def stuck_funnel(self: ServedJob) -> list[dict]:  # a network disk that hangs until the test lets it go
+        reads.append(self.id)
+        reading.set()
+        release.wait(timeout=60)
+        return funnel(self)
+
+    monkeypatch.setattr(ServedJob, "funnel", stuck_funnel)
+    service = Background(tmp_path, port=free_port()).start()
+    jobs = service.server.config.app.state.jobs
+    try:
+        with httpx.Client(base_url=service.url, timeout=60) as client, ThreadPoolExecutor(6) as pool:
+            polls = [pool.submit(client.get, f"/api/jobs/{job.name}/funnel") for _ in range(6)]
+            assert reading.wait(timeout=30)
+            health = client.get("/healthz", timeout=10)  # with the read on the event loop: a timeout
+            assert health.status_code == 200 and not release.is_set()
+            assert health.json() == {"status": "ok", "jobs_dir": str(tmp_path.resolve()), "readable": True}
+            assert client.get("/healthz?via=fastapi").content == health.content
+            deadline = time.time() + 30
+            while jobs.computing.get(("funnel", job.name), (None, [0]))[1][0] < 6:  # all six wait on that read
+                assert time.time() < deadline, "the polls never reached the service"
+                time.sleep(0.01)
+            release.set()
+            answers = [p.result() for p in polls]
+        assert [a.status_code for a in answers] == [200] * 6 and len({a.content for a in answers}) == 1
+        assert reads == [job.name], "six polls at once, one read"
+    finally:
+        release.set()
+        service.stop()

@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The layer contracts of pyproject.toml; no cache: it takes under a second, and leaves no folder behind.
+LINT_IMPORTS := $(BIN)/lint-imports --no-cache --no-logo
 
 .PHONY: install demo test lint bench clean
 
@@ -25,14 +27,16 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check curation pipelines tests benchmarks recipes
+	$(LINT_IMPORTS)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check curation pipelines tests benchmarks recipes
+	$(LINT_IMPORTS)
 
 BENCHMARKS := extraction_quality read_extract_throughput memory_scaling langid_accuracy quality_agreement \
 	toxicity pii_precision dedup_minhash_speed dedup_quality dedup_bloom dedup_scale decontamination \
-	tokens_pack pack_pipeline loader_throughput service_load code_filters code_throughput train_gpu peer_fineweb fuzz_readers
+	tokens_pack pack_pipeline loader_throughput service_load code_filters code_throughput train_gpu peer_fineweb fuzz_readers ablate
 
 bench: $(STAMP)
 	for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python benchmarks/$$b.py || exit 1; done

@@ -27,10 +27,10 @@ from curation.stages import Decontaminate, Extract
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
-    from corpus import DataMissing, real_pages
+    from warc_corpus import DataMissing, real_pages
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks._data import data_root
-    from benchmarks.corpus import DataMissing, real_pages
+    from benchmarks.warc_corpus import DataMissing, real_pages
 
 
 

@@ -14,7 +14,16 @@ ratio is reported both with and without it. Everything runs in this one process 
 Agreement: on pairs of consecutive README versions, our estimated Jaccard against datasketch's
 (SHA1 per shingle) and against the exact Jaccard of the same shingle sets.
 
-    .venv/bin/python benchmarks/dedup_minhash_speed.py [--docs 3000]
+By language: MB (UTF-8) per CPU second of `MinHasher.signatures(texts, langs)` (word 5-grams of each
+language's words, `curation.dedup.minhash.language_tokens`) on a batch of 1,000 documents of 12 real
+sentences of `langid/sentences/` drawn at random (Chinese and Japanese ones joined without a line
+break, so that no sentence recurs as a whitespace piece a segmenter could remember), English beside
+Chinese, Japanese, Thai and Hindi, with the part of it spent segmenting (`curation.lang.words`), and
+character 5-grams for comparison. Cold: the segmenter's memo (`LANGUAGE_WORDS.clear_segmented`) is
+cleared before every pass, as for text no stage of the worker has split; warm: every piece is known
+(the document stages of the same worker split these documents before).
+
+    .venv/bin/python benchmarks/dedup_minhash_speed.py [--docs 3000] [--languages-only]
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import pyarrow as pa
 from datasketch import MinHash
 
 from curation.dedup.minhash import MinHasher, estimated_jaccard, set_jaccard
+from curation.lang.words import LANGUAGE_WORDS, split
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
@@ -42,6 +52,8 @@ except ImportError:  # imported as benchmarks.<name>
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 WORD = re.compile(r"[^\W_]+")  # letters and digits, as curation.dedup's word tokens
 NUM_PERM, NGRAM = 128, 5
+LANGUAGES = ("en", "zh", "ja", "th", "hi")
+SENTENCES_PER_DOC = 12
 
 
 def real_texts(root: Path) -> list[str]:
@@ -104,16 +116,59 @@ def ours(docs: list[str], batch: int = 1000) -> np.ndarray:
     return np.concatenate([hasher.signatures(pa.array(docs[i:i + batch])) for i in range(0, len(docs), batch)])
 
 
+def sentence_documents(root: Path, lang: str, count: int = 1000) -> list[str]:
+    lines = [s for s in (root / "langid" / "sentences" / f"{lang}.txt").read_text(encoding="utf-8").splitlines()
+             if s.strip()]
+    rng = np.random.default_rng(0)
+    joint = "" if lang in ("zh", "ja") else "\n"
+    return [joint.join(lines[i] for i in rng.choice(len(lines), SENTENCES_PER_DOC, replace=False))
+            for _ in range(count)]
+
+
+def fastest_cpu(run, passes: int = 3) -> float:
+    """CPU seconds of the fastest of `passes` runs after an untimed one (which loads what is lazy)."""
+    run()
+    return min(timed(run)[2] for _ in range(passes))
+
+
+def by_language(root: Path) -> None:
+    print(f"\nBy language: MB/s per core (CPU time) of MinHasher.signatures(texts, langs), word {NGRAM}-grams of "
+          f"each language's words, {NUM_PERM} permutations; 1,000 documents of {SENTENCES_PER_DOC} real sentences")
+    print(f"{'lang':5} {'MB':>6} {'cold MB/s':>10} {'segmenting':>11} {'vs en':>6} {'warm MB/s':>10} {'vs en':>6} "
+          f"{'char MB/s':>10}")
+    words, chars = MinHasher(num_perm=NUM_PERM, ngram=NGRAM), MinHasher(num_perm=NUM_PERM, ngram=NGRAM, unit="char")
+    english: tuple[float, float] | None = None
+    for lang in LANGUAGES:
+        docs = sentence_documents(root, lang)
+        langs = [lang] * len(docs)
+        mb = len("".join(docs).encode()) / 1e6
+        cold = mb / fastest_cpu(lambda docs=docs, langs=langs: (LANGUAGE_WORDS.clear_segmented(),
+                                                                 words.signatures(docs, langs)))
+        warm = mb / fastest_cpu(lambda docs=docs, langs=langs: words.signatures(docs, langs))
+        segmenting = fastest_cpu(lambda docs=docs, langs=langs: (LANGUAGE_WORDS.clear_segmented(), split(docs, langs)))
+        share = "" if lang in ("en", "hi") else f"{segmenting * cold / mb:.0%}"
+        char_rate = mb / fastest_cpu(lambda docs=docs: chars.signatures(docs))
+        english = english or (cold, warm)
+        print(f"{lang:5} {mb:6.3f} {cold:10.2f} {share:>11} {cold / english[0]:6.2f} {warm:10.2f} "
+              f"{warm / english[1]:6.2f} {char_rate:10.2f}")
+    print("segmenting: the share of the cold time spent in curation.lang.words.split (languages written without "
+          "spaces); English and Hindi need none")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=3000, help="documents for our run (datasketch gets fewer)")
     parser.add_argument("--chars", type=int, default=2000)
+    parser.add_argument("--languages-only", action="store_true", help="only the by-language figures")
     args = parser.parse_args()
     root = data_root()
     if not (root / "README.md").is_file():
         print(f"test data not found at {root} (set CURATION_TESTDATA): nothing to measure")
         return 0
     print(f"load average at start: {os.getloadavg()[0]:.2f} (2 shared cores: other work shows in the figures)")
+    if args.languages_only:
+        by_language(root)
+        return 0
     docs = windows(real_texts(root), args.chars, args.docs)
     chars = np.mean([len(d) for d in docs])
     print(f"{len(docs)} documents, {chars:.0f} characters on average, num_perm={NUM_PERM}, word {NGRAM}-grams\n")
@@ -161,6 +216,7 @@ def main() -> int:
     print(f"  mean |ours - exact| {np.abs(est - exact).mean():.4f}   mean |datasketch - exact| "
           f"{np.abs(ds - exact).mean():.4f}   mean |ours - datasketch| {np.abs(est - ds).mean():.4f}   "
           f"(standard error at J=0.85, 128 perms: {np.sqrt(0.85 * 0.15 / 128):.4f})")
+    by_language(root)
     return 0
 
 

@@ -2,9 +2,9 @@
 
 What runs: the corpus-stage part of a job only. For each size the generated documents are written as
 Parquet shards into a fresh job's `_work/documents/` (what the document stages leave behind), then
-`pipelines.corpus.run_corpus_stages` runs `minhash_dedup` with the recipe defaults (threshold 0.8,
-128 permutations, word 5-grams, 14 bands x 9 rows, exact verification) and rewrites every shard to
-`documents/` and `rejects/`. Each size runs in its own process with its own embedded Ray
+`pipelines.dedup.corpus_stages.run_corpus_stages` runs `minhash_dedup` with the recipe defaults
+(threshold 0.8, 128 permutations, word 5-grams, 14 bands x 9 rows, exact verification) and rewrites
+every shard to `documents/` and `rejects/`. Each size runs in its own process with its own embedded Ray
 (`num_cpus=2` by default), so one size's memory does not carry over to the next.
 
 Documents: `--words` random words (vocabulary of 50,000 `w<i>` tokens, ~6 characters each) per
@@ -124,20 +124,20 @@ def measure(n: int, shards: int, words: int, share: float, cpus: int, seed: int)
     import ray
 
     import pipelines  # noqa: F401  (Ray Data environment before Ray starts)
-    from curation.fuzzy import MinhashDedup
+    from curation.dedup.minhash_dedup import MinhashDedup
     from curation.job import WORK_DOCUMENTS
-    from pipelines import fuzzy
-    from pipelines.corpus import run_corpus_stages
-    from pipelines.ray_executor import RayExecutor
+    from pipelines.dedup import minhash
+    from pipelines.dedup.corpus_stages import run_corpus_stages
+    from pipelines.executors.ray import RayExecutor
 
     reports = []
-    original = fuzzy.fuzzy_dedup
+    original = minhash.fuzzy_dedup
 
     def recorded(*args, **kwargs):
         reports.append(original(*args, **kwargs))
         return reports[-1]
 
-    fuzzy.fuzzy_dedup = recorded  # keep the step breakdown `run_corpus_stages` does not return
+    minhash.fuzzy_dedup = recorded  # keep the step breakdown `run_corpus_stages` does not return
     with tempfile.TemporaryDirectory(prefix="dedup_scale_") as job:
         t0 = time.perf_counter()
         names, rows = [], n // shards

@@ -6,7 +6,7 @@ Three extractors see the same raw (gunzipped) page bytes and the page URL where 
 - **Extract, engine trafilatura** ("ours" in the difference listings):
   `Extract(timeout_s=None).extract_one(body, url, None)`;
 - **Extract, engine fast**: `Extract(engine="fast", timeout_s=None).extract_one(body, url, None)`
-  (`curation/stages/fast_extract.py`).
+  (`curation/extract/fast.py`).
 
 All three get the same settings: trafilatura's defaults unless `--favor`, `--no-comments` or
 `--no-tables` say otherwise. `extract_one` gets no declared HTTP charset (the test pages come without
@@ -64,9 +64,10 @@ import lxml.html
 import trafilatura
 from trafilatura.utils import detect_encoding as trafilatura_guesses
 
+from curation.extract.fast import fast_extract
+from curation.extract.html import decode_html, too_many_attributes
 from curation.stages import Extract
-from curation.stages.extract import ExtractParams, decode_html, too_many_attributes
-from curation.stages.fast_extract import fast_extract
+from curation.stages.extract import ExtractParams
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root

@@ -52,18 +52,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curation.mixture import plan
-from curation.tokens import corpus as lib
-from curation.tokens.corpus import SPLITS, pack_bucket, processor, tokenize_file
-from curation.tokens.shards import SHUFFLE_SALT, shard_count, write_shard
+from curation.tokens import buckets as lib
+from curation.tokens.buckets import SPLITS, pack_bucket, processor, tokenize_file
+from curation.tokens.output_shards import SHUFFLE_SALT, shard_count, write_shard
 from curation.tokens.shuffle import permute
 from curation.tokens.tokenizer import text_bytes, train_tokenizer
 
 try:  # python benchmarks/pack_pipeline.py puts benchmarks/ on sys.path
     from _data import data_root
-    from corpus import DataMissing, code_version, real_pages
+    from warc_corpus import DataMissing, code_version, real_pages
 except ImportError:  # python -m benchmarks.pack_pipeline
     from benchmarks._data import data_root
-    from benchmarks.corpus import DataMissing, code_version, real_pages
+    from benchmarks.warc_corpus import DataMissing, code_version, real_pages
 
 TARGET_OVERHEAD = 0.20
 TARGET_MEMORY = 1.3
@@ -250,7 +250,7 @@ def end_of_pipeline(docs: list[str], work: Path, model: bytes, args: argparse.Na
 class Probes:
     """CPU timers around three calls inside the library's tasks: `processor(...).encode` and
     `_token_lists` in tokenize_file, `bucket_documents` (the shuffle read) in pack_bucket. The
-    tasks look them up in `curation.tokens.corpus` at call time, so wrapping them there times the
+    tasks look them up in `curation.tokens.buckets` at call time, so wrapping them there times the
     tasks' own calls without changing what they do."""
 
     def __init__(self) -> None:

@@ -1,6 +1,6 @@
 """Side by side with datatrove: our FineWeb-like recipe against datatrove's FineWeb example pipeline.
 
-On the same WARC corpus (`corpus.build_warc_corpus`: the ~1,160 real pages of the test data as
+On the same WARC corpus (`warc_corpus.build_warc_corpus`: the ~1,160 real pages of the test data as
 WARC response records, `--copies N` times with distinct URLs, in `--files` .warc.gz files), on the
 same cores, in one run:
 
@@ -98,8 +98,8 @@ PROJECT_ROOT = HERE.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 sys.path.insert(0, str(HERE))
 
-import corpus  # noqa: E402
-from corpus import DataMissing, build_warc_corpus, code_version, real_pages  # noqa: E402
+import warc_corpus  # noqa: E402
+from warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages  # noqa: E402
 
 from pipelines.allocator import ENVIRONMENT as ALLOCATOR_ENVIRONMENT  # noqa: E402
 
@@ -108,7 +108,7 @@ DT_PYTHON = DT_VENV / "bin" / "python"
 DT_SCRIPT = HERE / "_datatrove_fineweb.py"
 
 TARGET_SPEEDUP, TARGET_AGREEMENT, TARGET_EFFICIENCY = 3.0, 0.97, 0.80
-COPY_SUFFIX = re.compile(r"[?&]copy=\d+$")  # corpus.copy_url's mark of copies 1, 2, ...
+COPY_SUFFIX = re.compile(r"[?&]copy=\d+$")  # warc_corpus.copy_url's mark of copies 1, 2, ...
 MINHASH = {"ngram": 5, "bands": 14, "rows": 8}  # datatrove's FineWeb MinhashConfig
 LANG_THRESHOLD = 0.65
 SEED = 42
@@ -165,12 +165,12 @@ def build_corpus(cache: Path, copies: int, files: int, pages: int | None) -> lis
     done = out / "complete"
     if not done.exists():
         shutil.rmtree(out, ignore_errors=True)
-        original = corpus.warc_record
-        corpus.warc_record = _with_payload_type(original)
+        original = warc_corpus.warc_record
+        warc_corpus.warc_record = _with_payload_type(original)
         try:
             build_warc_corpus(out, copies=copies, files=files, pages=pages)
         finally:
-            corpus.warc_record = original
+            warc_corpus.warc_record = original
         done.touch()
     return sorted(out.glob("*.warc.gz"))
 
@@ -844,7 +844,7 @@ def main(argv: list[str] | None = None) -> int:
         n_pages = len(real_pages(limit=args.pages))
         print(f"corpus: {n_pages} real pages x {args.copies} as WARC responses in {len(paths)} files, "
               f"{mb(sum(p.stat().st_size for p in paths))} gzip ({time.perf_counter() - started:.1f} s)")
-        from corpus import copy_url
+        from warc_corpus import copy_url
 
         urls = [copy_url(pg.url, k) for pg in real_pages(limit=args.pages) for k in range(args.copies)]
         started = time.perf_counter()

@@ -48,9 +48,9 @@ except ImportError:  # imported as benchmarks.<name>
     from benchmarks._data import data_root
 
 try:  # python benchmarks/pii_precision.py puts benchmarks/ on sys.path
-    from corpus import DataMissing, real_pages
+    from warc_corpus import DataMissing, real_pages
 except ImportError:  # imported as benchmarks.pii_precision
-    from benchmarks.corpus import DataMissing, real_pages
+    from benchmarks.warc_corpus import DataMissing, real_pages
 
 _DOLMA = {  # dolma FastPiiRegex patterns, for the peer measurement
     "email": re.compile(r"[.\s@,?!;:)(]*([^\s@]+@[^\s@,?!;:)(]+?)[.\s@,?!;:)(]?[\s\n\r]"),

@@ -189,7 +189,7 @@ def ours(docs: list[dict], stop_words: list[str]) -> dict:
         run_stage(stage, warm)
     batches = [as_batch(docs[i:i + BATCH]) for i in range(0, len(docs), BATCH)]
     out: dict = {"alone": {}, "alone_cpu": {}, "scores": {}}
-    from curation.text import WORDS
+    from curation.text.splitter import WORDS
 
     for name, stage in our_stages(stop_words, keep_scores=True).items():
         WORDS.clear()  # each filter starts with a cold word memo

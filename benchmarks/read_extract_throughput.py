@@ -31,9 +31,9 @@ from typing import Any
 import psutil
 
 try:  # python benchmarks/read_extract_throughput.py puts benchmarks/ on sys.path
-    from corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
 except ImportError:  # python -m benchmarks.read_extract_throughput
-    from benchmarks.corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from benchmarks.warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
 
 TARGET_OVERHEAD = 0.15
 

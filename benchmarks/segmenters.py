@@ -4,11 +4,13 @@ Real sentences from `$CURATION_TESTDATA/langid/sentences/<lang>.txt` (else `../s
 documents of 12 sentences (one per line). Each figure is MB (UTF-8) per CPU second of one process, the
 fastest of passes (CPU time: on a shared machine, wall time measures the neighbours):
 
-- `api`: `curation.lang.words.LanguageWords.split(texts, langs)`, what the stages will call, cold (memo
-  cleared before each pass: every word new, the worst case) and warm (memo kept: the best case);
+- `api`: `curation.lang.words.LanguageWords.split(texts, langs)`, what the stages call: cold (memo cleared
+  before each pass: every word new, a worker's first batch), new (memoised segmentations forgotten, words
+  kept: a batch of new text, the first word-based stage of it) and warm (everything kept: every later
+  word-based stage of the same batch finds its pieces' segmentations memoised);
 - `raw`: the package alone on the same documents (`rjieba.cut`, Sudachi `tokenize` line by line,
   pythainlp `word_tokenize`; `re.findall(r"\\w+")` for the space-delimited languages);
-- the English splitter (`curation.text.WordSplitter`) on the English documents, the reference.
+- the English splitter (`curation.text.splitter.WordSplitter`) on the English documents, the reference.
 
 A second table checks FineWeb-2's settings against our words on the same documents, since FineWeb-2
 computed them with its own tokenizers: mean word length (non-symbol words, Gopher's) inside its [min,
@@ -34,7 +36,8 @@ from _data import data_root
 
 from curation.lang import words as lang_words
 from curation.lang.settings import settings_for
-from curation.text import WordSplitter, segment_sum
+from curation.text.columns import segment_sum
+from curation.text.splitter import WordSplitter
 
 DEFAULT_LANGS = "en,zh,ja,ko,th,de,ru,ar,hi,vi,tr,fa,he"
 SENTENCES_PER_DOC = 12
@@ -80,26 +83,32 @@ def raw_segmenter(lang: str) -> Callable[[list[str]], object]:
     return lambda docs: [word.findall(d) for d in docs]
 
 
-def splitter_mbs(make_run: Callable[[bool], Callable[[], object]], size: int, seconds: float) -> tuple[float, float]:
-    """(cold, warm) MB/s of a splitter: cold clears its memo before every pass (every word is new, the
-    worst case), warm keeps it (every piece already seen, the best case); a worker is in between."""
-    return mb_per_s(make_run(True), size, seconds), mb_per_s(make_run(False), size, seconds)
+def splitter_mbs(make_run: Callable[[str], Callable[[], object]], size: int, seconds: float) -> tuple[float, ...]:
+    """(cold, new, warm) MB/s of a splitter (see the module doc)."""
+    return tuple(mb_per_s(make_run(memo), size, seconds) for memo in ("cold", "new", "warm"))
+
+
+def forget(splitter: WordSplitter, memo: str) -> None:
+    if memo == "cold":
+        splitter.clear()
+    elif memo == "new" and isinstance(splitter, lang_words.LanguageWords):
+        splitter.clear_segmented()
 
 
 def throughput(langs: list[str], seconds: float) -> None:
     english = documents("en")
-    english_mbs = (float("nan"), float("nan"))
+    english_mbs = (float("nan"),) * 3
     if english:
         splitter = WordSplitter()
 
-        def english_run(cold: bool) -> Callable[[], object]:
-            return lambda: (splitter.clear() if cold else None, splitter.split(english))
+        def english_run(memo: str) -> Callable[[], object]:
+            return lambda: (forget(splitter, memo), splitter.split(english))
 
         english_mbs = splitter_mbs(english_run, len("".join(english).encode()), seconds)
     print("MB per CPU second (UTF-8 bytes of text), one process; api = LanguageWords.split(texts, langs); "
-          "cold: memo cleared every pass, warm: memo kept")
-    print(f"{'lang':5} {'segmenter':9} {'api cold':>9} {'api warm':>9} {'raw pkg':>9} {'cold/raw':>9} "
-          f"{'warm/raw':>9} {'cold/en':>8} {'warm/en':>8} {'words/doc':>10}")
+          "cold: memo cleared every pass, new: segmentations forgotten, words kept, warm: memo kept")
+    print(f"{'lang':5} {'segmenter':9} {'api cold':>9} {'api new':>9} {'api warm':>9} {'raw pkg':>9} "
+          f"{'cold/raw':>9} {'new/raw':>9} {'cold/en':>8} {'new/en':>8} {'words/doc':>10}")
     for lang in langs:
         docs = documents(lang)
         if docs is None:
@@ -109,18 +118,19 @@ def throughput(langs: list[str], seconds: float) -> None:
         splitter = lang_words.LanguageWords()
         column = [lang] * len(docs)
 
-        def api_run(cold: bool, splitter: lang_words.LanguageWords = splitter, docs: list[str] = docs,
+        def api_run(memo: str, splitter: lang_words.LanguageWords = splitter, docs: list[str] = docs,
                     column: list[str] = column) -> Callable[[], object]:
-            return lambda: (splitter.clear() if cold else None, splitter.split(docs, column))
+            return lambda: (forget(splitter, memo), splitter.split(docs, column))
 
-        cold, warm = splitter_mbs(api_run, size, seconds)
+        cold, new, warm = splitter_mbs(api_run, size, seconds)
         raw_run = raw_segmenter(lang)
         raw = mb_per_s(lambda raw_run=raw_run, docs=docs: raw_run(docs), size, seconds)
         words = splitter.split(docs, column).counts.mean()
-        print(f"{lang:5} {lang_words.segmenter_of(lang):9} {cold:9.2f} {warm:9.2f} {raw:9.2f} {cold / raw:9.2f} "
-              f"{warm / raw:9.2f} {cold / english_mbs[0]:8.2f} {warm / english_mbs[1]:8.2f} {words:10.0f}")
-    print(f"English splitter (curation.text.WordSplitter) on en: cold {english_mbs[0]:.2f} MB/s, "
-          f"warm {english_mbs[1]:.2f} MB/s")
+        print(f"{lang:5} {lang_words.segmenter_of(lang):9} {cold:9.2f} {new:9.2f} {warm:9.2f} {raw:9.2f} "
+              f"{cold / raw:9.2f} {new / raw:9.2f} {cold / english_mbs[0]:8.2f} {new / english_mbs[1]:8.2f} "
+              f"{words:10.0f}")
+    print(f"English splitter (curation.text.splitter.WordSplitter) on en: cold {english_mbs[0]:.2f} MB/s, "
+          f"new {english_mbs[1]:.2f} MB/s, warm {english_mbs[2]:.2f} MB/s")
 
 
 def fineweb2_check(langs: list[str]) -> None:

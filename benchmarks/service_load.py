@@ -1,6 +1,6 @@
 """The status service under load while a job runs: requests/s, latency, errors, and the job's slowdown.
 
-A real job (the real pages of `corpus.py`, `copies` times, through extract, length and exact_dedup)
+A real job (the real pages of `warc_corpus.py`, `copies` times, through extract, length and exact_dedup)
 runs as `curate run` in its own process, three times on fresh output folders:
 
 1. without load: the job's own time;
@@ -412,9 +412,9 @@ def main() -> None:
         return
 
     try:  # python benchmarks/service_load.py puts benchmarks/ on sys.path
-        from corpus import DataMissing, build_warc_corpus, code_version
+        from warc_corpus import DataMissing, build_warc_corpus, code_version
     except ImportError:  # python -m benchmarks.service_load
-        from benchmarks.corpus import DataMissing, build_warc_corpus, code_version
+        from benchmarks.warc_corpus import DataMissing, build_warc_corpus, code_version
 
     load1, load5, _ = os.getloadavg()
     print(f"{code_version()}; load average before: {load1:.2f} / {load5:.2f} (1 / 5 min), {os.cpu_count()} CPUs")

@@ -6,7 +6,7 @@ or ../shared/data (beside the project). Task: flag hate + offensive, keep "neith
 
 Method: tweets are HTML-unescaped and de-duplicated (same text after the classifier's preprocessing;
 texts with conflicting classes dropped), then split in two seeded, class-stratified halves. The
-classifier is trained with `curation.classify.train_classifier` (our `curate train-classifier`:
+classifier is trained with `curation.classifier_training.train_classifier` (our `curate train-classifier`:
 DCLM hyper-parameters, its own 10 % held-out split) on half A and measured on half B through the
 `classifier` stage (`keep_below`, threshold 0.5, and the best-F1 threshold of its held-out split).
 The word-list filter (`toxicity` stage) is measured on half B too: a tweet is flagged if it has
@@ -37,8 +37,8 @@ import pyarrow as pa
 
 from curation import schema
 from curation.apply import run_stage
-from curation.classify import Corpus, load_sidecar, preprocess, roc_auc, train_classifier
-from curation.stages.classifier import FastTextClassifier
+from curation.classifier_training import Corpus, roc_auc, train_classifier
+from curation.stages.classifier import FastTextClassifier, load_sidecar, preprocess
 from curation.stages.toxicity import FlaggedWords
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path

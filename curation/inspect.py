@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from curation.recipe import Recipe
+    from curation.stages import Stage
 
 REMOVED = "_work/removed"
 _SURVIVOR = re.compile(r"^kept (\S+)(?: \(cluster (\S+)\))?")
@@ -320,9 +321,6 @@ class Explanation:
         return "\n".join(lines)
 
 
-_READY: dict[str, list[tuple[str, Any]]] = {}  # set-up stages per recipe: models load once per session
-
-
 def _recipe(recipe: Recipe | str | Path) -> Recipe:
     from curation.recipe import Recipe, parse_recipe
 
@@ -333,16 +331,11 @@ def _recipe(recipe: Recipe | str | Path) -> Recipe:
     return parse_recipe(path.read_text(encoding="utf-8"), str(path), check_paths=False)
 
 
-def _stages(recipe: Recipe) -> list[tuple[str, Any]]:
-    from curation.stages import STAGES
+def _stages(recipe: Recipe) -> list[tuple[str, Stage]]:
+    """The recipe's document stages, set up once per session (a model loads on the first `explain` only)."""
+    from curation.stages.build import build_stages, set_up  # the status service imports this module: not the stages
 
-    key = recipe.fingerprint()
-    if key not in _READY:
-        stages = [(n, STAGES[kind].from_params(p)) for n, kind, p in recipe.stage_specs() if kind in STAGES]
-        for _, stage in stages:
-            stage.setup()
-        _READY[key] = stages
-    return _READY[key]
+    return set_up(build_stages(recipe))
 
 
 def _plain(value: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import os
 import re
@@ -257,3 +258,23 @@ def remove_temporaries(folder: str) -> int:
 
 def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *parts]) if "://" in base else str(Path(base).joinpath(*parts))
+
+
+# Messages of storage faults that come as a bare OSError (pyarrow's S3/GCS clients, fastwarc's file reads);
+# a bare OSError otherwise is pyarrow's word for bad content ("Truncated compressed stream", "zlib inflate
+# failed", "Couldn't deserialize thrift").
+_STORAGE_FAULT = re.compile(
+    r"AWS Error|curl|google::cloud|timed? ?out|connection|network|unavailable|slow ?down|throttl|"
+    r"stale file handle|input/output error|broken pipe|\(os error \d+\)|(?:HTTP|status|code)\D{0,16}\b50[0234]\b",
+    re.IGNORECASE,
+)
+
+
+def is_io_error(exc: BaseException) -> bool:
+    """Whether an exception says that reading failed (the file gone, a permission, a network or disk error:
+    trying again may succeed), rather than that the content is bad (truncated, corrupt, not the format)."""
+    if not isinstance(exc, OSError) or isinstance(exc, gzip.BadGzipFile | IsADirectoryError):
+        return False  # EOFError, zlib.error, ValueError (ArrowInvalid, JSON), tar/zip errors: content
+    if isinstance(exc, FileNotFoundError | PermissionError | ConnectionError | TimeoutError | InterruptedError):
+        return True
+    return exc.errno is not None or bool(_STORAGE_FAULT.search(str(exc)))

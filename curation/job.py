@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +23,9 @@ import pyarrow.parquet as pq
 
 from curation import io, schema
 from curation.apply import BYPASSED, sampled
+
+if TYPE_CHECKING:
+    from curation.dedup.corpus_stage import AddedColumns
 
 DOCUMENTS = "documents"
 WORK_DOCUMENTS = "_work/documents"  # documents before corpus stages, when a recipe has any
@@ -360,27 +364,28 @@ def write_rejects(job_dir: str, shard: str, rejects: pa.Table, files: dict[tuple
 
 
 def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Table | None = None, *,
-                   sample: float, cap: int) -> dict[str, Any]:
+                   sample: float, cap: int, added: Sequence[AddedColumns] = ()) -> dict[str, Any]:
     """Write a shard's final documents: its pre-corpus documents less `removed` (id, stage, reason,
-    detail) and with `rewrites` (id, text) applied, the removed ones into rejects/; return the
-    per-stage counts of removals in this shard."""
+    detail) and with `rewrites` (id, text) applied and the corpus stages' `added` columns, the removed
+    ones into rejects/; return the per-stage counts of removals in this shard."""
     fs, path = io.resolve(io.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet"))
     final = io.join(job_dir, DOCUMENTS, f"{shard}.parquet")
     ids = pq.read_table(path, columns=["id"], filesystem=fs).column("id")
     touched = any(t is not None and pc.any(pc.is_in(t.column("id"), ids)).as_py() for t in (removed, rewrites))
-    if not touched:  # nothing to change in this shard: a byte copy, not a Parquet rewrite
+    if not touched and not added:  # nothing to change in this shard: a byte copy, not a Parquet rewrite
         with io.temp_path(final) as tmp:
             fs.copy_file(path, tmp)
         record = {"shard": shard, "documents": len(ids), "removed": {}}
     else:
         record = _rewrite_shard(job_dir, shard, pq.read_table(path, filesystem=fs), final, removed, rewrites,
-                                sample=sample, cap=cap)
+                                sample=sample, cap=cap, added=added)
     io.write_json_atomic(io.join(job_dir, "_work", "final", f"{shard}.json"), record)
     return record
 
 
 def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, removed: pa.Table,
-                   rewrites: pa.Table | None, *, sample: float, cap: int) -> dict[str, Any]:
+                   rewrites: pa.Table | None, *, sample: float, cap: int,
+                   added: Sequence[AddedColumns] = ()) -> dict[str, Any]:
     if rewrites is not None and rewrites.num_rows:
         mine = rewrites.filter(pc.is_in(rewrites.column("id"), table.column("id")))
         if mine.num_rows:
@@ -389,6 +394,8 @@ def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, remove
             table = table.set_column(table.schema.get_field_index("text"), "text", text)
     gone = pc.is_in(table.column("id"), removed.column("id"))
     kept = table.filter(pc.invert(gone))
+    for columns in added:
+        kept = columns.apply(kept)
     if kept.num_rows:
         out = _ParquetFile(final, kept.schema)
         out.write(kept)

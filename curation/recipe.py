@@ -14,11 +14,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
 
 from curation import io
-from curation.bloomdedup import BloomDedup
-from curation.corpus import CorpusStage, ExactDedup
-from curation.fuzzy import MinhashDedup
+from curation.dedup.bloom_dedup import BloomDedup
+from curation.dedup.corpus_stage import CorpusStage
+from curation.dedup.exact_dedup import ExactDedup
+from curation.dedup.minhash_dedup import MinhashDedup
+from curation.lang import settings_file
 from curation.mixture import MixtureParams
 from curation.readers import READERS, CodeOptions
+from curation.shards import list_shards
 from curation.stages import STAGES, StageParams
 from curation.tokens.config import PackConfig, TokenizerConfig
 
@@ -137,6 +140,12 @@ class Recipe(_Strict):
         None, description="Output token shares or budgets per source (needs `tokenizer` and `pack`).")
     tokenizer: TokenizerConfig | None = Field(None, description="sentencepiece model to tokenize with (with `pack`).")
     pack: PackConfig | None = Field(None, description="Pack tokens into shuffled Arrow shards (with `tokenizer`).")
+    language_settings: str | None = Field(
+        None, exclude=True, description="A language settings file (YAML or JSON, as `curate calibrate` writes it; "
+        "see curation.lang.settings_file), read when the recipe is loaded: each stage it names gets its "
+        "per-language settings under the recipe's own (`languages:`; langid's `min_score`), the recipe's entry "
+        "for a language winning setting by setting. The loaded recipe (and the job's recipe.yaml) holds the "
+        "merged settings, not this path; a relative path is from the working directory, as every path here.")
 
     def stage_specs(self) -> list[tuple[str, str, StageParams]]:
         """(unique name, stage kind, params) per stage; a kind used twice gets `kind_2`, `kind_3`..."""
@@ -277,6 +286,11 @@ def _token_checks(recipe: Recipe, names: list[str]) -> list[tuple[tuple[Any, ...
         for name in names:
             if name not in given:
                 out.append((("mixture", kind), f"source {name!r} has no entry; give it 0 to leave it out"))
+        sizes = any(kind == MinhashDedup.name and getattr(params, "cluster_size", False)
+                    for _, kind, params in recipe.stage_specs())
+        if recipe.mixture.rehydrate is not None and not sizes:
+            out.append((("mixture", "rehydrate"), "`rehydrate` repeats documents by their duplicate cluster's size: "
+                        "it needs `minhash_dedup: {cluster_size: true}` among the stages"))
     return out
 
 
@@ -334,8 +348,6 @@ def _read_as_shards(recipe: Recipe, clashes: dict[tuple[int, int, int, int], lis
                     ) -> dict[tuple[int, int, int, int], list[str]]:
     """The clashes of files that really become shards of both sources (a link met in a folder is not read
     through, so it is no copy of its target)."""
-    from curation.shards import list_shards  # shards imports this module
-
     by_source: dict[str, set[str]] = {}
     for shard in list_shards(recipe):
         by_source.setdefault(shard.source, set()).add(io.canonical(shard.uri))
@@ -381,10 +393,32 @@ def parse_yaml_model(text: str, file: str, model: type[BaseModel],
 
 
 def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True) -> Recipe:
-    """Validate a recipe; raise `RecipeError` listing every problem with its line and column."""
-    return parse_yaml_model(
+    """Validate a recipe; raise `RecipeError` listing every problem with its line and column (a problem in
+    its language settings file, at that file's line and column)."""
+    recipe = parse_yaml_model(
         text, file, Recipe, lambda r: _cross_checks(r) + (_path_checks(r) if check_paths else []),
         what="a recipe is a YAML mapping (name:, sources:, stages: ...)")
+    return _with_language_settings(recipe, text, file) if recipe.language_settings else recipe
+
+
+def _with_language_settings(recipe: Recipe, text: str, file: str) -> Recipe:
+    """`recipe` with its `language_settings` file merged into the stages it names (curation.lang.settings_file)."""
+    path = str(recipe.language_settings)
+    try:
+        body = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        node, where = _locate(yaml.compose(text), ("language_settings",))
+        mark = node.start_mark if node is not None else None
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise RecipeError([Problem(file, mark.line + 1 if mark else 1, mark.column + 1 if mark else 1, where,
+                                   f"cannot read the language settings file {path!r}: {reason}")]) from None
+    settings = parse_yaml_model(body, path, settings_file.settings_file_model(), settings_file.checks,
+                                what="a language settings file is a YAML mapping (stages: ...)")
+    stages = []
+    for entry in recipe.stages:
+        kind = next(iter(type(entry).model_fields))
+        stages.append(entry.model_copy(update={kind: settings_file.merged(kind, getattr(entry, kind), settings)}))
+    return recipe.model_copy(update={"stages": stages})
 
 
 def read_recipe_text(path: str | Path) -> str:

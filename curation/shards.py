@@ -11,9 +11,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from curation import io, schema
-from curation.recipe import Recipe
+
+if TYPE_CHECKING:
+    from curation.recipe import Recipe
 
 
 @dataclass(frozen=True)

@@ -22,19 +22,41 @@ def _load(path: str, consequence: str = "") -> Recipe | None:
         return None
 
 
-def _is_train_recipe(path: str) -> bool:
-    """A training recipe names a curation job (`job:`); a curation recipe has `sources:`."""
+def _recipe_kind(path: str) -> str:
+    """`train`: a training recipe names a curation job (`job:`); `ablation`: an ablation file names its base
+    recipe (`recipe:`); else `curation` (a curation recipe has `sources:`)."""
     import yaml
 
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return False  # the curation parser reports why, with the line
-    return isinstance(data, dict) and "job" in data and "sources" not in data
+        return "curation"  # the curation parser reports why, with the line
+    if not isinstance(data, dict) or "sources" in data:
+        return "curation"
+    return "train" if "job" in data else "ablation" if "recipe" in data else "curation"
+
+
+def _validate_ablation(path: str) -> int:
+    from curation.ablate.spec import load_ablation
+
+    try:
+        ablation = load_ablation(path)
+    except RecipeError as exc:
+        print(exc, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s) in {path}", file=sys.stderr)
+        return 2
+    search = ablation.mixture_search
+    more = f", mixture search over {search.proxies} proxies" if search else ""
+    print(f"{path}: valid (ablation: {len(ablation.all_variants())} variants, {len(ablation.training.seeds)} "
+          f"seeds, {len(ablation.evaluation.sets)} evaluation sets{more})")
+    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
-    if _is_train_recipe(args.recipe):
+    kind = _recipe_kind(args.recipe)
+    if kind == "ablation":
+        return _validate_ablation(args.recipe)
+    if kind == "train":
         from curation.train.config import load_train_recipe
 
         try:
@@ -76,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
     except JobFolderError as exc:
         print(f"curate run: {exc}; nothing was run", file=sys.stderr)
         return 2
-    from pipelines.progress import summary  # Ray is imported only when a job really runs
+    from pipelines.console import summary  # Ray is imported only when a job really runs
     from pipelines.run import ShardsFailed, interrupted_by_sigterm, interruption, run
 
     service = None
@@ -91,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"status service: {service.url}", file=sys.stderr)
     try:
         with interrupted_by_sigterm():
-            result = run(recipe, address=args.address, output=args.output, quiet=args.quiet, executor=args.executor)
+            result = run(recipe, address=args.address, output=args.output, quiet=args.quiet, kind=args.executor)
     except JobFolderError as exc:  # raised before any work: the folder is left as it was
         print(f"curate run: {exc}; nothing was run", file=sys.stderr)
         return 2
@@ -120,7 +142,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"curate serve: --ray-address needs a token in ${args.token_env}; job control stays off",
               file=sys.stderr)
     job_control = Control(token, args.ray_address, args.submit_output) if args.ray_address and token else None
-    serve(args.jobs, host=args.host, port=args.port, job_control=job_control)
+    serve(args.jobs, host=args.host, port=args.port, job_control=job_control, ablations_dir=args.ablations)
     return 0
 
 
@@ -224,8 +246,43 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ablate(args: argparse.Namespace) -> int:
+    from curation.ablate.spec import load_ablation
+
+    try:
+        ablation = load_ablation(args.ablation)
+    except RecipeError as exc:
+        print(exc, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s) in {args.ablation}; nothing was run", file=sys.stderr)
+        return 2
+    if args.write_recipe and ablation.mixture_search is None:
+        print(f"curate ablate: --write-recipe writes the mixture search's proposal: {args.ablation} has no "
+              "mixture_search; nothing was run", file=sys.stderr)
+        return 2
+    from curation.train.resume import ResumeError
+    from pipelines.ablate import OverlapError, run_ablation, summary, write_proposal  # Ray: only when it runs
+    from pipelines.run import interrupted_by_sigterm, interruption
+
+    try:
+        with interrupted_by_sigterm():
+            result = run_ablation(ablation, text=Path(args.ablation).read_text(encoding="utf-8"), resume=args.resume,
+                                  address=args.address, quiet=args.quiet)
+    except (FileExistsError, ResumeError, OverlapError) as exc:
+        print(f"curate ablate: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        signum = interruption(exc)
+        print(f"curate ablate: interrupted ({signum.name}); what is done is kept: --resume goes on", file=sys.stderr)
+        return 128 + signum
+    summary(result)
+    if args.write_recipe:
+        write_proposal(result, args.write_recipe)
+        print(f"recipe with the proposed mixture: {args.write_recipe}")
+    return 0
+
+
 def _train_classifier(args: argparse.Namespace) -> int:
-    from curation.classify import (
+    from curation.classifier_training import (
         Corpus,
         Hyperparameters,
         format_report,
@@ -289,6 +346,24 @@ def _train_classifier(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from curation.lang.calibrate import calibrate, read_reference, summary, write_settings
+
+    try:
+        reference = read_reference(args.inputs, text_field=args.text_field, lang=args.lang)
+        result = calibrate(reference, args.keep, min_documents=args.min_documents)
+    except (OSError, ValueError) as exc:
+        print(f"curate calibrate: {exc}", file=sys.stderr)
+        return 2
+    print(summary(result))
+    if not result.languages:
+        print("curate calibrate: no language to calibrate; nothing written", file=sys.stderr)
+        return 1
+    write_settings(result, args.out, args.inputs)
+    print(f"wrote {args.out}; a recipe reads it with `language_settings: {args.out}`")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curate", description="Data-curation pipelines for LLM pre-training, on Ray.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -305,6 +380,8 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
     serve = sub.add_parser("serve", help="status service: REST API, dashboard page and /metrics over a jobs folder")
     serve.add_argument("--jobs", default="./jobs", help="folder holding job folders (default: ./jobs)")
+    serve.add_argument("--ablations", default="./ablations", help="folder holding ablation results folders "
+                       "(`curate ablate`'s output): /api/ablations and the /ablations page (default: ./ablations)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     serve.add_argument("--ray-address", help="Ray dashboard (http://HEAD:8265) that POST /api/jobs submits to; with "
@@ -335,9 +412,23 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("--format", required=True, choices=["megatron"], help="megatron: Megatron-LM/NeMo .bin/.idx")
     export.add_argument("--out", required=True, help="folder for <split>_text_document.bin/.idx")
     export.set_defaults(func=_export)
-    validate = sub.add_parser("validate", help="check a recipe and report every problem with its line")
+    validate = sub.add_parser("validate", help="check a recipe (curation, training or ablation) and report every "
+                              "problem with its line")
     validate.add_argument("recipe")
     validate.set_defaults(func=_validate)
+    calibrate = sub.add_parser(
+        "calibrate", help="per-language thresholds from reference text you trust (FineWeb-2's method); writes a "
+        "language settings file for a recipe's `language_settings:`")
+    calibrate.add_argument("inputs", nargs="+", help="JSONL or Parquet files (paths, globs) or job folders")
+    calibrate.add_argument("--out", required=True, help="settings file to write (YAML)")
+    calibrate.add_argument("--keep", type=float, default=0.95, help="share of each language's reference documents "
+                           "the calibrated bounds keep, together (default: %(default)s)")
+    calibrate.add_argument("--lang", help="the language of every document (default: each document's `lang` field, "
+                           "as the langid stage writes it)")
+    calibrate.add_argument("--text-field", default="text", help="JSONL/Parquet field holding the text (default: text)")
+    calibrate.add_argument("--min-documents", type=int, default=50, help="fewest documents a language is "
+                           "calibrated on (default: %(default)s)")
+    calibrate.set_defaults(func=_calibrate)
     schema = sub.add_parser("schema", help="print the recipe JSON Schema (for editor completion)")
     schema.set_defaults(func=_schema)
     fit = sub.add_parser("train", help="train the reference model on a job's packed shards (Ray Train, FSDP)")
@@ -345,6 +436,16 @@ def parser() -> argparse.ArgumentParser:
     fit.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in the train folder")
     fit.add_argument("--address", help="Ray address: auto, ray://host:10001 (default: a local Ray)")
     fit.set_defaults(func=_train)
+    ablate = sub.add_parser("ablate", help="curate variants of a recipe, train the reference model on each with "
+                            "several seeds, evaluate and compare them")
+    ablate.add_argument("ablation", help="ablation file, e.g. recipes/ablation.yaml")
+    ablate.add_argument("--resume", action="store_true", help="go on with an earlier run of this ablation (what is "
+                        "done is kept; interrupted trainings continue from their newest checkpoint)")
+    ablate.add_argument("--address", help="Ray address: auto, ray://host:10001 (default: the base recipe's)")
+    ablate.add_argument("--quiet", action="store_true", help="no progress display")
+    ablate.add_argument("--write-recipe", metavar="PATH", help="with mixture_search: write the searched variant's "
+                        "recipe with the proposed mixture to PATH (after the run; with --resume, of a finished one)")
+    ablate.set_defaults(func=_on_cluster(_ablate))
     train = sub.add_parser(
         "train-classifier",
         help="train a fastText classifier (quality, toxicity) from labelled JSONL; writes the model and its sidecar",

@@ -22,11 +22,12 @@ from curation.progress import LiveProgress
 from curation.recipe import Recipe
 from curation.shards import list_shards
 from curation.stages import Stage
+from curation.stages.build import build_corpus_stages, build_stages
 from pipelines import plan
 from pipelines.allocator import lean_allocator
-from pipelines.corpus import EarlySignatures, run_corpus_stages
-from pipelines.executor import Executor, ItemFailed, start_executor
-from pipelines.progress import Progress
+from pipelines.console import Progress
+from pipelines.dedup.corpus_stages import EarlySignatures, run_corpus_stages
+from pipelines.executors import Executor, ItemFailed, start_executor
 from pipelines.tokens import pack_job, token_stats
 
 VERSIONED = ("curation", "ray", "pyarrow", "trafilatura", "resiliparse", "fastwarc", "pydantic")
@@ -117,15 +118,15 @@ def run(
     output: str | None = None,
     quiet: bool = False,
     stages: list[tuple[str, Stage]] | None = None,
-    executor: str | None = None,
+    kind: str | None = None,
 ) -> RunResult:
     """Run a validated recipe to completion; `stages` replaces the recipe's (tests, custom stages),
-    `executor` the recipe's executor (ray, local)."""
+    `kind` the recipe's executor (ray, local)."""
     lean_allocator()  # this process writes every batch (and in-process, makes them)
     job_dir = recipe.job_dir(output)
     shards = list_shards(recipe)
-    stages = plan.recipe_stages(recipe) if stages is None else stages
-    corpus_stages = plan.recipe_corpus_stages(recipe)
+    stages = build_stages(recipe) if stages is None else stages
+    corpus_stages = build_corpus_stages(recipe)
     stage_names = [name for name, _ in stages]
     writer = JobWriter(job_dir, stage_names, rejects_sample=recipe.rejects.sample,
                        max_rejects_per_reason=recipe.rejects.max_per_reason,
@@ -140,21 +141,22 @@ def run(
     live = LiveProgress(job_dir, writer)  # the status service's live counters (`_progress.json`)
     corpus_counters: dict[str, dict[str, Any]] = {}
     packing = recipe.pack is not None and not io.exists(io.join(job_dir, "manifest.json"))
-    pool: Executor | None = None
+    executor: Executor | None = None
     manifest = None
     try:
         start = time.time()
-        pool = start_executor(recipe, address, executor) if todo or corpus_stages or packing else None
+        executor = start_executor(recipe, address, kind) if todo or corpus_stages or packing else None
         start_seconds = time.time() - start
-        into = _Outputs(writer, events, progress, live, EarlySignatures(job_dir, corpus_stages, pool) if pool else None)
+        early = EarlySignatures(job_dir, corpus_stages, executor) if executor else None
+        into = _Outputs(writer, events, progress, live, early)
         if todo:
-            outputs = plan.stream(recipe, todo, stages, pool)
+            outputs = plan.stream(recipe, todo, stages, executor)
             try:
                 with progress:
                     for out in outputs:
                         into.take(out)
             except (KeyboardInterrupt, SystemExit):
-                pool.abort()  # the workers stop now, not after their shards
+                executor.abort()  # the workers stop now, not after their shards
                 raise
             finally:
                 outputs.close()  # its tasks end (or are left) before the executor closes
@@ -173,27 +175,27 @@ def run(
                     progress.say(f"  {step}: {counts['docs_in']:,} documents in, {counts['docs_out']:,} kept "
                                  f"({counts['seconds']:.1f} s)")
 
-            corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards], pool,
+            corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards], executor,
                                                 rejects_sample=recipe.rejects.sample,
                                                 max_rejects=recipe.rejects.max_per_reason, on_done=corpus_step_done,
                                                 early=into.early)
         if recipe.pack is not None:
             events.emit("packing_started")
             progress.say("tokens: tokenize, mix, pack and shuffle into shards")
-            manifest = pack_job(job_dir, recipe, [s.name for s in shards], pool, say=progress.say,
+            manifest = pack_job(job_dir, recipe, [s.name for s in shards], executor, say=progress.say,
                                 versions=versions())
             events.emit("packing_done", **{s: manifest["splits"][s]["tokens"] for s in manifest["splits"]})
     except BaseException as exc:
-        if pool is not None and isinstance(exc, KeyboardInterrupt | SystemExit):  # in corpus stages or packing
-            pool.abort()
-            pool = None
+        if executor is not None and isinstance(exc, KeyboardInterrupt | SystemExit):  # in corpus stages or packing
+            executor.abort()
+            executor = None
         _ended(events, exc, len(writer.done))
         raise
     finally:
-        if pool is not None:
-            pool.close()
+        if executor is not None:
+            executor.close()
     stats = _stats(recipe, writer, shards, time.time() - started, len(shards) - len(todo), corpus_counters)
-    stats["executor"] = executor or recipe.executor
+    stats["executor"] = kind or recipe.executor
     stats["executor_start_seconds"] = round(start_seconds, 3)  # part of wall_seconds
     if manifest is not None:
         stats["tokens"] = token_stats(manifest)

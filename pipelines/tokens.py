@@ -24,13 +24,15 @@ from curation.job import document_files
 from curation.mixture import SourcePlan, plan
 from curation.mixture import report as mixture_report
 from curation.recipe import Recipe
-from curation.tokens.corpus import SPLITS, pack_bucket, processor, read_summary, tokenize_file
+from curation.tokens import fertility
+from curation.tokens.buckets import SPLITS, pack_bucket, processor, read_summary, tokenize_file
+from curation.tokens.output_shards import shard_count, write_shard
 from curation.tokens.pack import Packer
-from curation.tokens.shards import shard_count, write_shard
 from curation.tokens.tokenizer import text_bytes, train_from_documents
-from pipelines.executor import Executor
+from pipelines.executors import Executor
 
 TOKENS, PACKED, SHARDS = "_work/tokens", "_work/packed", "shards"
+TRAINING = "_work/tokenizer.json"
 MANIFEST_FORMAT = "curation.packed/1"
 
 Say = Callable[[str], None]
@@ -55,6 +57,8 @@ def _gather(executor: Executor, refs: list[Any], what: str, say: Say,
 
 
 def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executor) -> bytes:
+    """The job's `tokenizer.model` (copied or trained); a trained one's coverage choice goes to
+    `_work/tokenizer.json` first, so that a resumed job reports it too."""
     target = io.join(job_dir, "tokenizer.model")
     if io.exists(target):  # copied or trained by an earlier run of this job
         return _read(target)
@@ -62,8 +66,12 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
     if config.model:
         data = _read(config.model)
     else:
-        data = executor.result(executor.submit(train_from_documents, files, recipe.seed, recipe.pack.validation,
-                                               **config.train.model_dump()))
+        settings = config.train.model_dump()
+        data, coverage = executor.result(executor.submit(train_from_documents, files, recipe.seed,
+                                                         recipe.pack.validation, **settings))
+        settings = {k: v for k, v in settings.items() if k != "options" or v}
+        io.write_json_atomic(io.join(job_dir, TRAINING), settings | {
+            "character_coverage": coverage["character_coverage"], "character_coverage_choice": coverage})
     try:
         processor(data)
     except RuntimeError as exc:
@@ -73,6 +81,13 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
     return data
 
 
+def _training(job_dir: str) -> dict[str, Any] | None:
+    """The settings a tokenizer trained by this job was trained with (the character coverage as chosen, and
+    how), None for a model copied in: the manifest's `tokenizer_training`."""
+    training = io.join(job_dir, TRAINING)
+    return io.read_json(training) if io.exists(training) else None
+
+
 def _read(uri: str) -> bytes:
     fs, path = io.resolve(uri)
     with fs.open_input_stream(path, compression=None) as f:
@@ -80,26 +95,29 @@ def _read(uri: str) -> bytes:
 
 
 def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes, buckets: int,
-              executor: Executor, say: Say) -> dict[str, np.ndarray]:
-    """Tokenize every documents file not done yet; return each source's token histogram (train split),
-    summed as the results arrive so that the driver never holds one summary per file."""
+              executor: Executor, say: Say) -> tuple[dict[str, np.ndarray], fertility.Counts]:
+    """Tokenize every documents file not done yet; return each source's token histogram (train split) and
+    the documents, characters and tokens per language, summed as the results arrive so that the driver
+    never holds one summary per file."""
     outs = {shard: io.join(job_dir, TOKENS, f"{shard}.parquet") for shard in files}
     todo = [s for s in files if not io.exists(outs[s])]
     hists: dict[str, np.ndarray] = {}
+    languages: fertility.Counts = {}
 
     def fold(summary: dict[str, Any]) -> None:
         for source, part in summary.items():
             hist = np.asarray(part["histogram"], dtype=np.int64)
             hists[source] = hists[source] + hist if source in hists else hist
+            fertility.add(languages, part.get("languages", {}))
 
     for shard in files:
         if shard not in todo:
             fold(read_summary(outs[shard]))
     model_ref = executor.share(model)
     refs = [executor.submit(tokenize_file, files[s], outs[s], model_ref, buckets=buckets, seed=recipe.seed,
-                            validation=recipe.pack.validation) for s in todo]
+                            validation=recipe.pack.validation, mixture=recipe.mixture) for s in todo]
     _gather(executor, refs, "tokenize", say, fold)
-    return hists
+    return hists, languages
 
 
 def _pack(job_dir: str, recipe: Recipe, tokens_files: list[str], buckets: int, plans: dict[str, SourcePlan],
@@ -169,9 +187,13 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
     files = [docs[s] for s in sorted(docs)]
     model = _tokenizer(job_dir, recipe, files, executor)
     sp = processor(model)
-    say(f"tokenizer: {sp.get_piece_size():,} pieces ({'trained' if recipe.tokenizer.train else 'loaded'})")
+    trained = _training(job_dir)
+    say(f"tokenizer: {sp.get_piece_size():,} pieces ({'trained' if recipe.tokenizer.train else 'loaded'})" + (
+        f", character coverage {trained['character_coverage']:g} ({trained['character_coverage_choice']['rule']})"
+        if trained else ""))
     buckets = max(1, math.ceil(text_bytes(files) / recipe.pack.bucket_bytes)) if files else 1
-    plans = plan(recipe.mixture, _tokenize(job_dir, recipe, docs, model, buckets, executor, say))
+    histograms, languages = _tokenize(job_dir, recipe, docs, model, buckets, executor, say)
+    plans = plan(recipe.mixture, histograms)
     for source, p in sorted(plans.items()):
         note = f", SHORT by {p.shortfall_tokens:,} (max_epochs reached)" if p.shortfall_tokens else ""
         say(f"  mixture {source}: {p.available_tokens:,} tokens available, target {p.target_tokens:,}, "
@@ -191,11 +213,13 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
         "pad_id": layout.pad_id,
         "vocab_size": sp.get_piece_size(),
         "tokenizer": {"file": "tokenizer.model", "sha256": hashlib.sha256(model).hexdigest()},
+        **({"tokenizer_training": trained} if trained else {}),
         "recipe_hash": recipe.fingerprint(),
         "seed": recipe.seed,
         "buckets": buckets,
         "validation_share": recipe.pack.validation,
         "mixture": _mixture_report(plans, splits["train"]["tokens_per_source"]),
+        "fertility": fertility.report([languages]),
         "splits": splits,
         "versions": versions,
         "seconds": round(time.time() - started, 3),
@@ -209,4 +233,5 @@ def token_stats(manifest: dict[str, Any]) -> dict[str, Any]:
     splits = {s: {k: v for k, v in part.items() if k != "shards"} | {"shards": len(part["shards"])}
               for s, part in manifest["splits"].items()}
     return {"seq_len": manifest["seq_len"], "vocab_size": manifest["vocab_size"], "splits": splits,
-            "mixture": manifest["mixture"], "seconds": manifest["seconds"]}
+            "mixture": manifest["mixture"], "fertility": manifest.get("fertility", {}),
+            "seconds": manifest["seconds"]}

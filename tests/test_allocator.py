@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from pipelines.allocator import ENVIRONMENT, MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, lean_allocator
-from pipelines.executor import LocalExecutor
+from pipelines.executors import LocalExecutor
 
 
 def _pool_and_threshold() -> tuple[str, str | None, str | None]:

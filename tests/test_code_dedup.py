@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from curation.corpus import ExactDedup
+from curation.dedup.exact_dedup import ExactDedup
 from curation.dedup.minhash import exact_jaccard
-from curation.fuzzy import MinhashDedup
+from curation.dedup.minhash_dedup import MinhashDedup
 from curation.recipe import parse_recipe
 from tests.conftest import ROOT
 

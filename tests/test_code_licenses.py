@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from curation.code.languages import detect_language, is_binary_name, known_languages, shebang_interpreter
 from curation.code.licenses import folder_license, header_license, is_license_file, license_class, licenses_in_file
 from curation.code.repository import RepoLicenses
+from curation.code.source_language import detect_language, is_binary_name, known_languages, shebang_interpreter
 
 SITE = Path(sysconfig.get_paths()["purelib"])
 

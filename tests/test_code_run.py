@@ -50,7 +50,7 @@ def test_code_recipe_on_a_folder_and_an_archive(ray_session, tmp_path: Path):
         (ROOT / "recipes" / "code.yaml").read_text()
         .replace('["data/repos/*.tar.gz", "data/repos/*.zip"]', json.dumps([str(archive), str(folder)]))
         # MinHash's Ray plan costs several shuffles; test_code_dedup runs code.yaml's settings on real
-        # vendored near-copies through its reference, which test_fuzzy holds equal to the Ray plan
+        # vendored near-copies through its reference, which tests/dedup/test_minhash_dedup holds equal to the Ray plan
         .replace("  - minhash_dedup:", "  # - minhash_dedup:")
     )
     result = run(recipe, output=str(tmp_path / "jobs"), quiet=True)

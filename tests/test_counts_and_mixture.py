@@ -17,15 +17,15 @@ from rich.console import Console
 
 from curation import schema
 from curation.apply import ONLY, bypass_column, run_stage
-from curation.classify import Hyperparameters, read_jsonl_texts, train_classifier
+from curation.classifier_training import Hyperparameters, read_jsonl_texts, train_classifier
 from curation.mixture import HISTOGRAM_BINS, MixtureParams, SourcePlan, histogram, plan, report, unit_hash, warnings
 from curation.recipe import parse_recipe
 from curation.schema import documents_table
 from curation.stages import STAGES
 from curation.stages.length import Length
 from curation.stages.toxicity import FlaggedWords
-from curation.text import whitespace_words
-from pipelines.progress import summary
+from curation.text.columns import whitespace_words
+from pipelines.console import summary
 from pipelines.run import run
 from tests.conftest import warc_response
 

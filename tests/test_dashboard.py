@@ -1,4 +1,5 @@
-"""The dashboard page in headless Debian Chromium: funnel and loss curve drawn (read from the DOM), a screenshot."""
+"""The dashboard pages in headless Debian Chromium: funnel and loss curve drawn (read from the DOM), a screenshot;
+the ablations page: the variants' curves, the result table and the mixture search."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from tests.support.ablation import EVERY, STEPS
 from tests.test_service import watched_job
 
 pytestmark = pytest.mark.ray
@@ -110,3 +112,41 @@ def test_dashboard_draws_funnel_and_loss_curve(job, chromium, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     print(f"dashboard screenshot: {shot}")
+
+
+def _between(dom: str, start: str, end: str) -> str:
+    at = dom.index(start)
+    return dom[at:dom.index(end, at)]
+
+
+def test_ablation_page_compares_the_variants_curves(ray_session, tmp_path_factory, chromium, tmp_path):
+    from pipelines.net import free_port
+    from pipelines.service import Background
+    from tests.support.ablation import tiny_ablation
+
+    tiny = tiny_ablation(tmp_path_factory)
+    (tmp_path / "jobs").mkdir()
+    service = Background(tmp_path / "jobs", port=free_port(), ablations_dir=tiny.output).start()
+    try:
+        url = f"{service.url}/ablations?ablation=tiny"
+        common = [chromium, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+        dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        page = dom.stdout
+        curves = re.search(r'<div id="curves"[^>]*>', page)[0]
+        assert "js-plotly-plot" in curves, "plotly did not draw the curves"
+        assert 'data-drawn="5"' in curves  # base, no-length and the three verified mixtures
+        drawn = _between(page, 'id="curves"', 'id="results"')
+        lines = re.findall(r'<path class="js-line"[^>]* d="([^"]+)"', drawn)
+        points = [len(re.findall(r"[ML]", d)) for d in lines]
+        assert points.count(STEPS // EVERY) == 10  # per variant, its seed's line and the mean, one point a checkpoint
+        assert "held-out · loss" in _between(page, 'id="curve-select"', "</select>")
+        rows = _between(page, 'id="results"', "</table>")
+        assert rows.count("<tr") == 1 + 5 * 4 and "mixture-proposed" in rows
+        mixture = _between(page, 'id="mixture-panel"', "</table>")
+        assert "hidden" not in mixture.split(">", 1)[0] and mixture.count("<tr") == 1 + 3
+        assert "quadratic fit on 4 proxies" in mixture
+        listed = _between(page, 'id="ablations"', "</table>")
+        assert 'data-ablation="tiny"' in listed and "9 / 9" in listed
+    finally:
+        service.stop()

@@ -37,3 +37,20 @@ def test_planted_items_are_found_and_clean_text_is_not(testdata: Path, tmp_path:
     kept = run_stage(marked, documents_table(planted[:1]))
     assert kept.column(schema.REASON).to_pylist() == [None]
     assert kept.column("contamination").to_pylist() == ["test"]
+
+
+def test_a_chinese_question_copied_into_a_page_is_found_by_the_pages_language(testdata: Path, tmp_path: Path):
+    lines = [s for s in (testdata / "langid/sentences/zh.txt").read_text(encoding="utf-8").splitlines() if s.strip()]
+    question = lines[0] + lines[1]
+    (tmp_path / "cmmlu.jsonl").write_text(json.dumps({"question": question}, ensure_ascii=False) + "\n",
+                                          encoding="utf-8")
+    pages = ["".join(lines[10:16]), "".join(lines[16:22])]
+    batch = documents_table([pages[0] + question, pages[1]])
+    batch = batch.append_column("lang", pa.array(["zh", "zh"]))
+    stage = Decontaminate(benchmarks=[str(tmp_path / "cmmlu.jsonl")])
+    stage.setup()
+    out = run_stage(stage, batch)
+    assert out.column(schema.REASON).to_pylist() == ["contaminated", None]
+    assert out.column("contamination").to_pylist() == ["cmmlu", None]
+    mislabelled = batch.set_column(batch.schema.get_field_index("lang"), "lang", pa.array(["en", "zh"]))
+    assert run_stage(stage, mislabelled).column(schema.REASON).to_pylist() == [None, None]  # words by its `lang`

@@ -118,7 +118,7 @@ def undisturbed(corpus, tmp_path_factory) -> dict:
     def get(executor: str) -> dict:
         if executor not in done:
             out = tmp_path_factory.mktemp(f"undisturbed-{executor}")
-            done[executor] = outcome(Path(run(recipe, output=str(out), quiet=True, executor=executor).job_dir))
+            done[executor] = outcome(Path(run(recipe, output=str(out), quiet=True, kind=executor).job_dir))
         return done[executor]
 
     return get
@@ -166,7 +166,7 @@ def test_a_fault_then_a_rerun_gives_what_an_undisturbed_run_gives(executor, poin
         if host is not None:
             host.shut_down()
 
-    run(recipe, output=str(output), quiet=True, executor=executor)
+    run(recipe, output=str(output), quiet=True, kind=executor)
     got = outcome(job)
     assert got["temporary_files"] == []
     for part, value in expected.items():

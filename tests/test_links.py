@@ -112,7 +112,7 @@ def test_links_met_in_a_repository_folder_are_link_skips_and_nothing_outside_is_
 
 def test_a_job_on_a_linked_repository_counts_the_links_and_writes_no_outside_byte(tree: Path):
     recipe = parse_recipe(code_recipe([f"{tree}/repo/**"], tree))
-    result = run(recipe, output=str(tree / "jobs"), quiet=True, executor="local")
+    result = run(recipe, output=str(tree / "jobs"), quiet=True, kind="local")
     stats = json.loads((Path(result.job_dir) / "stats.json").read_text())
     (read,) = [s for s in stats["stages"] if s["stage"] == "read"]
     assert (read["docs_in"], read["docs_out"], read["skipped"], read["dropped"]) == (9, 2, {"link": 6, "vcs": 1}, {})
@@ -169,7 +169,7 @@ def test_a_jsonl_job_counts_a_link_in_its_folder_as_a_link_skip(tree: Path):
     (tree / "outside" / "b.jsonl").write_text(json.dumps({"text": SECRET}) + "\n")
     (data / "b.jsonl").symlink_to(tree / "outside" / "b.jsonl")
     result = run(parse_recipe(code_recipe([str(data)], tree, fmt="jsonl")), output=str(tree / "jobs"), quiet=True,
-                 executor="local")
+                 kind="local")
     stats = json.loads((Path(result.job_dir) / "stats.json").read_text())
     (read,) = [s for s in stats["stages"] if s["stage"] == "read"]
     assert (read["docs_in"], read["docs_out"], read["skipped"], read["dropped"]) == (2, 1, {"link": 1}, {})

@@ -13,7 +13,7 @@ import torch
 from curation.tokens import packed_schema
 from curation.train.loader import IGNORE_INDEX, PackedDataset, PackedLoader, collate, permute
 
-from .support.shards import EOS_ID, PAD_ID, build_job
+from .support.packed_job import EOS_ID, PAD_ID, build_job
 
 SEQ_LEN = 16
 

@@ -84,6 +84,39 @@ def test_flat_form_and_params_errors():
         MixtureParams.model_validate({"tokens": {"a": 5}, "total_tokens": 10})
 
 
+def test_rehydration_repeats_follow_fineweb2s_published_weights_or_a_given_map():
+    sizes = np.array([1, 2, 3, 4, 5, 99, 100, 999, 1000, 5000])
+    fineweb2 = MixtureParams(weights={"web": 1}, rehydrate="fineweb2")
+    assert fineweb2.repeats(sizes).tolist() == [1, 2, 3, 3, 5, 5, 8, 8, 1, 1]  # FineWeb-2's README, bisect as there
+    given = MixtureParams.model_validate({"weights": {"web": 1}, "rehydrate": {2: 3, 10: 2}})
+    assert given.repeats(np.array([1, 2, 9, 10, 50])).tolist() == [1, 3, 3, 2, 2]  # below the smallest: once
+    assert given.repeats(None) is None and MixtureParams(weights={"web": 1}).repeats(sizes) is None
+    for bad in ({0: 2}, {2: 0}):
+        with pytest.raises(ValueError, match="`rehydrate` maps cluster sizes"):
+            MixtureParams.model_validate({"weights": {"web": 1}, "rehydrate": bad})
+
+
+def test_rehydrated_documents_weigh_their_repeats_in_the_plan_and_in_the_copies(corpus):
+    rng = np.random.default_rng(4)
+    lengths = {"web": corpus["web"], "code": corpus["code"]}
+    sizes = {"web": rng.choice([1, 1, 1, 2, 3, 7, 150, 2000], len(lengths["web"])), "code": None}
+    params = MixtureParams(weights={"web": 0.6, "code": 0.4}, total_tokens=3 * int(corpus["code"].sum()),
+                           rehydrate="fineweb2")  # code up-sampled 1.2x, web down-sampled
+    repeats = {s: params.repeats(sizes[s]) for s in lengths}
+    u = {s: unit_hash([f"{s}-{i}" for i in range(n.size)], 0) for s, n in lengths.items()}
+    plans = plan(params, {s: histogram(u[s], lengths[s], repeats[s]) for s in lengths})
+    assert plans["web"].available_tokens == int((lengths["web"] * repeats["web"]).sum())  # rehydrated tokens
+    assert plans["code"].available_tokens == int(lengths["code"].sum())  # no cluster sizes: each document once
+    copies = {s: plans[s].copies(u[s], repeats[s]) for s in lengths}
+    for source, share in (("web", 0.6), ("code", 0.4)):
+        got = int((copies[source] * lengths[source]).sum())
+        assert abs(got - share * params.total_tokens) < 0.01 * share * params.total_tokens
+    taken = copies["web"] > 0
+    per_size = {size: set(np.unique(copies["web"][taken & (sizes["web"] == size)] // plans["web"].copies(
+        u["web"][taken & (sizes["web"] == size)])).tolist()) for size in (1, 2, 3, 7, 150, 2000)}
+    assert per_size == {1: {1}, 2: {2}, 3: {3}, 7: {5}, 150: {8}, 2000: {1}}  # each copy the plan takes, repeated
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 64, 1000, 4097])
 def test_permutation_is_a_seeded_bijection(n):
     p = permute(np.arange(n), n, seed=7)

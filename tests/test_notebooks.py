@@ -1,8 +1,10 @@
-"""Both notebooks execute cleanly against a job the tests ran; the committed copies carry no outputs."""
+"""The notebooks execute cleanly against a job (or an ablation) the tests ran; the committed copies carry no
+outputs."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import nbformat
 import pytest
@@ -64,3 +66,19 @@ def test_training_curves_notebook(job, tmp_path, monkeypatch):
     assert "300 steps logged" in text and images(outputs) >= 2
     assert "== step 180: loss spike" in text and "3 document(s)" in text
     assert all(doc_id in text for doc_id in job.spike_documents)
+
+
+@pytest.mark.ray
+def test_ablation_results_notebook(ray_session, tmp_path_factory, tmp_path, monkeypatch):
+    from tests.support.ablation import tiny_ablation
+
+    tiny = tiny_ablation(tmp_path_factory)
+    monkeypatch.setenv("CURATION_ABLATION", tiny.result.folder)
+    outputs = execute("ablation_results.ipynb", "", tmp_path, monkeypatch)
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    text = text_of(outputs)
+    assert "tiny: baseline base, seeds [0], 4,096 tokens per run (16 steps)" in text
+    base_loss = next(r for r in tiny.result.rows if (r.variant, r.set, r.metric) == ("base", "held-out", "loss"))
+    assert re.search(rf"\n\s+base held-out\s+loss\s+1 {base_loss.mean:.4f}", text)  # the table's row
+    assert "quadratic fit on 4 proxies" in text and "mixture-proposed  predicted" in text
+    assert images(outputs) >= 2, "curves and the proxies' scores"

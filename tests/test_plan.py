@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from curation import schema
+from curation import apply, schema
 from curation.recipe import parse_recipe
 from curation.shards import list_shards
 from curation.stages import Extract
@@ -14,7 +14,7 @@ from tests.support.stages import BatchSizes
 
 
 def _shard_output(tag: str, page_batch_bytes: int, monkeypatch) -> tuple[pa.Table, list[int], list[int]]:
-    monkeypatch.setattr(plan, "PAGE_BATCH_BYTES", page_batch_bytes)
+    monkeypatch.setattr(apply, "PAGE_BATCH_BYTES", page_batch_bytes)
     warc = SAMPLE / "crawl-00001.warc.gz"
     recipe = parse_recipe(f"name: pages\nsources: [{{name: web, format: warc, paths: ['{warc}']}}]\n")
     (shard,) = list_shards(recipe)

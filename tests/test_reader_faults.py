@@ -268,8 +268,42 @@ def test_a_warc_record_inflating_past_the_bound_is_a_decompression_bomb(tmp_path
                      + warc_response("https://x.example/after", page("after")))
     bounded = read(WarcReader(max_decompressed_bytes=8 * MiB), path)
     assert outcome(bounded) == {"doc": 1, "too_large": 1, "decompression_bomb": 1}  # refused, then skipped past
-    # without the bound (the default) the record is refused by its size and the one after it read
+    # under the default bound (the ratio, judged beyond 4 GiB) the record is refused by its size and the one
+    # after it read
     assert outcome(read(WarcReader(max_record_bytes=MiB), path)) == {"doc": 2, "too_large": 1}
+
+
+def test_a_default_reader_bounds_a_gzip_warc_by_its_ratio(tmp_path: Path, monkeypatch):
+    import curation.readers.base as base
+
+    monkeypatch.setattr(base, "DECOMPRESSION_FLOOR", 2 * MiB)  # the ratio is judged beyond 4 GiB: made cheap here
+    path = tmp_path / "bomb.warc.gz"
+    path.write_bytes(warc_response("https://x.example/before", page("before")) + blank_member(64)
+                     + warc_response("https://x.example/after", page("after")))
+    assert outcome(read(WarcReader(), path)) == {"doc": 1, "decompression_bomb": 1}
+
+
+def _framed(tmp_path: Path, name: str, codec: str, data: bytes) -> Path:
+    path = tmp_path / name
+    with pa.CompressedOutputStream(str(path), codec) as out:
+        out.write(data)
+    return path
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_a_zstd_or_lz4_warc_is_bounded_and_read_whole_or_called_truncated(tmp_path: Path, codec: str):
+    from tests.test_hostile_inputs import warc_record
+
+    good = b"".join(warc_record(f"https://x.example/{i}", page(str(i)), gz=False) for i in range(3))
+    clean = _framed(tmp_path, f"good.warc.{codec}", codec, good)
+    assert _rows(read(WarcReader(), clean)) == _rows(read(WarcReader(max_decompression_ratio=None), clean))
+    assert outcome(read(WarcReader(), clean)) == {"doc": 3}
+    cut = tmp_path / f"cut.warc.{codec}"
+    cut.write_bytes(clean.read_bytes()[:-40])  # one frame: nothing of it can be trusted (fastwarc: unreadable)
+    assert outcome(read(WarcReader(), cut)) == {"truncated_input": 1}
+    bomb = _framed(tmp_path, f"bomb.warc.{codec}", codec, good[: len(good) // 3] + b"\r\n" * (32 * MiB) + good)
+    table = read(WarcReader(max_decompressed_bytes=4 * MiB), bomb)
+    assert outcome(table) == {"doc": 1, "decompression_bomb": 1}
 
 
 def _warc_variants(tmp_path: Path) -> list[Path]:
@@ -296,7 +330,8 @@ def _warc_variants(tmp_path: Path) -> list[Path]:
 
 def test_counting_what_a_warc_inflates_to_reads_what_fastwarc_alone_reads(tmp_path: Path):
     for path in _warc_variants(tmp_path):
-        alone, counted = read(WarcReader(), path), read(WarcReader(max_decompressed_bytes=1 << 30), path)
+        alone = read(WarcReader(max_decompression_ratio=None), path)  # no bound: fastwarc inflates
+        counted = read(WarcReader(max_decompressed_bytes=1 << 30), path)
         assert _rows(counted) == _rows(alone), path.name
         assert [d.split(":")[0] for d in counted.column(schema.DETAIL).to_pylist() if d] == [
             d.split(":")[0] for d in alone.column(schema.DETAIL).to_pylist() if d], path.name
@@ -660,3 +695,36 @@ def test_a_folder_holding_a_file_name_that_is_not_utf8_plans_and_reads_it_as_one
     assert shard_name("src", shards[1].uri) == shards[1].name  # stable: the name's bytes on disk, hashed
     tables = [read(JsonlReader(), s.uri) for s in shards]
     assert [outcome(t) for t in tables] == [{"doc": 1}, {"unreadable_input": 1}]  # pyarrow cannot open such a name
+
+
+class LicenceFaults(FlakyFileSystem):
+    """The local filesystem, but opening a licence file fails as FlakyFileSystem's opens do."""
+
+    def open_input_file(self, path: str) -> Any:
+        if path.endswith("/LICENSE"):
+            return super().open_input_file(path)
+        return self.local.open_input_file(path)
+
+
+def test_a_licence_file_that_cannot_be_read_is_read_again_not_taken_as_absent(tmp_path: Path, flaky):
+    from curation.code import repository
+    from tests.test_links import MIT
+
+    (tmp_path / "repo" / "src").mkdir(parents=True)
+    (tmp_path / "repo" / "LICENSE").write_text(MIT)
+    app = tmp_path / "repo" / "src" / "app.py"
+    app.write_text("def main() -> None:\n    print('hello')\n")
+
+    def licences() -> list[str | None]:
+        for cached in (repository.folder_licenses, repository.folder_root, repository._listing):
+            cached.cache_clear()
+        table = read(CodeReader(**FAST), app)
+        rows = zip(table.column("meta").to_pylist(), table.column(schema.REASON).to_pylist(), strict=True)
+        return [json.loads(meta)["license"] for meta, reason in rows if not reason]
+
+    assert licences() == ["MIT"]
+    fs = flaky(LicenceFaults(EIO, fail_opens=1))
+    assert licences() == ["MIT"] and fs.opens == 2  # failed once, then read
+    flaky(LicenceFaults(EIO, fail_opens=10))
+    with pytest.raises(InputReadError, match="could not be read in 3 attempts"):
+        licences()

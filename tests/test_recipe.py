@@ -109,6 +109,11 @@ def test_shipped_recipes_are_valid(recipe: Path, monkeypatch):
 
         load_train_recipe(recipe, check_paths=False)
         return
+    if recipe.name == "ablation.yaml":  # an ablation of the quickstart: its base recipe and evaluation sets ship
+        from curation.ablate.spec import load_ablation
+
+        load_ablation(recipe)
+        return
     # Only the quickstart's inputs ship with the project; the others point at a user's data.
     load_recipe(recipe, check_paths=recipe.name == "quickstart.yaml")
 
@@ -140,3 +145,13 @@ def test_paragraph_bloom_dedup_must_come_last_among_corpus_stages(monkeypatch):
     assert any("stages[3].exact_dedup: corpus stage 'exact_dedup' after 'bloom_dedup', which rewrites text" in p
                for p in problems(text))
     parse_recipe(GOOD + "  - bloom_dedup: {level: document}\n  - exact_dedup: {}\n", "r.yaml")
+
+
+def test_rehydration_needs_the_cluster_sizes_minhash_dedup_keeps(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    packed = "tokenizer: {train: {vocab_size: 300}}\npack: {seq_len: 16}\n"
+    text = GOOD + "  - minhash_dedup: {}\nmixture: {weights: {web: 1}, rehydrate: fineweb2}\n" + packed
+    found = [p for p in problems(text) if "rehydrate" in p]
+    assert found == ["r.yaml:8:41: mixture.rehydrate: `rehydrate` repeats documents by their duplicate cluster's "
+                     "size: it needs `minhash_dedup: {cluster_size: true}` among the stages"]
+    parse_recipe(text.replace("minhash_dedup: {}", "minhash_dedup: {cluster_size: true}"), "r.yaml")

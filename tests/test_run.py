@@ -18,8 +18,9 @@ from curation import schema
 from curation.readers import WarcReader, read_shard
 from curation.recipe import load_recipe, parse_recipe
 from curation.shards import list_shards
+from curation.stages.build import build_stages
 from pipelines import plan
-from pipelines.executor import LocalExecutor
+from pipelines.executors import LocalExecutor
 from pipelines.run import run
 from tests.conftest import ROOT, warc_response
 from tests.support.stages import ShardLog
@@ -149,7 +150,7 @@ def test_stateful_stage_is_set_up_once_per_worker_process(ray_session, tmp_path,
     monkeypatch.chdir(ROOT)
     recipe = load_recipe(ROOT / "recipes" / "quickstart.yaml")
     log = tmp_path / "setups.log"
-    stages = [*plan.recipe_stages(recipe), ("counter", SetupCounter(log=str(log)))]
+    stages = [*build_stages(recipe), ("counter", SetupCounter(log=str(log)))]
     result = run(recipe, output=str(tmp_path), quiet=True, stages=stages)
     setups = log.read_text().split()
     pids = set(pq.read_table(Path(result.job_dir, "documents")).column("worker_pid").to_pylist())

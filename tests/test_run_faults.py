@@ -291,7 +291,7 @@ def test_sigterm_ends_a_ray_run_interrupted_with_one_line_and_nothing_left(tmp_p
 
 def test_an_interrupt_stops_the_local_workers_at_once_not_after_their_shards():
     """Ctrl-C (SIGINT to the whole group) or SIGTERM: the pool's workers are killed, not waited for."""
-    from pipelines.executor import LocalExecutor
+    from pipelines.executors import LocalExecutor
 
     before = {p.pid for p in descendants(os.getpid())}
     executor = LocalExecutor(2)
@@ -327,7 +327,7 @@ import os, signal, time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 import psutil
-from pipelines.executor import LocalExecutor
+from pipelines.executors import LocalExecutor
 from pipelines.run import interrupted_by_sigterm
 
 def sleep_reporting_pid(path):
@@ -359,7 +359,7 @@ with interrupted_by_sigterm():
 def test_a_local_pool_removes_the_spool_folders_of_killed_callers_and_keeps_the_living_ones(tmp_path, monkeypatch):
     import tempfile
 
-    from pipelines.executor import SPOOL_PREFIX, LocalExecutor
+    from pipelines.executors.local import SPOOL_PREFIX, LocalExecutor
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -26,7 +26,7 @@ from curation.train.loader import PackedDataset, permute
 from curation.train.loop import CHECKPOINTS, EVENTS, SPIKES, batch_from_arrow, checkpoint_dirs, read_jsonl
 
 from .conftest import ROOT
-from .support.shards import EOS_ID, PAD_ID, build_job, write_split
+from .support.packed_job import EOS_ID, PAD_ID, build_job, write_split
 
 SEQ_LEN, VOCAB, PLANT_TOKEN = 32, 128, 127  # normal documents never use PLANT_TOKEN
 WORKERS, BATCH, MICRO = 2, 8, 2

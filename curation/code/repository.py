@@ -103,7 +103,9 @@ def _listing(folder: str) -> tuple[str, ...]:
     fs, path = io.resolve(folder)
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-    except OSError:
+    except OSError as exc:
+        if io.is_io_error(exc):  # a storage fault is not an empty folder: the shard is read again
+            raise
         return ()
     return tuple(i.base_name + ("/" if i.type == pafs.FileType.Directory else "") for i in infos)
 
@@ -143,8 +145,10 @@ def folder_licenses(root: str, limit: int = MAX_LISTED) -> RepoLicenses:
             try:
                 with fs.open_input_file(path) as f:
                     texts[relative] = f.read(MAX_LICENSE_BYTES).decode("utf-8", "replace")
-            except OSError:
-                continue
-    except OSError:  # an unreadable folder: the licence files found before it
-        pass
-    return RepoLicenses(texts)
+            except OSError as exc:
+                if io.is_io_error(exc):  # a licence not read is not an absent one: the shard is read again
+                    raise
+    except OSError as exc:
+        if io.is_io_error(exc):
+            raise
+    return RepoLicenses(texts)  # what is not a storage fault (an unlistable folder) ends the walk there

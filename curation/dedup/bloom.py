@@ -2,12 +2,12 @@
 
 A Bloom filter answers "seen before?" in ~1.8 bytes per item at a 0.1% false-positive rate, so
 document- and paragraph-level dedup can stream without a sort. The filter is split into shards by
-the key's leading bits (`shard_of`), one `BloomShard` per Ray actor, so capacity grows with the
+the key's leading bits (`shard_of`), one `BloomShard` per Ray task, so capacity grows with the
 cluster and every key always meets the same shard.
 
-"Seen before" depends on arrival order. To make the survivors reproducible the Ray layer must feed
-each shard in a canonical order (e.g. rows sorted by document id within a batch, batches in a fixed
-order); `ParagraphDedup` sorts its batch by id for that reason. False positives drop genuinely new
+"Seen before" depends on arrival order. To make the survivors reproducible each shard must see its
+keys in a canonical order: `BloomDedup.repeated` sorts a shard's units by (document id, line) and
+`ParagraphDedup` sorts its batch by id for that reason. False positives drop genuinely new
 paragraphs at the realised rate that `BloomShard.stats` reports.
 """
 
@@ -148,7 +148,7 @@ def bytes_per_million(error_rate: float) -> int:
 
 
 class ShardedBloom:
-    """`n_shards` BloomShards in one process, routed by `shard_of`: what the Ray layer spreads over actors."""
+    """`n_shards` BloomShards in one process, routed by `shard_of`: what the Ray layer spreads over tasks."""
 
     def __init__(self, n_shards: int, capacity: int, error_rate: float = 0.001, *, scalable: bool = True) -> None:
         per_shard = max(1, -(-capacity // n_shards))
@@ -222,7 +222,7 @@ class ParagraphDedup:
     """dolma-style paragraph dedup in one process: lines seen before (in any earlier document, or
     earlier in the same one) are removed; a document losing more than `max_removed_share` of its
     text is dropped. The Ray layer does the same with `split_paragraphs` -> `shard_of(key)` ->
-    `BloomShard.add_if_new` on the shard's actor -> `paragraph_outcome`.
+    `BloomShard.add_if_new` in the shard's task -> `paragraph_outcome`.
     """
 
     def __init__(self, capacity: int, error_rate: float = 0.001, *, n_shards: int = 1,

@@ -134,8 +134,9 @@ def star_labels(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return node, label
 
 
-def partition_of(key: np.ndarray, n_partitions: int) -> np.ndarray:
-    """Hash partition of int64 keys (what a shuffle does), used by `star_components` to prove locality."""
+def node_partition(key: np.ndarray, n_partitions: int) -> np.ndarray:
+    """Hash partition of int64 nodes (what a shuffle by node does), used by `star_components` to prove
+    locality and by the Ray layer's shuffles by node, pair end or cluster."""
     from curation.dedup.exact import fmix64
 
     return (fmix64(_as_int64(key).view(np.uint64)) % np.uint64(n_partitions)).astype(np.int64)
@@ -148,7 +149,7 @@ def _shuffled_reduce(
     """Run `reduce` on each hash partition separately and concatenate, as a shuffle would."""
     if n_partitions <= 1:
         return reduce(key, value)
-    part = partition_of(key, n_partitions)
+    part = node_partition(key, n_partitions)
     srcs, dsts, changes = [], [], 0
     for p in range(n_partitions):
         mask = part == p

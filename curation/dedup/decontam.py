@@ -1,8 +1,11 @@
 """Benchmark decontamination: an index of the n-grams of evaluation sets, looked up per document.
 
 GPT-3 style: a document that shares any 13-word sequence with a benchmark item is contaminated.
-Words are the same tokens as MinHash's (lowercase, runs of letters and digits, punctuation dropped),
-so "$18" in a crawled copy matches "18" in GSM8K. The index is a sorted numpy array of 64-bit n-gram
+Words are the same tokens as MinHash's (lowercase, runs of letters and digits, punctuation dropped,
+`curation.dedup.minhash.language_tokens`), so "$18" in a crawled copy matches "18" in GSM8K, and
+follow the language: a document's by its `lang`, a benchmark item's by its script, so Chinese and
+Japanese (written without spaces) are segmented into words on both sides and a Chinese question
+copied into a page is found. The index is a sorted numpy array of 64-bit n-gram
 hashes with the benchmark each came from: 10 bytes per n-gram (GSM8K test + test_socratic and
 HumanEval: 285k n-grams, 2.8 MB), small enough to ship to every worker as a broadcast object.
 """
@@ -22,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.dedup.exact import TextColumn
-from curation.dedup.minhash import hash_tokens, ngram_hashes, shingle_hashes, word_tokens
+from curation.dedup.minhash import hash_tokens, language_tokens, ngram_hashes, shingle_hashes
 
 DEFAULT_FIELDS = ("question", "answer", "prompt", "canonical_solution", "test")
 _SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv", ".csv.gz")
@@ -108,7 +111,7 @@ class NgramIndex:
         all_hashes, owners, items, short = [], [], 0, 0
         for b, name in enumerate(names):
             texts = [t for t in benchmarks[name] if t]
-            tokens, offsets = word_tokens(texts)
+            tokens, offsets = language_tokens(texts)  # an item's language is its script's
             shingles = ngram_hashes(hash_tokens(tokens), offsets, ngram)
             # A text shorter than `ngram` words yields one shingle of its length, which can never equal a
             # document's n-gram: leave it out, report it.
@@ -150,9 +153,10 @@ class NgramIndex:
     def nbytes(self) -> int:
         return self.hashes.nbytes + self.owner.nbytes
 
-    def hit_matrix(self, texts: TextColumn) -> np.ndarray:
-        """(documents x benchmarks) int32: distinct benchmark n-grams each document contains."""
-        shingles = shingle_hashes(texts, ngram=self.ngram, unit="word")
+    def hit_matrix(self, texts: TextColumn, langs: TextColumn | None = None) -> np.ndarray:
+        """(documents x benchmarks) int32: distinct benchmark n-grams each document contains; `langs`: the
+        documents' languages (None or null: by their script)."""
+        shingles = shingle_hashes(texts, ngram=self.ngram, unit="word", langs=langs)
         n_docs = len(shingles)
         out = np.zeros((n_docs, len(self.names)), dtype=np.int32)
         if not len(self.hashes) or not len(shingles.hashes):
@@ -173,12 +177,12 @@ class NgramIndex:
         np.add.at(out, (triples[:, 0], triples[:, 1]), 1)
         return out
 
-    def find(self, texts: TextColumn) -> pa.Table:
+    def find(self, texts: TextColumn, langs: TextColumn | None = None) -> pa.Table:
         """Per document: `benchmark` (the one with most n-gram hits; null when clean) and `hits` (its count).
 
         `hit_matrix` gives every benchmark's count when a document matches several.
         """
-        hits = self.hit_matrix(texts)
+        hits = self.hit_matrix(texts, langs)
         if hits.shape[1] == 0:
             return pa.table({"benchmark": pa.nulls(hits.shape[0], pa.string()),
                              "hits": pa.array(np.zeros(hits.shape[0], np.int32))})

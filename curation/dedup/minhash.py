@@ -10,6 +10,11 @@ The permutations are datasketch's (>= 2.0) default "affine32" scheme, bit for bi
 32-bit shingle hashes and seed, a signature equals `datasketch.MinHash(num_perm, seed,
 hashfunc=...)` fed the same values, so signatures interoperate with datasketch's LSH classes.
 
+Word shingles follow each document's language (`language_tokens`): English and documents without a
+language keep `word_tokens`, bit for bit; Chinese, Japanese, Thai, Khmer, Lao, Burmese and Tibetan, where a
+whitespace tokenizer sees a whole clause as one "word", are segmented into words first
+(`curation.lang.words`, FineWeb-2's choice: datatrove's MinHash shingles each language's words).
+
 Flow for a corpus (each step a pure function, so the Ray layer can run it as a map or a group-by):
 `MinHasher.signatures(texts)` -> `band_keys(sigs, bands, rows)` -> `band_table(ids, keys)` rows are
 shuffled by `key` -> `bucket_pairs(rows)` per group of buckets -> verified pairs
@@ -28,9 +33,12 @@ import pyarrow.compute as pc
 import xxhash
 
 from curation.dedup.exact import SEPARATORS, WHITESPACE, TextColumn, as_string_array, fmix64
+from curation.lang.words import SPACES, segmenters, split
 
 Unit = Literal["word", "char"]
 
+WORD_SEPARATORS = r"[^\p{L}\p{M}\p{N}]+"  # what is not part of a word, combining marks included
+_ENGLISH = frozenset({"en", "eng"})
 _EMPTY32 = np.uint32(0xFFFFFFFF)  # a signature slot no shingle reached (datasketch's empty value)
 _POLY = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier combining the token hashes of an n-gram
 _BLOCK_SHINGLES = 4096  # rows of the (shingles x num_perm) matrix computed at once: ~2 MB at 128 perms
@@ -69,22 +77,100 @@ class Shingles:
         return Shingles(h[keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
 
 
-def word_tokens(texts: TextColumn, *, lowercase: bool = True) -> tuple[pa.Array, np.ndarray]:
+def word_tokens(texts: TextColumn, *, lowercase: bool = True, marks: bool = False) -> tuple[pa.Array, np.ndarray]:
     """Words of each text (runs of letters and digits; punctuation dropped), flattened, with offsets.
 
     Splitting on anything that is not a letter or a digit makes "end." and "end" the same token
-    and works for any script that separates words with spaces or punctuation.
+    and works for any script that separates words with spaces or punctuation. `marks`: combining marks
+    belong to words too, where a script writes vowels with them (Devanagari, Thai...: without, "हिन्दी"
+    is three tokens).
     """
     texts = as_string_array(texts)
     if lowercase:
         texts = pc.utf8_lower(texts)
-    lists = pc.split_pattern_regex(texts, SEPARATORS)
+    lists = pc.split_pattern_regex(texts, WORD_SEPARATORS if marks else SEPARATORS)
     flat = lists.flatten()
     offsets = lists.offsets.to_numpy().astype(np.int64)
     offsets -= offsets[0]
     nonempty = pc.greater(pc.binary_length(flat), 0).to_numpy(zero_copy_only=False)
     kept = np.concatenate([[0], np.cumsum(nonempty)]).astype(np.int64)
     return flat.filter(pa.array(nonempty)), kept[offsets]
+
+
+def language_tokens(texts: TextColumn, langs: TextColumn | None = None, *,
+                    lowercase: bool = True) -> tuple[pa.Array, np.ndarray]:
+    """`word_tokens` of each text in its language (`langs`: lid.176 codes; null or None: by the text's script).
+
+    English and documents without a language get `word_tokens` itself (a batch of them: the same
+    arrays, bit for bit); other languages written with spaces too, their combining marks kept in their
+    words. Languages written without spaces are segmented (`curation.lang.words`, one batched call) and
+    each segmented word split the same way, as if the words were written with spaces between them:
+    punctuation words vanish and the Latin words of a Chinese page are tokens as in an English one.
+    """
+    texts = as_string_array(texts)
+    langs = None if langs is None else _codes(langs)
+    group = np.where(segmenters(texts, langs) == SPACES, _spaced_group(langs, len(texts)), 2)
+    if (group == 0).all():
+        return word_tokens(texts, lowercase=lowercase)
+    parts = []
+    for g in np.unique(group).tolist():
+        docs = np.flatnonzero(group == g)
+        subset = texts.take(pa.array(docs))
+        if g == 2:
+            parts.append((docs, *_segmented_tokens(subset, None if langs is None else langs.take(pa.array(docs)),
+                                                   lowercase)))
+        else:
+            parts.append((docs, *word_tokens(subset, lowercase=lowercase, marks=g == 1)))
+    return _in_document_order(parts, len(texts))
+
+
+def _codes(langs: TextColumn) -> pa.Array:
+    """Language codes as one string array, nulls kept (`as_string_array` makes them empty)."""
+    if isinstance(langs, pa.ChunkedArray):
+        langs = langs.combine_chunks() if langs.num_chunks else pa.array([], pa.string())
+    return (langs if isinstance(langs, pa.Array) else pa.array(list(langs), pa.string())).cast(pa.string())
+
+
+def _spaced_group(langs: pa.Array | None, n: int) -> np.ndarray:
+    """0 for English or no language (today's word tokens), 1 for another language (marks kept in words)."""
+    if langs is None:
+        return np.zeros(n, np.int64)
+    encoded = pc.dictionary_encode(langs)
+    other = [code.strip().lower().partition("_")[0] not in _ENGLISH for code in encoded.dictionary.to_pylist()]
+    return np.array([*other, False], np.int64)[encoded.indices.fill_null(len(other)).to_numpy(zero_copy_only=False)]
+
+
+def _segmented_tokens(texts: pa.Array, langs: pa.Array | None, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
+    """`word_tokens` of each segmented word, split once per distinct word of the batch."""
+    words = split(texts, langs)
+    if not len(words.ids):
+        return pa.array([], pa.string()), np.zeros(len(texts) + 1, np.int64)
+    distinct, inverse = np.unique(words.ids, return_inverse=True)
+    vocab = words.splitter.vocab
+    tokens, per_word = word_tokens(pa.array([vocab[i] for i in distinct.tolist()], pa.string()), lowercase=lowercase,
+                                   marks=True)
+    counts = np.diff(per_word)[inverse]  # tokens of each word of the batch
+    before = np.cumsum(counts) - counts
+    positions = np.arange(int(counts.sum())) - np.repeat(before - per_word[:-1][inverse], counts)
+    per_doc = np.bincount(words.doc_index, weights=counts, minlength=len(texts)).astype(np.int64)
+    return tokens.take(pa.array(positions)), np.concatenate([[0], np.cumsum(per_doc)]).astype(np.int64)
+
+
+def _in_document_order(parts: list[tuple[np.ndarray, pa.Array, np.ndarray]],
+                       n_docs: int) -> tuple[pa.Array, np.ndarray]:
+    """Tokens of subsets of the documents (each: document indices, tokens, offsets) put back in document order."""
+    counts = np.zeros(n_docs, np.int64)
+    for docs, _, offsets in parts:
+        counts[docs] = np.diff(offsets)
+    out_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    source = np.empty(int(out_offsets[-1]), np.int64)  # position in the concatenated parts of each output token
+    base = 0
+    for docs, tokens, offsets in parts:
+        c = np.diff(offsets)
+        source[np.arange(len(tokens)) + np.repeat(out_offsets[docs] - offsets[:-1], c)] = base + np.arange(len(tokens))
+        base += len(tokens)
+    flat = pa.concat_arrays([tokens.cast(pa.string()) for _, tokens, _ in parts])
+    return flat.take(pa.array(source)), out_offsets
 
 
 def hash_tokens(tokens: pa.Array) -> np.ndarray:
@@ -138,10 +224,12 @@ def ngram_hashes(token_hashes: np.ndarray, offsets: np.ndarray, n: int) -> Shing
     return Shingles(fmix64(h ^ window.astype(np.uint64)), out_offsets)
 
 
-def shingle_hashes(texts: TextColumn, *, ngram: int = 5, unit: Unit = "word", lowercase: bool = True) -> Shingles:
-    """Hashed shingles of each text: word n-grams (punctuation dropped) or character n-grams."""
+def shingle_hashes(texts: TextColumn, *, ngram: int = 5, unit: Unit = "word", lowercase: bool = True,
+                   langs: TextColumn | None = None) -> Shingles:
+    """Hashed shingles of each text: n-grams of its language's words (punctuation dropped; `langs` as
+    `language_tokens` reads them) or character n-grams."""
     if unit == "word":
-        tokens, offsets = word_tokens(texts, lowercase=lowercase)
+        tokens, offsets = language_tokens(texts, langs, lowercase=lowercase)
         return ngram_hashes(hash_tokens(tokens), offsets, ngram)
     if unit == "char":
         points, offsets = char_tokens(texts, lowercase=lowercase)
@@ -209,7 +297,8 @@ def minhash_signatures(hashes32: np.ndarray, offsets: np.ndarray, num_perm: int 
 class MinHasher:
     """Signatures of a batch of texts; parameters are the recipe's `ngram`, `unit`, `num_perm`, `seed`.
 
-    Word 5-grams (the default) suit prose; character n-grams suit short or unsegmented text.
+    Word 5-grams (the default; each document's language's words, `langs`) suit prose; character
+    n-grams suit short text.
     """
 
     def __init__(self, num_perm: int = 128, ngram: int = 5, unit: Unit = "word", seed: int = 1,
@@ -219,12 +308,13 @@ class MinHasher:
             raise ValueError(msg)
         self.num_perm, self.ngram, self.unit, self.seed, self.lowercase = num_perm, ngram, unit, seed, lowercase
 
-    def shingles(self, texts: TextColumn) -> Shingles:
-        return shingle_hashes(texts, ngram=self.ngram, unit=self.unit, lowercase=self.lowercase)
+    def shingles(self, texts: TextColumn, langs: TextColumn | None = None) -> Shingles:
+        return shingle_hashes(texts, ngram=self.ngram, unit=self.unit, lowercase=self.lowercase, langs=langs)
 
-    def signatures(self, texts: TextColumn) -> np.ndarray:
-        """(len(texts) x num_perm) uint32; an empty text's row is all 0xFFFFFFFF (see `has_shingles`)."""
-        return self.signatures_of(self.shingles(texts))
+    def signatures(self, texts: TextColumn, langs: TextColumn | None = None) -> np.ndarray:
+        """(len(texts) x num_perm) uint32; an empty text's row is all 0xFFFFFFFF (see `has_shingles`).
+        `langs`: each text's language (None: by its script)."""
+        return self.signatures_of(self.shingles(texts, langs))
 
     def signatures_of(self, shingles: Shingles) -> np.ndarray:
         low32 = (shingles.hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
@@ -309,6 +399,18 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     for j in range(rows):
         keys = fmix64(keys ^ values[:, :, j])
     return keys
+
+
+def by_language(keys: np.ndarray, langs: TextColumn | None) -> np.ndarray:
+    """Band keys salted with each document's language (null and None: one group of no language), so that
+    documents of different languages never share a bucket: dedup per language over the whole corpus."""
+    if langs is None:
+        return keys
+    encoded = pc.dictionary_encode(as_string_array(langs).cast(pa.string()))
+    digest = xxhash.xxh3_64_intdigest
+    salts = np.fromiter((digest(code.encode()) for code in encoded.dictionary.to_pylist()), np.uint64,
+                        count=len(encoded.dictionary))
+    return fmix64(keys ^ salts[encoded.indices.to_numpy(zero_copy_only=False)][:, None])
 
 
 def band_table(ids: TextColumn, keys: np.ndarray, signatures: np.ndarray | None = None) -> pa.Table:
@@ -423,13 +525,15 @@ def set_jaccard(sets: Shingles, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def exact_jaccard(texts_a: TextColumn, texts_b: TextColumn, *, ngram: int = 5, unit: Unit = "word",
-                  lowercase: bool = True) -> np.ndarray:
+                  lowercase: bool = True, langs: TextColumn | None = None) -> np.ndarray:
     """Row-wise exact Jaccard similarity of the shingle sets of two text columns (the verification step).
 
     Exact up to 64-bit shingle-hash collisions; same shingles as `MinHasher` with the same parameters.
+    `langs`: the languages of `texts_a` then `texts_b` (2 x len; None: by their script).
     """
     a, b = as_string_array(texts_a), as_string_array(texts_b)
-    sets = shingle_hashes(pa.concat_arrays([a, b]), ngram=ngram, unit=unit, lowercase=lowercase).unique_sets()
+    sets = shingle_hashes(pa.concat_arrays([a, b]), ngram=ngram, unit=unit, lowercase=lowercase,
+                          langs=langs).unique_sets()
     n = len(a)
     return set_jaccard(sets, np.arange(n), np.arange(n, 2 * n))
 
@@ -462,6 +566,8 @@ def fuzzy_duplicates(
     verify: Literal["estimate", "exact", "none"] = "exact",
     n_partitions: int = 1,
     signatures: np.ndarray | None = None,
+    langs: TextColumn | None = None,
+    per_language: bool = False,
 ) -> tuple[pa.Table, pa.Table]:
     """The whole MinHash-LSH dedup in one process: (removed, pairs).
 
@@ -473,22 +579,25 @@ def fuzzy_duplicates(
     `removed`: `id`, `survivor_id`, `cluster` (hex of the component's smallest node) per removed
     document. `pairs`: the verified candidate pairs (`id_a`, `id_b`). It is the reference for the
     Ray layer's result and what the quality benchmark measures; `n_partitions` runs the bucket and
-    component steps per hash partition, as the shuffles do; `signatures` are `hasher.signatures(texts)`
-    where already computed.
+    component steps per hash partition, as the shuffles do; `signatures` are `hasher.signatures(texts, langs)`
+    where already computed. `langs`: each document's language, for its words and, with
+    `per_language`, to pair only documents of the same language (`by_language`).
     """
-    from curation.dedup.components import node_ids, partition_of, star_components
+    from curation.dedup.components import node_ids, node_partition, star_components
     from curation.dedup.exact import choose_survivors
 
     hasher = hasher or MinHasher()
     ids, texts = as_string_array(ids), as_string_array(texts)
     b, r = lsh_parameters(threshold, hasher.num_perm, bands, rows, false_negative_weight)
-    sigs = hasher.signatures(texts) if signatures is None else signatures
+    sigs = hasher.signatures(texts, langs) if signatures is None else signatures
     if sigs.shape != (len(ids), hasher.num_perm):
         msg = f"signatures of shape {sigs.shape} for {len(ids)} documents and {hasher.num_perm} permutations"
         raise ValueError(msg)
     usable = np.flatnonzero(has_shingles(sigs))
-    table = band_table(ids.take(pa.array(usable)), band_keys(sigs[usable], b, r),
-                       sigs[usable] if verify == "estimate" else None)
+    keys = band_keys(sigs[usable], b, r)
+    if per_language:
+        keys = by_language(keys, None if langs is None else as_string_array(langs).take(pa.array(usable)))
+    table = band_table(ids.take(pa.array(usable)), keys, sigs[usable] if verify == "estimate" else None)
     part = (table.column("key").to_numpy() % np.uint64(max(n_partitions, 1))).astype(np.int64)
     pieces = [bucket_pairs(table.filter(pa.array(part == p)), threshold=threshold if verify == "estimate" else None)
               for p in range(max(n_partitions, 1))]
@@ -498,7 +607,7 @@ def fuzzy_duplicates(
         position = {d: i for i, d in enumerate(ids.to_pylist())}
         a = pa.array([position[d] for d in pairs.column("id_a").to_pylist()])
         c = pa.array([position[d] for d in pairs.column("id_b").to_pylist()])
-        similarity = set_jaccard(hasher.shingles(texts).unique_sets(), a.to_numpy(), c.to_numpy())
+        similarity = set_jaccard(hasher.shingles(texts, langs).unique_sets(), a.to_numpy(), c.to_numpy())
         pairs = pairs.filter(pa.array(similarity >= threshold))
     partitions = max(n_partitions, 1)
     node, label, _ = star_components(node_ids(pairs.column("id_a")), node_ids(pairs.column("id_b")),
@@ -515,7 +624,7 @@ def fuzzy_duplicates(
         score_array = scores if isinstance(scores, pa.Array) else pa.array(np.asarray(scores, dtype=np.float64))
         member_scores = score_array.take(pa.array(members))
     # Survivors per cluster, each partition of clusters on its own (a shuffle by cluster).
-    cluster_part = partition_of(cluster, partitions)
+    cluster_part = node_partition(cluster, partitions)
     removed = []
     for p in range(partitions):
         mask = pa.array(cluster_part == p)

@@ -31,6 +31,10 @@ _ENDS = np.array([b[1] for b in _BLOCKS], np.int64)
 _NAMES = sorted({b[2] for b in _BLOCKS})
 _INDEX = np.array([_NAMES.index(b[2]) for b in _BLOCKS], np.int64)
 
+CJK_SCRIPTS = frozenset({"Hani", "Jpan", "Hang"})
+"""Scripts of thousands of characters (Han, Japanese kana with kanji, Hangul syllables), where a text's
+alphabet is large and its rarest characters are many: what a tokenizer's character coverage depends on."""
+
 # Japanese mixes kanji (Hani) with kana; a few kana among many kanji already make a text Japanese.
 _KANA_SHARE_FOR_JAPANESE = 0.05
 
@@ -41,6 +45,15 @@ def script_counts(text: str, sample: int = 4000) -> dict[str, int]:
     block = np.searchsorted(_STARTS, points, side="right") - 1
     inside = (block >= 0) & (points <= _ENDS[np.maximum(block, 0)])
     counts = np.bincount(_INDEX[block[inside]], minlength=len(_NAMES))
+    return {name: int(n) for name, n in zip(_NAMES, counts, strict=True) if n}
+
+
+def letters_by_script(histogram: np.ndarray) -> dict[str, int]:
+    """Letters of each script in a histogram of code points (`histogram[c]`: how often code point `c` occurs)."""
+    before = np.concatenate([[0], np.cumsum(histogram, dtype=np.int64)])
+    ends = np.minimum(_ENDS + 1, len(histogram))
+    per_block = before[ends] - before[np.minimum(_STARTS, ends)]
+    counts = np.bincount(_INDEX, weights=per_block, minlength=len(_NAMES)).astype(np.int64)
     return {name: int(n) for name, n in zip(_NAMES, counts, strict=True) if n}
 
 

@@ -1,6 +1,6 @@
 """Words by language: one segmentation path for every word-based rule, chosen by each document's `lang`.
 
-Why: the English splitter (`curation.text.WORDS`, spaCy's English rules) splits on whitespace, so a
+Why: the English splitter (`curation.text.splitter.WORDS`, spaCy's English rules) splits on whitespace, so a
 Chinese or Thai document is a handful of "words" as long as a sentence, and every word-based rule
 (Gopher's counts, stop words and mean word length, n-gram repetition, C4's words per line, FineWeb's
 newlines per word) drops it. FineWeb-2 (datatrove `utils/word_tokenizers.py`) segments each language
@@ -31,7 +31,7 @@ skip. Inside a document of a segmented language, a whitespace piece without a le
 English document and share the English memo; a piece with letters of the script goes to the segmenter
 whole, Latin letters attached to it included (jieba and Sudachi split "iPhone拍照" at the script change).
 
-Same result shape as `curation.text.Words` (word ids into a vocabulary, offsets per document, per-word
+Same result shape as `curation.text.splitter.Words` (word ids into a vocabulary, offsets per document, per-word
 features length/symbol/alpha/role), so the columnar rule code works unchanged: `LANGUAGE_WORDS.split(
 texts, langs)` where it called `WORDS.split(texts)`.
 """
@@ -47,7 +47,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.lang.scripts import script_of_text
-from curation.text import Words, WordSplitter, as_array
+from curation.text.columns import as_array
+from curation.text.splitter import Words, WordSplitter
 
 Segment = Callable[[str], list[str]]
 
@@ -222,11 +223,31 @@ class LanguageWords(WordSplitter):
     One vocabulary for all languages (the English splitter's memo and features are inherited), so a
     batch mixing languages gives one `Words`. Besides the piece memo, the vocabulary is cleared before a
     batch once it holds more than `max_words` words (segmented languages add words without pieces).
+
+    Segmented pieces are memoised too, per segmenter, up to `max_segmented_chars` characters of pieces
+    (then that memo alone starts again; the ids it held stay valid). Why: every word-based stage of a
+    batch splits the same documents (gopher_repetition, gopher_quality, fineweb, length) or their lines
+    (c4, whose lines are the documents' whitespace pieces), so the segmenter, the costliest step of a
+    Chinese or Thai chain, runs once per piece and worker instead of once per stage. The memo is keyed by
+    content, so it holds across stages that drop documents or rewrite text, and stages stay independent.
     """
 
-    def __init__(self, max_pieces: int = 500_000, max_words: int = 2_000_000) -> None:
+    def __init__(self, max_pieces: int = 500_000, max_words: int = 2_000_000,
+                 max_segmented_chars: int = 8_000_000) -> None:
         self.max_words = max_words
+        self.max_segmented_chars = max_segmented_chars
         super().__init__(max_pieces)
+
+    def clear(self) -> None:
+        """Forget the memoised pieces (segmented ones too) and words."""
+        super().clear()
+        self.clear_segmented()
+
+    def clear_segmented(self) -> None:
+        """Forget the memoised segmentations only (words and ids stay valid): what a batch of new unspaced
+        text meets, since such pieces (whole lines) rarely repeat across batches."""
+        self._segmented: dict[str, dict[str, tuple[int, ...]]] = {}
+        self._segmented_chars = 0
 
     def split(self, texts: pa.Array | pa.ChunkedArray | Sequence[str | None],
               langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None = None) -> Words:
@@ -280,18 +301,27 @@ class LanguageWords(WordSplitter):
         never a word: FineWeb-2's `strip_strings`)."""
         segment = _LOADERS[kind]()
         letters = _SCRIPT_LETTERS[kind]
+        if self._segmented_chars > self.max_segmented_chars:
+            self.clear_segmented()
+        memo = self._segmented.setdefault(kind, {})
+        known = memo.get
         ids: list[int] = []
         ends = np.zeros(len(texts) + 1, np.int64)
         for doc, text in enumerate(texts.to_pylist(), start=1):
             for piece in text.split():
-                ids.extend(self._ids_of_piece(piece) if letters.search(piece) is None
-                           else self._ids_of_segments(piece, segment))
+                piece_ids = known(piece)
+                if piece_ids is None:
+                    if letters.search(piece) is None:  # memoised by the English rules
+                        piece_ids = self._ids_of_piece(piece)
+                    else:
+                        piece_ids = memo[piece] = self._ids_of_segments(piece, segment)
+                        self._segmented_chars += len(piece)
+                ids.extend(piece_ids)
             ends[doc] = len(ids)
         return Words(np.array(ids, np.int64), ends, self)
 
     def _ids_of_segments(self, piece: str, segment: Segment) -> tuple[int, ...]:
-        """Ids of the segmenter's words of a piece (not memoised: pieces of unspaced text are long and
-        rarely repeat across batches)."""
+        """Ids of the segmenter's words of a piece."""
         words = segment(piece)  # substrings of a whitespace-free piece: no whitespace token to drop
         get = self._word_ids.get
         ids = list(map(get, words))

@@ -11,9 +11,8 @@ without its marker, so that it is never recorded as done and a rerun reads it.
 
 from __future__ import annotations
 
-import gzip
+import io as _io
 import json
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation import io, schema
+from curation.io import is_io_error
 
 _FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)
 
@@ -50,26 +50,6 @@ class InputReadError(OSError):
 class DecompressionBombError(ValueError):
     """A compressed input inflating past its bound (`max_decompressed_bytes`, `max_decompression_ratio`):
     bad content, one `decompression_bomb` reject; the rest of the file is not read."""
-
-
-# Messages of storage faults that come as a bare OSError (pyarrow's S3/GCS clients, fastwarc's file reads);
-# a bare OSError otherwise is pyarrow's word for bad content ("Truncated compressed stream", "zlib inflate
-# failed", "Couldn't deserialize thrift").
-_STORAGE_FAULT = re.compile(
-    r"AWS Error|curl|google::cloud|timed? ?out|connection|network|unavailable|slow ?down|throttl|"
-    r"stale file handle|input/output error|broken pipe|\(os error \d+\)|(?:HTTP|status|code)\D{0,16}\b50[0234]\b",
-    re.IGNORECASE,
-)
-
-
-def is_io_error(exc: BaseException) -> bool:
-    """Whether an exception says that reading failed (the file gone, a permission, a network or disk error:
-    trying again may succeed), rather than that the content is bad (truncated, corrupt, not the format)."""
-    if not isinstance(exc, OSError) or isinstance(exc, gzip.BadGzipFile | IsADirectoryError):
-        return False  # EOFError, zlib.error, ValueError (ArrowInvalid, JSON), tar/zip errors: content
-    if isinstance(exc, FileNotFoundError | PermissionError | ConnectionError | TimeoutError | InterruptedError):
-        return True
-    return exc.errno is not None or bool(_STORAGE_FAULT.search(str(exc)))
 
 
 @dataclass
@@ -98,11 +78,23 @@ class BudgetedStream:
 
     def __init__(self, stream: Any, budget: InflateBudget) -> None:
         self.stream, self.budget = stream, budget
+        self.given = 0
 
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
+        self.given += len(data)
         self.budget.spend(len(data))
         return data
+
+    def tell(self) -> int:
+        return self.given
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Only where it is already (fastwarc asks): the stream is read from start to end."""
+        if (offset, whence) not in ((self.given, 0), (0, 1)):
+            msg = "a decompressing stream is read from start to end"
+            raise _io.UnsupportedOperation(msg)
+        return self.given
 
     def close(self) -> None:
         self.stream.close()

@@ -35,7 +35,6 @@ import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field
 
 from curation import io
-from curation.code.languages import detect_language, is_binary_name
 from curation.code.repository import (
     VCS,
     RepoLicenses,
@@ -45,6 +44,7 @@ from curation.code.repository import (
     folder_root,
     wants_text,
 )
+from curation.code.source_language import detect_language, is_binary_name
 from curation.readers.base import DecompressionBombError, Reader, Record, is_io_error, link_target
 from curation.readers.jsonl import JsonlReader
 from curation.readers.parquet import parquet_rows

@@ -8,6 +8,7 @@ from curation.stages.classifier import FastTextClassifier
 from curation.stages.code_filters import CodeFilters
 from curation.stages.code_secrets import CodeSecrets
 from curation.stages.decontaminate import Decontaminate
+from curation.stages.density import Density
 from curation.stages.extract import Extract
 from curation.stages.fineweb import FineWeb
 from curation.stages.gopher import GopherQuality, GopherRepetition
@@ -16,7 +17,6 @@ from curation.stages.langid import LangId
 from curation.stages.length import Length
 from curation.stages.normalize import Normalize
 from curation.stages.pii import PiiRedaction
-from curation.stages.quality import Density
 from curation.stages.toxicity import FlaggedWords
 
 STAGES: dict[str, type[Stage]] = {

@@ -2,7 +2,9 @@
 
 A stage declares its recipe keys (a pydantic `Params` model), its resources, and the columns it
 reads and adds. `process` gets the rows it should handle and returns them (transformed, with its
-output columns) plus a reason per row: null keeps the row, a string drops it.
+output columns) plus a reason per row: null keeps the row, a string drops it. Its per-worker state
+(a model, a word list) is loaded by `setup`, once, through `ready`; what `__init__` builds from the
+params is all a stage carries to a worker.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -50,14 +53,16 @@ class Configured:
     name: ClassVar[str]
     Params: ClassVar[type[StageParams]] = StageParams
 
-    def __init__(self, **params: Any) -> None:
-        self.params = self.Params(**params)
+    def __init__(self, params: StageParams | None = None, /, **keys: Any) -> None:
+        """`Kind(key=value, ...)` validates recipe keys; `Kind(params)` takes them validated (`from_params`)."""
+        if params is not None and keys:
+            msg = f"{type(self).__name__}: give validated params or recipe keys, not both"
+            raise TypeError(msg)
+        self.params = params if params is not None else self.Params(**keys)
 
     @classmethod
     def from_params(cls, params: StageParams) -> Self:
-        made = cls.__new__(cls)
-        made.params = params
-        return made
+        return cls(params)
 
 
 class Stage(Configured):
@@ -68,8 +73,25 @@ class Stage(Configured):
     # Why the rows `applies` leaves out go by unjudged: their count in stats.json's `bypassed`.
     bypass_reason: ClassVar[str] = "not_applicable"
 
+    def __init__(self, params: StageParams | None = None, /, **keys: Any) -> None:
+        super().__init__(params, **keys)
+        self._set_up = False
+
+    def __reduce__(self) -> tuple[type[Self], tuple[StageParams]]:
+        """A stage travels to a worker as its params: the worker builds it anew and sets it up itself, so a
+        model, word list or cache is never shipped."""
+        return type(self), (self.params,)
+
     def setup(self) -> None:
-        """Load models or other state; called once per worker before the first batch."""
+        """Load per-worker state (models, word lists, caches); run once, by `ready`."""
+
+    def ready(self) -> Self:
+        """This stage, set up: `setup` runs on the first call only. The one way a stage is set up: the workers
+        through `curation.stages.build.set_up`, `run_stage`, and code that uses a stage directly."""
+        if not self._set_up:
+            self.setup()
+            self._set_up = True
+        return self
 
     def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
         """Which rows this stage judges (None: all); the others pass by unchanged, counted in stats.json
@@ -81,7 +103,14 @@ class Stage(Configured):
 
 
 class DocumentFilter(Stage):
-    """A filter scores documents (columns of numbers) and keeps or drops each with a reason."""
+    """A filter scores documents (columns of numbers) and keeps or drops each with a reason.
+
+    A filter says how to score a batch (`score`) and which rows to keep (`keep`); `process` does the rest.
+    Scores named with a leading `_` serve the decision only and never become columns; the one named
+    `_<key>` for each of `count_keys` is that tally. Hooks: `scores_and_text` for a filter that also
+    rewrites the documents it keeps (C4 removes lines), `added_columns` for one whose columns are not simply its
+    scores.
+    """
 
     class Params(StageParams):
         keep_scores: bool = Field(False, description="Keep this filter's scores as columns of the output.")
@@ -93,14 +122,37 @@ class DocumentFilter(Stage):
         """A boolean keep mask and, per row, the reason of a drop (None where kept)."""
         raise NotImplementedError
 
+    def scores_and_text(self, batch: pa.Table) -> tuple[dict[str, np.ndarray], pa.Array | None]:
+        """The scores and, for a filter that rewrites documents, the new text of every row (None: unchanged)."""
+        return self.score(batch), None
+
     def process(self, batch: pa.Table) -> Processed:
-        scores = self.score(batch)
-        mask, reasons = self.keep(scores)
+        scores, text = self.scores_and_text(batch)
+        return self.judged(batch, scores, *self.keep(scores), text=text)
+
+    def added_columns(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+        """The columns this filter adds to `batch`: its public scores, with `keep_scores`."""
+        if not self.params.keep_scores:
+            return {}
+        types = self.output_columns
+        return {column: pa.array(values, type=types[column])
+                for column, values in scores.items() if not column.startswith("_")}
+
+    def judged(self, batch: pa.Table, scores: dict[str, np.ndarray], mask: np.ndarray, reasons: np.ndarray, *,
+               text: pa.Array | None = None, details: pa.Array | None = None) -> Processed:
+        """The batch judged: `text`, if given, replacing the text of the kept rows (dropped rows keep their
+        original text for `rejects/`), then this filter's `added_columns`; a reason per dropped row, `details`, and
+        the `count_keys` tallies."""
         table = batch
-        if self.params.keep_scores:
-            for column, values in scores.items():
-                table = table.append_column(column, pa.array(values, type=self.output_columns[column]))
-        return Processed(table, pa.array(np.where(mask, None, reasons), type=pa.string()))
+        if text is not None:
+            column = batch.column("text")
+            original = (column.combine_chunks() if column.num_chunks else pa.array([], pa.string())).cast(pa.string())
+            kept_text = pc.if_else(pa.array(mask, pa.bool_()), text.cast(pa.string()), original)
+            table = table.set_column(table.schema.get_field_index("text"), "text", kept_text)
+        for column, values in self.added_columns(batch, scores).items():
+            table = table.append_column(column, values)
+        counts = {key: scores[f"_{key}"] for key in self.count_keys if f"_{key}" in scores}
+        return Processed(table, pa.array(np.where(mask, None, reasons), type=pa.string()), details, counts or None)
 
 
 def first_reason(n: int, rules: list[tuple[np.ndarray, str]]) -> tuple[np.ndarray, np.ndarray]:
@@ -110,3 +162,12 @@ def first_reason(n: int, rules: list[tuple[np.ndarray, str]]) -> tuple[np.ndarra
         reasons[bad] = reason
     mask = np.array([r is None for r in reasons], dtype=bool)
     return mask, reasons
+
+
+def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator as float64, NaN where the denominator is 0 (NaN fails no bound)."""
+    numerator = np.asarray(numerator, dtype=np.float64)
+    denominator = np.asarray(denominator, dtype=np.float64)
+    out = np.full(len(numerator), np.nan)
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out

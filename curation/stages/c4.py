@@ -15,7 +15,7 @@ line was removed ends here). Wikipedia-style citations ("[1]", "[edit]", "[citat
 cut from lines first (`remove_citations`). Kept documents get the kept lines joined by newlines;
 dropped ones keep their original text, so `rejects/` shows what was judged.
 
-Languages, where a batch has a `lang` column (see `curation.stages.quality.LanguageParams`): a line
+Languages, where a batch has a `lang` column (see `curation.stages.languages.LanguageParams`): a line
 of a language other than English ends in its script's terminal punctuation (`terminal_punctuation` in
 `curation.lang.settings`: the ideographic full stop and full-width ! ? for CJK, "।" for Devanagari,
 "؟" for Arabic...) or a quote. In a language written without spaces (Chinese, Japanese, Thai...:
@@ -35,16 +35,9 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curation.lang.words import SPACES, segmenters
-from curation.stages.base import DocumentFilter, Processed, Resources, first_reason
-from curation.stages.quality import (
-    LANG,
-    LanguageParams,
-    filter_result,
-    line_ends,
-    stage_languages,
-    words_of,
-)
-from curation.text import LINE_BREAK_RE2, as_array, list_offsets, segment_sum, warm_up, whitespace_words
+from curation.stages.base import Resources, first_reason
+from curation.stages.languages import LANG, LanguageFilter, LanguageParams, line_ends, words_of
+from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, segment_sum, whitespace_words
 
 CITATION_RE2 = r"\[\p{Nd}*\]|\[edit\]|\[citation needed\]"
 POLICY_RE2 = "terms of use|privacy policy|cookie policy|uses cookies|use of cookies|use cookies"
@@ -53,13 +46,13 @@ _ENGLISH_TERMINAL_RE2 = r"[.?!\"']$"
 _SPACE_ENDS_SENTENCE = frozenset({"th", "lo", "bo"})  # segmenters of scripts without a sentence terminal
 
 
-class C4(DocumentFilter):
+class C4(LanguageFilter):
     """C4's line cleaning and page rules (see the module docstring for what each key does).
 
     Drops: `lorem_ipsum`, `curly_bracket`, `too_few_sentences`. Counts removed lines per rule
     (`lines_long_word`, `lines_no_terminal_punct`, `lines_few_words`, `lines_javascript`,
     `lines_policy`; blank lines are not counted). Sentences are counted as datatrove does, with
-    spaCy's sentencizer rule over spaCy English words (`curation.text`). Per language: the terminal
+    spaCy's sentencizer rule over spaCy English words (`curation.text.splitter`). Per language: the terminal
     punctuation (`terminal_punctuation`), segmented words where a language has no spaces (module doc).
     """
 
@@ -94,17 +87,14 @@ class C4(DocumentFilter):
         remove_citations: bool = Field(
             True, description="Cut [1], [edit], [citation needed] from lines (C4's reference code).")
 
-    def setup(self) -> None:
-        warm_up()
-
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
-        return self._clean(batch)[0]
+        return self.scores_and_text(batch)[0]
 
-    def _clean(self, batch: pa.Table) -> tuple[dict[str, np.ndarray], pa.Array]:
+    def scores_and_text(self, batch: pa.Table) -> tuple[dict[str, np.ndarray], pa.Array]:
         """Scores per document and the cleaned text (kept lines joined by newlines)."""
         p = self.params
         text = as_array(batch.column("text"))
-        langs = stage_languages(self, batch)
+        langs = self.languages_of(batch)
         lines = pc.split_pattern_regex(text, LINE_BREAK_RE2)
         offsets = list_offsets(lines)
         n_docs = len(offsets) - 1
@@ -186,13 +176,6 @@ class C4(DocumentFilter):
         if p.min_sentences is not None:
             rules.append((scores["c4_sentences"] < p.min_sentences, "too_few_sentences"))
         return first_reason(len(rule), rules)
-
-    def process(self, batch: pa.Table) -> Processed:
-        scores, cleaned = self._clean(batch)
-        mask, reasons = self.keep(scores)
-        result = filter_result(self, batch, scores, mask, reasons, text=cleaned)
-        result.counts = {f"lines_{rule}": scores[f"_lines_{rule}"] for rule in LINE_RULES}
-        return result
 
 
 def _segmented_lines(lines: pa.Array, langs: pa.Array) -> tuple[np.ndarray, np.ndarray]:

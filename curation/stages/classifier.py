@@ -5,30 +5,99 @@ JSON; DCLM's or another model trained elsewhere works too). Score = probability 
 label. Keep rule: `score >= threshold`, or the best `top_fraction` of documents by a threshold
 read from the sidecar's score quantiles (DCLM kept the top 10 % of its pool by fastText score).
 With `keep_below` the rule turns around (a toxicity model: keep `score < threshold`).
+
+Training (`curation.classifier_training`) and scoring share `preprocess`, and the sidecar JSON written
+next to the model records how texts were preprocessed, which label is the positive one, the
+hyper-parameters, the held-out metrics and the score quantiles that turn `top_fraction` into a threshold.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from curation import io
-from curation.classify import (
-    label_name,
-    load_sidecar,
-    positive_scores,
-    preprocess,
-    sidecar_path,
-    threshold_for_fraction,
-)
 from curation.stages.base import DocumentFilter
+
+SIDECAR_FORMAT = "curation.classifier/1"
+LABEL_PREFIX = "__label__"
+
+# Characters fastText or its Python binding treat as line or token breaks, and the Unicode line breaks:
+# all become one space so that a document is one line (predict() refuses '\n') with the same tokens.
+_BREAKS = r"[\s\x{0b}\x{00}\x{85}\x{a0}\x{2028}\x{2029}]+"
+
+
+def label_name(label: str) -> str:
+    """`hq` and `__label__hq` both name fastText's label `__label__hq`."""
+    return label if label.startswith(LABEL_PREFIX) else LABEL_PREFIX + label
+
+
+def preprocess(texts: pa.Array | pa.ChunkedArray | Sequence[str | None], *, lowercase: bool) -> list[str]:
+    """Texts as fastText sees them at training and at scoring time: one line, whitespace collapsed.
+
+    Newlines must go (fastText reads one example per line; the binding's predict() rejects them);
+    DCLM joins lines with a space the same way. Lowercasing is the fastText tutorial's advice for
+    small training sets; whatever was used in training is stored in the sidecar and reused when
+    scoring, so the two can never disagree. Columnar (pyarrow compute, RE2).
+    """
+    array = texts if isinstance(texts, pa.Array | pa.ChunkedArray) else pa.array(list(texts), pa.string())
+    array = pc.fill_null(array, "")
+    array = pc.utf8_trim_whitespace(pc.replace_substring_regex(array, _BREAKS, " "))
+    if lowercase:
+        array = pc.utf8_lower(array)
+    return array.to_pylist()
+
+
+def sidecar_path(model: str) -> str:
+    """The sidecar JSON of a model file: `model.bin` -> `model.json` (any other name: name + `.json`)."""
+    for suffix in (".bin", ".ftz"):
+        if model.endswith(suffix):
+            return model[: -len(suffix)] + ".json"
+    return model + ".json"
+
+
+def load_sidecar(model: str) -> dict[str, Any] | None:
+    """The sidecar of `model`, or None when there is none (a model trained elsewhere)."""
+    path = Path(sidecar_path(model))
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("format") != SIDECAR_FORMAT:
+        msg = f"{path}: not a classifier sidecar (format {data.get('format')!r}, expected {SIDECAR_FORMAT!r})"
+        raise ValueError(msg)
+    return data
+
+
+def threshold_for_fraction(quantiles: Sequence[float], fraction: float, *, keep_below: bool = False) -> float:
+    """Score threshold that keeps `fraction` of the calibration documents (highest, or lowest with keep_below)."""
+    levels = np.linspace(0.0, 1.0, len(quantiles))
+    level = fraction if keep_below else 1.0 - fraction
+    return float(np.interp(level, levels, np.asarray(quantiles, dtype=np.float64)))
+
+
+def positive_scores(model: Any, lines: list[str], positive: str) -> np.ndarray:
+    """Probability of the `positive` label for each preprocessed line (one C++ call for the batch)."""
+    if not lines:
+        return np.zeros(0, dtype=np.float64)
+    labels, probs = model.predict(lines, k=-1)
+    out = np.empty(len(lines), dtype=np.float64)
+    for i, (row_labels, row_probs) in enumerate(zip(labels, probs, strict=True)):
+        try:
+            out[i] = row_probs[row_labels.index(positive)]
+        except ValueError:
+            out[i] = 0.0
+    return np.clip(out, 0.0, 1.0)  # fastText adds 1e-5 inside its softmax and can print 1.00001
+
 
 
 class ClassifierParams(DocumentFilter.Params):
@@ -80,7 +149,7 @@ class FastTextClassifier(DocumentFilter):
     Recipe: `classifier: {model: models/quality.bin, top_fraction: 0.1}` (quality, DCLM-style) or
     `classifier: {model: models/toxic.bin, label: toxic, threshold: 0.5, keep_below: true,
     score_column: toxicity_score, reason: toxic}`. The text is preprocessed exactly as in training
-    (`curation.classify.preprocess`, settings from the sidecar). The model is loaded once per worker process.
+    (`preprocess`, settings from the sidecar). The model is loaded once per worker process.
     """
 
     name = "classifier"
@@ -154,8 +223,7 @@ class FastTextClassifier(DocumentFilter):
         return threshold_for_fraction(quantiles[which], p.top_fraction, keep_below=p.keep_below)
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
-        if not hasattr(self, "model"):  # used outside an executor (a notebook, a test): set up on first use
-            self.setup()
+        self.ready()  # also scored outside a run (a notebook): the model is loaded once
         lines = preprocess(batch.column("text"), lowercase=self.lowercase)
         return {self.params.score_column: positive_scores(self.model, lines, self.label)}
 

@@ -33,9 +33,9 @@ import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
 from curation.code.comments import comment_fraction
-from curation.code.languages import TEXT, known_languages
 from curation.code.licenses import CLASSES
 from curation.code.paths import generated_name, is_lock_file, is_vendored, minified_name
+from curation.code.source_language import TEXT, known_languages
 from curation.code.stats import encoded_data, generator_marker, text_stats
 from curation.stages.base import DocumentFilter, Processed, Resources
 
@@ -111,6 +111,8 @@ class CodeFilters(DocumentFilter):
     }
 
     def process(self, batch: pa.Table) -> Processed:
+        """The rules in order, file by file, each drop with its detail; the costlier measures only for the files
+        the cheaper rules left in (hence no `score` then `keep`)."""
         p = self.params
         n = batch.num_rows
         texts = pc.fill_null(batch.column("text"), "")
@@ -135,14 +137,11 @@ class CodeFilters(DocumentFilter):
         for i in np.flatnonzero(np.array([r is None for r in reasons], bool)):
             reasons[i], details[i] = self._by_content(metas[i].get("language"), stats, i, encoded[i],
                                                       int(longest_run[i]), comments[i])
-        table = batch
-        if p.keep_scores:
-            scores = {"code_max_line": stats["max_line"], "code_mean_line": stats["mean_line"],
-                      "code_alnum": stats["alnum"], "code_encoded": encoded, "code_numeric": stats["numeric"],
-                      "code_comments": comments}
-            for column, values in scores.items():
-                table = table.append_column(column, pa.array(values, type=self.output_columns[column]))
-        return Processed(table, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
+        scores = {"code_max_line": stats["max_line"], "code_mean_line": stats["mean_line"],
+                  "code_alnum": stats["alnum"], "code_encoded": encoded, "code_numeric": stats["numeric"],
+                  "code_comments": comments}
+        kept = np.array([r is None for r in reasons], bool)
+        return self.judged(batch, scores, kept, reasons, details=pa.array(details, pa.string()))
 
     def _by_name_and_lines(self, meta: dict, text: str, stats: dict[str, np.ndarray], i: int,
                            ) -> tuple[str | None, str | None]:

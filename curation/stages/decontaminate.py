@@ -1,4 +1,4 @@
-"""Benchmark decontamination: documents sharing word n-grams with evaluation sets."""
+"""Benchmark decontamination: documents sharing word n-grams with evaluation sets (words by language)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pydantic import Field
 
 from curation.dedup.decontam import NgramIndex, benchmark_files
 from curation.stages.base import Processed, Stage, StageParams
+from curation.stages.languages import LANG
 
 
 class DecontaminateParams(StageParams):
@@ -23,7 +24,8 @@ class DecontaminateParams(StageParams):
         "test: GSM8K's and HumanEval's).",
     )
     ngram: int = Field(13, ge=5, description="Words per n-gram, normalized (GPT-3's 13-gram overlap, Brown et al. "
-                       "2020, appendix C).")
+                       "2020, appendix C); words by language: a document's by its `lang`, a benchmark item's by its "
+                       "script (Chinese, Japanese, Thai... segmented).")
     action: Literal["drop", "mark"] = Field(
         "drop", description="drop: contaminated documents become rejects; mark: they stay, with the columns set."
     )
@@ -48,7 +50,7 @@ class Decontaminate(Stage):
         self.index = NgramIndex.from_paths(self.params.benchmarks, self.params.fields, self.params.ngram)
 
     def process(self, batch: pa.Table) -> Processed:
-        found = self.index.find(batch.column("text"))
+        found = self.index.find(batch.column("text"), batch.column(LANG) if LANG in batch.column_names else None)
         benchmark, hits = found.column("benchmark"), found.column("hits")
         table = batch.append_column("contamination", benchmark).append_column("contamination_hits", hits)
         names = np.asarray(benchmark.to_pylist(), dtype=object)

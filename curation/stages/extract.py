@@ -1,21 +1,20 @@
-"""Main-content extraction from HTML with trafilatura, one time-limited call per page."""
+"""The `extract` stage: main-content text of web pages, one time-limited call of an engine per page
+(the engines and page helpers: `curation.extract`)."""
 
 from __future__ import annotations
 
-import functools
 import json
-import re
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pydantic import Field
-from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 
 from curation import schema
+from curation.extract.fast import fast_extract
+from curation.extract.html import NOT_HTML, TooManyAttributes, decode_html, html_rows, too_many_attributes
+from curation.extract.timeout import TimeLimitExceeded, can_interrupt, time_limit
+from curation.extract.trafilatura import paragraph_memory, trafilatura_extract
 from curation.stages.base import Processed, Resources, Stage, StageParams
-from curation.stages.fast_extract import fast_extract
-from curation.timeout import TimeLimitExceeded, can_interrupt, time_limit
 
 if TYPE_CHECKING:
     from trafilatura.deduplication import LRUCache
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 class ExtractParams(StageParams):
     engine: Literal["trafilatura", "fast"] = Field(
         "trafilatura", description="`trafilatura`: trafilatura itself. `fast`: trafilatura's main-content rules "
-        "run on resiliparse's parser and CSS selectors (curation.stages.fast_extract): ~6x less CPU per page, "
+        "run on resiliparse's parser and CSS selectors (curation.extract.fast): ~6x less CPU per page, "
         "extraction F1 within 0.01 of trafilatura's on its evaluation set and on mozilla/readability's test "
         "pages (benchmarks/README.md), but no readability/jusText fallbacks, so unusual layouts fare worse; "
         "`favor`, `include_comments` and `include_tables` apply, `fast` and `deduplicate` do not.")
@@ -48,73 +47,6 @@ class ExtractParams(StageParams):
                               "a few times in earlier pages of the same input shard (datatrove's extractor sets it).")
 
 
-class TooManyAttributes(ValueError):
-    """A tag whose attributes would take the HTML parser quadratic time."""
-
-
-@functools.lru_cache(maxsize=8)
-def _tags_up_to(max_attributes: int) -> re.Pattern[str]:
-    """Matches a page from its start up to the first tag with more than `max_attributes` attributes.
-
-    A linear scan (possessive: nothing is retried) that splits tags into attributes as the HTML5
-    tokenizer does: separated by whitespace or `/`, or following a quoted value directly; a value
-    is quoted or runs to whitespace or `>`; `<` inside a tag is part of a name. Comments, scripts
-    and styles are skipped as raw text. It counts at least what the parser sees, so any page it
-    passes parses in time linear in its size (at most ~5 s for 5 MB of tags near the limit).
-    """
-    ws = r"[\t\n\f\r ]"
-    value = r"""(?:"[^"]*+"|'[^']*+'|[^\t\n\f\r >]*+)"""
-    attribute = rf"[\t\n\f\r /]*+(?:[^\t\n\f\r />=]++(?:{ws}*+={ws}*+{value})?+|={ws}*+{value})"
-    attributes = rf"(?:{attribute}){{0,{max_attributes}}}+(?!{attribute})[\t\n\f\r /]*+>?"
-    raw = r"(?:[^<]++|<(?!/(?i:{name})))*+"
-    token = "|".join([
-        r"[^<]++",
-        r"<!--(?:[^-]++|-(?!->))*+(?:-->)?",
-        *(rf"<(?i:{name})(?![^\t\n\f\r />]){attributes}{raw.format(name=name)}" for name in ("script", "style")),
-        rf"</?[A-Za-z][^\t\n\f\r />]*+{attributes}",
-        r"<(?!/?[A-Za-z])",
-    ])
-    return re.compile(rf"(?:{token})*+")
-
-
-def too_many_attributes(html: str, max_attributes: int) -> int | None:
-    """Where the first tag with more than `max_attributes` attributes starts (None: no such tag)."""
-    scanned = _tags_up_to(max_attributes).match(html).end()  # interruptible, unlike the parser
-    return scanned if scanned < len(html) else None
-
-
-NOT_HTML = "not_html"  # why rows without a page (JSONL, WET) go by the page stages
-
-
-def html_rows(batch: pa.Table) -> pa.ChunkedArray:
-    """Which rows are web pages (have html): rows of JSONL or WET sources pass a page stage unchanged."""
-    if "html" not in batch.column_names:
-        return pa.chunked_array([pa.nulls(batch.num_rows, pa.bool_()).fill_null(False)])
-    return pc.is_valid(batch.column("html"))
-
-
-def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
-    """Text of a page and the charset used.
-
-    Valid UTF-8 is UTF-8 whatever a header says (servers default to iso-8859-1, pages go stale);
-    then the declared charset if it decodes; else detection (meta tag, content). UTF-8 with a few
-    stray bytes keeps UTF-8 and replaces them rather than reading the page as cp1252.
-    """
-    try:
-        return body.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        pass
-    if declared:
-        try:
-            return body.decode(declared), declared.lower()
-        except (LookupError, UnicodeDecodeError):
-            pass
-    encoding = detect_encoding(body, from_html_meta=True)
-    if encoding == "utf-8":
-        return body.decode("utf-8", errors="replace"), encoding
-    return bytes_to_str(body, encoding), encoding
-
-
 class Extract(Stage):
     """Turn the `html` of web pages into `text` and `title`; rows without html (JSONL, WET) pass unchanged.
 
@@ -128,6 +60,11 @@ class Extract(Stage):
     input_columns: ClassVar[tuple[str, ...]] = ("html", "url", "meta")
     output_columns: ClassVar[dict[str, pa.DataType]] = {"text": pa.string(), "title": pa.string()}
     bypass_reason = NOT_HTML
+
+    def __init__(self, params: StageParams | None = None, /, **keys: Any) -> None:
+        super().__init__(params, **keys)
+        self._seen: LRUCache | None = None  # the current shard's paragraphs, with `deduplicate`
+        self._seen_shard: str | None = None
 
     def setup(self) -> None:
         if self.params.timeout_s and not can_interrupt():
@@ -150,36 +87,16 @@ class Extract(Stage):
         if p.engine == "fast":  # after the attribute check: resiliparse's parser is quadratic in them too
             return fast_extract(html, url, favor=p.favor, include_comments=p.include_comments,
                                 include_tables=p.include_tables)
-        # imported where pages are extracted (`setup`): a driver that only builds stages from a recipe saves ~17 MB
-        from trafilatura import extract
-        from trafilatura.metadata import extract_title
-        from trafilatura.utils import load_html
-
-        tree = load_html(html)
-        if tree is None:
-            return None, None
-        title = extract_title(tree)
-        text = extract(
-            tree,
-            url=url,
-            fast=p.fast,
-            favor_precision=p.favor == "precision",
-            favor_recall=p.favor == "recall",
-            include_comments=p.include_comments,
-            include_tables=p.include_tables,
-            deduplicate=self._seen_paragraphs(None) if p.deduplicate else False,
-        )
-        return text, title
+        return trafilatura_extract(html, url, fast=p.fast, favor=p.favor, include_comments=p.include_comments,
+                                   include_tables=p.include_tables,
+                                   seen=self._seen_paragraphs(None) if p.deduplicate else None)
 
     def _seen_paragraphs(self, shard: str | None) -> LRUCache:
         """trafilatura's `deduplicate` memory, one per input shard: with its process-wide default a page's
         text would depend on which pages the same worker happened to extract before it (the order Ray
         runs tasks in), and a rerun could keep different text. None: the current shard's."""
-        from trafilatura.deduplication import LRUCache
-        from trafilatura.settings import LRU_SIZE
-
-        if "_seen" not in self.__dict__ or (shard is not None and shard != self._seen_shard):
-            self._seen, self._seen_shard = LRUCache(maxsize=LRU_SIZE), shard
+        if self._seen is None or (shard is not None and shard != self._seen_shard):
+            self._seen, self._seen_shard = paragraph_memory(), shard
         return self._seen
 
     def process(self, batch: pa.Table) -> Processed:

@@ -4,7 +4,7 @@ defaults and semantics of datatrove 0.10.1's FineWebQualityFilter, which produce
 FineWeb chose these by comparing documents that older filters removed from C4 against ones they
 kept; they target list-like, boilerplate and repeated-line pages that Gopher and C4 miss.
 
-Languages, where a batch has a `lang` column (see `curation.stages.quality.LanguageParams`): words come
+Languages, where a batch has a `lang` column (see `curation.stages.languages.LanguageParams`): words come
 from `curation.lang.words`; for a language other than English the line punctuation share and the
 newlines per word come from its settings (`line_punct_thr`, `new_line_ratio`: FineWeb-2's, which turns
 the punctuation rule off where its value is 0, e.g. German and Thai) and a line ends a sentence if it
@@ -22,30 +22,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from curation.stages.base import DocumentFilter, Processed, Resources, first_reason
-from curation.stages.quality import (
-    FALLBACK_LANGUAGE,
-    LanguageParams,
-    filter_result,
-    line_ends,
-    ratio,
-    stage_languages,
-    words_of,
-)
-from curation.text import (
-    SENTENCE_TERMINALS,
-    as_array,
-    duplicate_parts,
-    list_offsets,
-    re2_class,
-    segment_sum,
-    warm_up,
-)
+from curation.stages.base import Resources, first_reason, ratio
+from curation.stages.languages import FALLBACK_LANGUAGE, LanguageFilter, LanguageParams, line_ends, words_of
+from curation.text.columns import as_array, list_offsets, re2_class, segment_sum
+from curation.text.repetition import duplicate_parts
+from curation.text.splitter import SENTENCE_TERMINALS
 
 _ENDS_SENTENCE = re2_class(SENTENCE_TERMINALS) + "$"
 
 
-class FineWeb(DocumentFilter):
+class FineWeb(LanguageFilter):
     """Line punctuation, short lines, duplicated line characters and newlines per word.
 
     Drops, in order: `empty` (no non-blank line), `line_punct_ratio`, `short_line_ratio`,
@@ -84,9 +70,6 @@ class FineWeb(DocumentFilter):
         max_new_line_ratio: float | None = Field(
             0.3, ge=0, description="Drop if there are more newlines per word (list-like pages; FineWeb: 0.3).")
 
-    def setup(self) -> None:
-        warm_up()
-
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         p = self.params
         text = as_array(batch.column("text"))
@@ -95,7 +78,7 @@ class FineWeb(DocumentFilter):
         flat = lines.flatten()
         nonblank = pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(flat)), 0).to_numpy(zero_copy_only=False)
         n_lines = segment_sum(nonblank.astype(np.int64), offsets)
-        langs = stage_languages(self, batch)
+        langs = self.languages_of(batch)
         line_doc = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
         ends = line_ends(flat, langs, line_doc, _ENDS_SENTENCE) & nonblank
         short = (pc.utf8_length(flat).to_numpy(zero_copy_only=False) <= p.short_line_length) & nonblank
@@ -112,7 +95,7 @@ class FineWeb(DocumentFilter):
             "fw_char_dup_ratio": ratio(dup_chars, chars),
             "fw_new_line_ratio": ratio(newlines, words),
             "_lines": n_lines,
-            "_fallback": langs.fallback,
+            f"_{FALLBACK_LANGUAGE}": langs.fallback,
         }
         if langs.groups:
             scores["_min_line_punct_ratio"] = langs.per_document(
@@ -138,7 +121,3 @@ class FineWeb(DocumentFilter):
                 rules.append((s[key] > bound, reason))
         with np.errstate(invalid="ignore"):
             return first_reason(len(punct), rules)
-
-    def process(self, batch: pa.Table) -> Processed:
-        scores = self.score(batch)
-        return filter_result(self, batch, scores, *self.keep(scores))

@@ -1,7 +1,7 @@
 """Gopher's quality and repetition rules (Rae et al. 2021, "Scaling Language Models: Methods, Analysis
 & Insights from Training Gopher", appendix A and table A1), with the semantics of datatrove 0.10.1's
 GopherQualityFilter and GopherRepetitionFilter, which FineWeb used: words are spaCy English tokens
-(`curation.text.WordSplitter` reproduces them), lines are `str.splitlines()` lines.
+(`curation.text.splitter.WordSplitter` reproduces them), lines are `str.splitlines()` lines.
 
 Languages: where a batch has a `lang` column, words come from `curation.lang.words` (a segmenter for
 Chinese, Japanese, Thai...; the English rules, unchanged, for space-delimited languages) and the
@@ -21,31 +21,23 @@ import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
 from curation.lang.settings import LanguageSettings
-from curation.stages.base import DocumentFilter, Processed, Resources, first_reason
-from curation.stages.quality import (
+from curation.stages.base import Resources, first_reason
+from curation.stages.base import ratio as _ratio
+from curation.stages.languages import (
     FALLBACK_LANGUAGE,
     DocumentLanguages,
+    LanguageFilter,
     LanguageParams,
-    filter_result,
-    stage_languages,
     words_of,
 )
-from curation.stages.quality import ratio as _ratio
-from curation.text import (
-    LINE_BREAK_RE2,
-    Words,
-    as_array,
-    duplicate_parts,
-    list_offsets,
-    ngram_repetition,
-    segment_sum,
-    warm_up,
-)
+from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, segment_sum
+from curation.text.repetition import duplicate_parts, ngram_repetition
+from curation.text.splitter import Words
 
 GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
 """Gopher's stop words (appendix A): a document must hold at least two of them."""
 
-class GopherQuality(DocumentFilter):
+class GopherQuality(LanguageFilter):
     """Gopher's quality rules: word count, mean word length, `#` and ellipsis per word, bullet and
     ellipsis lines, words with a letter, stop words.
 
@@ -105,13 +97,10 @@ class GopherQuality(DocumentFilter):
             "with); case-sensitive. For English documents and documents without `lang`; other languages "
             "use their own (`languages: {xx: {stop_words: [...]}}` to change them).")
 
-    def setup(self) -> None:
-        warm_up()
-
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         text = as_array(batch.column("text"))
         words = words_of(batch, text)
-        langs = stage_languages(self, batch)
+        langs = self.languages_of(batch)
         offsets = words.offsets
         n_words = words.counts
         wordlike = 1 - words.feature("symbol")
@@ -139,7 +128,7 @@ class GopherQuality(DocumentFilter):
             "gopher_alpha_words_ratio": _ratio(with_alpha, n_words),
             "gopher_stop_words": self._distinct_stop_words(words, langs),
             **self._bounds(langs),
-            "_fallback": langs.fallback,
+            f"_{FALLBACK_LANGUAGE}": langs.fallback,
         }
 
     def _bounds(self, langs: DocumentLanguages) -> dict[str, np.ndarray]:
@@ -195,10 +184,6 @@ class GopherQuality(DocumentFilter):
             ]
             return first_reason(n, [(test(bound), reason) for bound, test, reason in rules if bound is not None])
 
-    def process(self, batch: pa.Table) -> Processed:
-        scores = self.score(batch)
-        return filter_result(self, batch, scores, *self.keep(scores))
-
 
 ALPHA_WORDS_CAP = 0.6
 """The highest least share of words with a letter a language other than English is held to (Gopher's
@@ -233,7 +218,7 @@ def _last(lists: pa.ListArray) -> pa.Array:
     return lists.flatten().take(pa.array(offsets[1:] - 1))
 
 
-class GopherRepetition(DocumentFilter):
+class GopherRepetition(LanguageFilter):
     """Gopher's repetition rules (Rae et al. 2021, table A1): documents that repeat lines,
     paragraphs or n-grams too much.
 
@@ -289,9 +274,6 @@ class GopherRepetition(DocumentFilter):
                 raise ValueError(msg)
             return value
 
-    def setup(self) -> None:
-        warm_up()
-
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         p = self.params
         text = as_array(batch.column("text"))
@@ -299,7 +281,7 @@ class GopherRepetition(DocumentFilter):
         paragraphs = pc.split_pattern_regex(pc.utf8_trim_whitespace(text), r"\n{2,}")
         n_para, dup_para, dup_para_chars = duplicate_parts(paragraphs)
         n_line, dup_line, dup_line_chars = duplicate_parts(pc.split_pattern_regex(text, r"\n+"))
-        langs = stage_languages(self, batch)
+        langs = self.languages_of(batch)
         top_bounds = _ngram_bounds(p.max_top_ngram_char_frac, langs, lambda s: s.top_n_grams)
         dup_bounds = _ngram_bounds(p.max_dup_ngram_char_frac, langs, lambda s: s.dup_n_grams)
         top, dup = ngram_repetition(words_of(batch, text), list(top_bounds), list(dup_bounds))
@@ -314,7 +296,7 @@ class GopherRepetition(DocumentFilter):
         for n, values in dup.items():
             scores[_column("dup", n, p.max_dup_ngram_char_frac)] = _ratio(values, chars)
         scores["_chars"] = chars
-        scores["_fallback"] = langs.fallback
+        scores[f"_{FALLBACK_LANGUAGE}"] = langs.fallback
         if langs.groups:
             scores["_max_dup_line_frac"] = langs.per_document(p.max_dup_line_frac, lambda s: s.dup_line_frac)
             scores["_top_bounds"] = top_bounds  # type: ignore[assignment]
@@ -335,10 +317,6 @@ class GopherRepetition(DocumentFilter):
             rules += [(s[_column(kind, n, own)] > v, f"{kind}_{n}gram") for n, v in sorted(bounds.items())]
         with np.errstate(invalid="ignore"):
             return first_reason(len(s["_chars"]), rules)
-
-    def process(self, batch: pa.Table) -> Processed:
-        scores = self.score(batch)
-        return filter_result(self, batch, scores, *self.keep(scores))
 
 
 def _ngram_bounds(own: dict[int, float], langs: DocumentLanguages,

@@ -32,7 +32,7 @@ characters loses 2 English pages more; one of 32,000 saves less (~1.8 ms a page)
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -40,8 +40,9 @@ from pydantic import Field, field_validator, model_validator
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
+from curation.extract.html import NOT_HTML, decode_html, html_rows, too_many_attributes
 from curation.stages.base import DocumentFilter, Processed
-from curation.stages.extract import NOT_HTML, ExtractParams, decode_html, html_rows, too_many_attributes
+from curation.stages.extract import ExtractParams
 from curation.stages.langid import bundled_outputs, check_keep, expand_keep, load_model, normalize_label
 
 _EXTRACT = ExtractParams()
@@ -108,10 +109,6 @@ class HtmlLangId(DocumentFilter):
     input_columns: ClassVar[tuple[str, ...]] = ("html", "meta", "text")
     output_columns: ClassVar[dict[str, pa.DataType]] = {"html_lang_score": pa.float32()}
     bypass_reason = NOT_HTML
-
-    def __getstate__(self) -> dict[str, Any]:
-        """The model is not shipped to workers: each loads its own in `setup`."""
-        return {"params": self.params}
 
     def setup(self) -> None:
         self._model, path = load_model(self.params.model, "html_langid")
@@ -195,7 +192,8 @@ class HtmlLangId(DocumentFilter):
         return ~drop, np.where(drop, "lang_not_kept", None)
 
     def process(self, batch: pa.Table) -> Processed:
-        """Dropped pages keep the text they were judged by as `text`, so `rejects/` shows why."""
+        """`score` then `keep`, each drop with its detail; dropped pages keep the text they were judged by as
+        `text`, so `rejects/` shows why."""
         scores, read = self._judge_batch(batch)
         mask, reasons = self.keep({"html_lang_score": scores})
         kept = "/".join(self.params.keep)
@@ -205,6 +203,11 @@ class HtmlLangId(DocumentFilter):
             top, texts[i] = read[i]
             details[i] = f"before extraction: {top} first, {kept} {scores[i]:.3f}"
         table = batch.set_column(batch.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
-        if self.params.keep_scores:
-            table = table.append_column("html_lang_score", pa.array(scores, pa.float32(), mask=np.isnan(scores)))
-        return Processed(table, pa.array(np.where(mask, None, reasons), pa.string()), pa.array(details, pa.string()))
+        return self.judged(table, {"html_lang_score": scores}, mask, reasons, details=pa.array(details, pa.string()))
+
+    def added_columns(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+        """The score with `keep_scores`, null where a page was not judged."""
+        if not self.params.keep_scores:
+            return {}
+        values = scores["html_lang_score"]
+        return {"html_lang_score": pa.array(values, pa.float32(), mask=np.isnan(values))}

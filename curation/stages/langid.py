@@ -72,13 +72,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator, model_validator
 
+from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
 
 
@@ -88,6 +89,10 @@ def _words(text: str) -> list[str]:
 
 
 UNKNOWN = "unknown"
+AUTO = "auto"  # `min_score`: each language's own threshold (`auto_min_score`)
+AUTO_CEILING = 0.65  # the highest `auto` threshold: FineWeb's on lid.176 (see `LangIdParams.min_score`)
+EVERY_LANGUAGE = "*"  # `min_score` map key: the languages the map does not name
+Score = Annotated[float, Field(ge=0.0, le=1.0)]
 
 # Routing constants (see the module docstring). Chosen on the even-numbered benchmark sentences; the
 # figures in comments are even-half macro accuracy over the 67 languages lid.176 knows.
@@ -372,6 +377,12 @@ def bundled_outputs(second_opinion: bool) -> frozenset[str]:
     return frozenset(codes)
 
 
+@cache
+def auto_min_score(lang: str) -> float:
+    """`min_score: auto` for documents labelled `lang`: FineWeb-2's threshold, at most `AUTO_CEILING`."""
+    return min(settings_for(lang)[0].language_score, AUTO_CEILING)
+
+
 class LangIdParams(DocumentFilter.Params):
     keep_scores: bool = Field(
         False,
@@ -384,10 +395,19 @@ class LangIdParams(DocumentFilter.Params):
         "nb and nn, `sh` keeps bs, hr and sr; `unknown` keeps text in scripts the model has no language for). "
         "null keeps every language (datatrove's LanguageFilter: `languages=None`).",
     )
-    min_score: float = Field(
-        0.65, ge=0.0, le=1.0,
-        description="Drop documents whose language score is below this (`low_lang_score`). 0.65 is FineWeb's "
-        "threshold on lid.176 (Penedo et al. 2024); datatrove's default is 0.65 too, CCNet used 0.5.",
+    min_score: Score | Literal["auto"] | dict[str, Score] = Field(
+        AUTO,
+        description="Drop documents whose language score is below this (`low_lang_score`): a number for every "
+        "language (FineWeb: 0.65 on lid.176, Penedo et al. 2024; CCNet used 0.5), `auto` for each language's own, "
+        "or a map of language code (or \"*\", every language not named) -> number, `auto` for the languages it "
+        "does not name. `auto`: FineWeb-2's threshold for the language (`language_score` in curation.lang.settings: "
+        "its median GlotLID confidence less one standard deviation, within 0.3-0.9, Penedo et al. 2025), at most "
+        f"{AUTO_CEILING} (FineWeb's, which English keeps). Why the ceiling: FineWeb-2's values are GlotLID "
+        "confidences, and lid.176 with this stage's second opinion is less sure of languages it knows well "
+        "(Mongolian documents: 38% kept at FineWeb-2's 0.889); where FineWeb-2 found a language's confidence low "
+        "(languages with little training text, close neighbours) lid.176's is low too: Zulu, Xhosa, Shona, Sotho, "
+        "Tswana, Tsonga, Ganda, Maori (no lid.176 label: named by the second opinion) and Somali, Yoruba (few "
+        "training lines) score under 0.65 on every clean document and are kept at their 0.3.",
     )
     model: str | None = Field(
         None,
@@ -421,6 +441,20 @@ class LangIdParams(DocumentFilter.Params):
             msg = f"language codes are ISO 639-1 (two letters) or ISO 639-3 (three), or `unknown`; got {bad}"
             raise ValueError(msg)
         return codes
+
+    @field_validator("min_score")
+    @classmethod
+    def _score_codes(cls, value: float | str | dict[str, float]) -> float | str | dict[str, float]:
+        if not isinstance(value, dict):
+            return value
+        out: dict[str, float] = {}
+        for key, score in value.items():
+            code = str(key).strip().lower()
+            if code != EVERY_LANGUAGE and not _CODE.match(code):
+                msg = f"min_score: language codes are ISO 639-1 (two letters), ISO 639-3 (three) or \"*\"; got {key!r}"
+                raise ValueError(msg)
+            out.update(dict.fromkeys(expand_keep([code]) if code != EVERY_LANGUAGE else [code], score))
+        return out
 
     @model_validator(mode="after")
     def _keep_is_possible(self) -> LangIdParams:
@@ -474,10 +508,6 @@ class LangId(DocumentFilter):
         if self.params.per_paragraph:
             columns["lang_paragraphs"] = self.paragraph_type
         return columns
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Models are not shipped to workers: each worker loads its own in `setup`."""
-        return {"params": self.params}
 
     def setup(self) -> None:
         self._model, path = load_model(self.params.model, "langid")
@@ -715,13 +745,29 @@ class LangId(DocumentFilter):
         lang, score = scores["lang"], scores["lang_score"]
         unknown = lang == UNKNOWN
         not_kept = np.zeros(len(lang), dtype=bool) if self._keep is None else ~np.isin(lang, list(self._keep))
-        low = score < self.params.min_score
+        low = score < self.min_scores(lang)
         if self._keep is not None and UNKNOWN in self._keep:
             low &= ~unknown  # kept on purpose: an unknown label has no score to compare
         return first_reason(len(lang), [(unknown & (not_kept | low), "lang_unknown"), (not_kept, "lang_not_kept"),
                                         (low, "low_lang_score")])
 
+    def min_scores(self, lang: np.ndarray) -> float | np.ndarray:
+        """The least language score of every document, by its label (see `LangIdParams.min_score`)."""
+        value = self.params.min_score
+        if isinstance(value, float | int):
+            return float(value)
+        own = value if isinstance(value, dict) else {}
+
+        def threshold(code: str) -> float:
+            if code in own:
+                return own[code]
+            return own[EVERY_LANGUAGE] if EVERY_LANGUAGE in own else auto_min_score(code)
+
+        codes, index = np.unique(np.asarray(lang, dtype=str), return_inverse=True)
+        return np.array([threshold(c) for c in codes.tolist()], np.float32)[index]
+
     def process(self, batch: pa.Table) -> Processed:
+        """`score` then `keep`, each drop with its detail (the script, or the language and its score)."""
         opinion = self.identify(batch.column("text"))
         scores = self._scores(opinion)
         mask, reasons = self.keep(scores)
@@ -731,12 +777,9 @@ class LangId(DocumentFilter):
                 details[i] = f"script {opinion.script[i]}" if opinion.script[i] else "no letters"
             else:
                 details[i] = f"{opinion.lang[i]} {opinion.score[i]:.2f}"
-        table = batch
-        for column, dtype in self.output_columns.items():
-            if column == "lang_paragraphs":
-                values = self.paragraphs(batch.column("text"))
-            else:
-                values = pa.array(scores[column], type=dtype)
-            table = table.append_column(column, values)
-        return Processed(table, pa.array(np.where(mask, None, reasons), type=pa.string()),
-                         details=pa.array(details, type=pa.string()))
+        return self.judged(batch, scores, mask, reasons, details=pa.array(details, type=pa.string()))
+
+    def added_columns(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+        """`output_columns`: the label whatever `keep_scores` says (later stages read it)."""
+        return {column: self.paragraphs(batch.column("text")) if column == "lang_paragraphs"
+                else pa.array(scores[column], type=dtype) for column, dtype in self.output_columns.items()}

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from curation.lang.words import SPACES, segmenters
 from curation.stages.base import DocumentFilter, Resources, first_reason
-from curation.stages.quality import LANG, words_of
-from curation.text import as_array, segment_sum, whitespace_words
+from curation.stages.languages import LANG, words_of
+from curation.text.columns import as_array, segment_sum, whitespace_words
 
 
 class Length(DocumentFilter):

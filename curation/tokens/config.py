@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Strict(BaseModel):
@@ -18,12 +18,25 @@ class TrainTokenizer(_Strict):
     model_type: Literal["bpe", "unigram"] = Field("bpe", description="sentencepiece model type.")
     sample_bytes: int = Field(
         200 << 20, gt=0, description="About this many bytes of text (documents chosen by a seeded hash) train it.")
-    character_coverage: float = Field(0.9995, gt=0, le=1, description="Share of characters the pieces must cover.")
+    character_coverage: Annotated[float, Field(gt=0, le=1)] | Literal["auto"] = Field(
+        "auto", description="Share of the sample's characters the alphabet covers (the rest are spelt in bytes); "
+        "auto: 0.9995 for a CJK-heavy sample, 1.0 where every character fits in 5% of the vocabulary, else 0.9995, "
+        "lowered where the alphabet would take more than half of the pieces (`curation.tokens.coverage`).")
+    split_digits: bool = Field(True, description="Every digit is a piece of its own (numbers spelt digit by digit).")
     byte_fallback: bool = Field(True, description="Unknown characters become byte pieces, never <unk>.")
     hard_vocab_limit: bool = Field(
         True, description="false: a sample too small for vocab_size gives a smaller vocabulary instead of an error.")
     options: dict[str, Any] = Field(
         default_factory=dict, description="Other sentencepiece trainer options, passed through unchanged.")
+
+    @field_validator("options")
+    @classmethod
+    def _not_a_key(cls, value: dict[str, Any]) -> dict[str, Any]:
+        keys = sorted(set(value) & set(cls.model_fields))
+        if keys:
+            msg = f"set {', '.join(keys)} as key(s) of `train`, not in `options`"
+            raise ValueError(msg)
+        return value
 
 
 class TokenizerConfig(_Strict):

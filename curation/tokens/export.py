@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from curation import io
 from curation.tokens.megatron import MegatronWriter
-from curation.tokens.shards import read_rows
+from curation.tokens.output_shards import read_rows
 
 PACKED = "_work/packed"
 

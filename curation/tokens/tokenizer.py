@@ -13,6 +13,11 @@ Design choices, and why:
   only where sentencepiece cannot represent it (e.g. a leading space eaten by the dummy prefix).
 * `byte_fallback=True` by default: characters outside the vocabulary become byte pieces instead of
   `<unk>`, so no text is lost (essential for a round trip and for code and rare scripts).
+* `character_coverage="auto"` chooses the coverage from the script mix of the sample
+  (`curation.tokens.coverage`: 0.9995 for CJK-heavy samples). A recipe's `tokenizer.train` defaults to
+  it, and to `split_digits` (every digit its own piece, so numbers are spelt the same way in every
+  language and context, as LLaMA and PaLM do); this function keeps sentencepiece's behaviour for what
+  it is not told.
 * Determinism: sentencepiece's global random generator is seeded before training and training runs
   on one thread by default, so the same input and seed give a byte-identical `.model` (checked by
   `model_hash`). More threads are faster but are not promised to be reproducible. The model is
@@ -36,8 +41,10 @@ import sentencepiece as spm
 
 from curation import io as curation_io
 from curation.mixture import VALIDATION_SALT, unit_hash
+from curation.tokens.coverage import choose_coverage
 
 ModelType = Literal["bpe", "unigram"]
+AUTO = "auto"
 
 
 def train_tokenizer(
@@ -48,7 +55,7 @@ def train_tokenizer(
     seed: int = 0,
     byte_fallback: bool = True,
     *,
-    character_coverage: float = 0.9995,
+    character_coverage: float | Literal["auto"] = 0.9995,
     normalization_rule_name: str = "identity",
     max_sentence_length: int = 1 << 16,
     input_sentence_size: int = 0,
@@ -63,10 +70,15 @@ def train_tokenizer(
     silently. `input_sentence_size=0` uses every text; a positive value lets sentencepiece sample
     that many with the seeded generator. `extra` passes any other trainer option through unchanged.
     Special ids keep sentencepiece's defaults (unk=0, bos=1, eos=2, no pad unless `pad_id` >= 0).
+    `character_coverage="auto"` holds `texts` in memory to read them twice (`train_from_documents`
+    reads its files twice instead).
     """
     if model_type not in ("bpe", "unigram"):
         msg = f"model_type must be 'bpe' or 'unigram', not {model_type!r}"
         raise ValueError(msg)
+    if character_coverage == AUTO:
+        texts = list(texts)
+        character_coverage = choose_coverage(texts, vocab_size).character_coverage
     out_prefix = Path(out_prefix)
     out_prefix.parent.mkdir(parents=True, exist_ok=True)
     model = out_prefix.with_name(out_prefix.name + ".model")
@@ -148,18 +160,25 @@ def sample_texts(files: Sequence[str], sample_bytes: int, seed: int, validation:
 
 
 def train_from_documents(files: Sequence[str], seed: int, validation: float, *, vocab_size: int,
-                         model_type: ModelType, sample_bytes: int, character_coverage: float,
-                         byte_fallback: bool, hard_vocab_limit: bool, options: dict[str, Any]) -> bytes:
-    """Train on a seeded sample of curated documents; return the `.model` bytes."""
+                         model_type: ModelType, sample_bytes: int, character_coverage: float | Literal["auto"],
+                         split_digits: bool, byte_fallback: bool, hard_vocab_limit: bool,
+                         options: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+    """Train on a seeded sample of curated documents; return the `.model` bytes and how its character
+    coverage was chosen (`Coverage.as_dict`; with a number from the recipe, only that number)."""
+    coverage: dict[str, Any] = {"character_coverage": character_coverage, "rule": "set by the recipe"}
+    if character_coverage == AUTO:  # a first pass over the same seeded sample: its characters
+        coverage = choose_coverage(sample_texts(files, sample_bytes, seed, validation), vocab_size).as_dict()
     texts = sample_texts(files, sample_bytes, seed, validation)
     with tempfile.TemporaryDirectory() as tmp:
         try:
             model = train_tokenizer(texts, Path(tmp) / "tokenizer", vocab_size, model_type, seed, byte_fallback,
-                                    character_coverage=character_coverage, hard_vocab_limit=hard_vocab_limit,
-                                    **options)
+                                    character_coverage=coverage["character_coverage"], split_digits=split_digits,
+                                    hard_vocab_limit=hard_vocab_limit, **options)
         except RuntimeError as exc:
             msg = f"tokenizer.train: sentencepiece failed on the sample: {exc}"
             if "Vocabulary size too high" in str(exc):
                 msg += " (lower `vocab_size`, raise `sample_bytes`, or set `hard_vocab_limit: false`)"
+            elif "smaller than required_chars" in str(exc):
+                msg += " (raise `vocab_size`, or lower `character_coverage`: the sample has too many characters)"
             raise ValueError(msg) from None
-        return model.read_bytes()
+        return model.read_bytes(), coverage

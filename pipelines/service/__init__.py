@@ -1,6 +1,7 @@
 """The status service: read-only REST over job folders, a live dashboard page and Prometheus metrics.
 
-`curate serve --jobs DIR [--host --port]`, or `curate run RECIPE --serve [HOST:]PORT` beside a job.
+`curate serve --jobs DIR [--ablations DIR] [--host --port]`, or `curate run RECIPE --serve [HOST:]PORT` beside a
+job. Ablation folders (`curate ablate`'s) are read the same way (`ablations.ServedAblation`).
 Every answer is read from the job folders directly inside DIR (`curation.progress.JobFolder`), so a
 restarted service, or one started after the job, shows the same numbers. Imports neither Ray nor
 the pipelines that run jobs (the Ray Jobs client only when a POST or DELETE needs it). Only regular
@@ -23,6 +24,9 @@ as absent.
     GET /api/jobs/{job}/train                    loss curve points and spikes, ?since_step=&max_points=
     GET /api/jobs/{job}/manifest                 manifest.json of a packed job (404 until written)
     GET /api/jobs/{job}/stats                    stats.json (404 until the job ends)
+    GET /ablations                               the ablations page: curves by tokens seen, table, mixture search
+    GET /api/ablations                           every ablation under `--ablations DIR` (default ./ablations)
+    GET /api/ablations/{name}                    its state, result table, curves, mixture search, overlap
     POST /api/jobs                               submit a recipe (YAML body) to a Ray cluster   (bearer token)
     DELETE /api/jobs/{ray job id}                stop a submitted job                           (bearer token)
 

@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from pipelines.service import control, metrics, routes
+from pipelines.service import ablations, control, metrics, routes
 from pipelines.service.jobs import Jobs, NotCached, cached_only
 
 STATIC = Path(__file__).with_name("static")
@@ -64,9 +64,11 @@ class StatusApp(FastAPI):
             return await run_in_threadpool(routes.hot_answer, self.state.jobs, path, query)
 
 
-def create_app(jobs_dir: str | Path, *, ttl: float = 0.5, job_control: control.Control | None = None) -> FastAPI:
+def create_app(jobs_dir: str | Path, *, ttl: float = 0.5, job_control: control.Control | None = None,
+               ablations_dir: str | Path | None = None) -> FastAPI:
     """The service over every job folder directly inside `jobs_dir`; answers are at most `ttl` s old.
-    With `job_control`, `POST /api/jobs` and `DELETE /api/jobs/{id}` submit and stop jobs (bearer token)."""
+    With `job_control`, `POST /api/jobs` and `DELETE /api/jobs/{id}` submit and stop jobs (bearer token);
+    with `ablations_dir`, `/api/ablations` and the `/ablations` page show the ablations inside it."""
     app = StatusApp(
         title="curation status",
         version="1",
@@ -78,9 +80,11 @@ def create_app(jobs_dir: str | Path, *, ttl: float = 0.5, job_control: control.C
     )
     app.state.jobs = Jobs(jobs_dir, ttl=ttl)
     app.state.control = job_control
+    app.state.ablations = ablations.Ablations(ablations_dir, ttl=ttl) if ablations_dir is not None else None
     registry = metrics.registry(app.state.jobs)
     app.include_router(routes.router)
     app.include_router(control.router)
+    app.include_router(ablations.router)
 
     @app.get("/healthz", response_model=None, summary="Liveness: the service answers and can read its jobs folder",
              responses={200: {"content": {"application/json": {"example": {"status": "ok", "jobs_dir": "/jobs",
@@ -95,6 +99,10 @@ def create_app(jobs_dir: str | Path, *, ttl: float = 0.5, job_control: control.C
     @app.get("/", response_model=None, include_in_schema=False)
     async def dashboard() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/ablations", response_model=None, include_in_schema=False)
+    async def ablations_page() -> FileResponse:
+        return FileResponse(STATIC / "ablations.html", headers={"Cache-Control": "no-cache"})
 
     @app.get("/static/vendor/plotly.min.js", response_model=None, include_in_schema=False)
     async def plotly() -> FileResponse:

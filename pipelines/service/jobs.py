@@ -66,6 +66,19 @@ def _within(real: str, folder: str) -> bool:
     return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def holds(root: Path, real_root: str, path: str | Path, *, folder: bool = False) -> bool:
+    """Whether `path` (relative to `root`, or a path under it) is a regular file, or with `folder` a folder,
+    whose real path lies inside `real_root` (the real path of `root`, taken once)."""
+    real = os.path.realpath(root / path)
+    if not _within(real, real_root):
+        return False
+    try:
+        mode = Path(real).stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
+
+
 class _HeldLines:
     """A JSON-lines reader of the job folder that reads only while its file is held (`ServedJob.holds`)."""
 
@@ -95,14 +108,7 @@ class ServedJob(JobFolder):
     def holds(self, path: str | Path, *, folder: bool = False) -> bool:
         """Whether `path` (relative to the job folder, or a path under it) is a regular file, or with `folder`
         a folder, whose real path lies inside the job's folder."""
-        real = os.path.realpath(self.path / path)
-        if not _within(real, self.real):
-            return False
-        try:
-            mode = Path(real).stat().st_mode
-        except OSError:
-            return False
-        return stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
+        return holds(self.path, self.real, path, folder=folder)
 
     def folder_held(self, relative: str) -> bool:
         """Whether a folder of the job is absent, or held with every entry held: it can be read whole."""
@@ -142,53 +148,17 @@ class ServedJob(JobFolder):
         return status
 
 
-class Jobs:
-    def __init__(self, root: str | Path, *, ttl: float = 0.5, clock: Callable[[], float] = time.monotonic) -> None:
-        self.root = Path(root).resolve()
+class AnswerCache:
+    """Answers by key, each reused for `ttl` seconds (see `cached`)."""
+
+    def __init__(self, *, ttl: float = 0.5, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl = ttl
         self.clock = clock  # tests step a clock of their own through the ttl
-        # Each job's reader, with when its folder was last seen to exist: checked again at most every `ttl`
-        # seconds, not on every poll (two stats and path building were a tenth of a cached poll's CPU).
-        self.folders: dict[str, tuple[float, ServedJob]] = {}
         self.answers: OrderedDict[tuple[Any, ...], tuple[float, Any]] = OrderedDict()
         self.lock = threading.Lock()
         # A lock per answer being computed, with how many threads hold or wait for it. Answers computing
         # other answers (the job list, its ids) always nest the same way, so these never deadlock.
         self.computing: dict[tuple[Any, ...], tuple[threading.Lock, list[int]]] = {}
-
-    def ids(self) -> list[str]:
-        return self.cached(("ids",), lambda: [p.name for p in list_jobs(self.root) if self._inside(p)])
-
-    def _inside(self, path: Path) -> bool:
-        try:
-            return path.resolve().parent == self.root
-        except OSError:
-            return False
-
-    def get(self, job_id: str) -> ServedJob | None:
-        """The job's folder reader, or None when no such job is inside the jobs folder (as of at most `ttl` ago)."""
-        now = self.clock()
-        hit = self.folders.get(job_id)
-        if hit is not None:
-            seen, folder = hit
-            if now - seen < self.ttl:
-                return folder
-            _needs_disk()
-            if folder.exists():
-                self.folders[job_id] = (now, folder)
-                return folder
-        _needs_disk()
-        path = self.root / job_id
-        if "/" in job_id or job_id in (".", "..") or not self._inside(path) or not path.is_dir():
-            return None
-        folder = ServedJob(path)
-        if not folder.exists():
-            return None
-        with self.lock:  # one reader per job, whichever request made it first
-            kept = self.folders.get(job_id)
-            folder = folder if kept is None else kept[1]
-            self.folders[job_id] = (now, folder)
-            return folder
 
     def cached(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
         """`compute()`, reused for `ttl` seconds per key (a bounded number of keys); computed by one thread
@@ -224,3 +194,46 @@ class Jobs:
         with self.lock:
             hit = self.answers.get(key)
         return hit if hit is not None and asked - hit[0] < self.ttl else None
+
+
+class Jobs(AnswerCache):
+    def __init__(self, root: str | Path, *, ttl: float = 0.5, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(ttl=ttl, clock=clock)
+        self.root = Path(root).resolve()
+        # Each job's reader, with when its folder was last seen to exist: checked again at most every `ttl`
+        # seconds, not on every poll (two stats and path building were a tenth of a cached poll's CPU).
+        self.folders: dict[str, tuple[float, ServedJob]] = {}
+
+    def ids(self) -> list[str]:
+        return self.cached(("ids",), lambda: [p.name for p in list_jobs(self.root) if self._inside(p)])
+
+    def _inside(self, path: Path) -> bool:
+        try:
+            return path.resolve().parent == self.root
+        except OSError:
+            return False
+
+    def get(self, job_id: str) -> ServedJob | None:
+        """The job's folder reader, or None when no such job is inside the jobs folder (as of at most `ttl` ago)."""
+        now = self.clock()
+        hit = self.folders.get(job_id)
+        if hit is not None:
+            seen, folder = hit
+            if now - seen < self.ttl:
+                return folder
+            _needs_disk()
+            if folder.exists():
+                self.folders[job_id] = (now, folder)
+                return folder
+        _needs_disk()
+        path = self.root / job_id
+        if "/" in job_id or job_id in (".", "..") or not self._inside(path) or not path.is_dir():
+            return None
+        folder = ServedJob(path)
+        if not folder.exists():
+            return None
+        with self.lock:  # one reader per job, whichever request made it first
+            kept = self.folders.get(job_id)
+            folder = folder if kept is None else kept[1]
+            self.folders[job_id] = (now, folder)
+            return folder

@@ -108,3 +108,43 @@ class TrainCurve(BaseModel):
     spikes: list[dict[str, Any]] = Field(..., description="spikes.jsonl entries (step, loss, reason, documents), "
                                          "else the flagged metrics lines.")
     last: dict[str, Any] | None
+
+
+class AblationStatus(BaseModel):
+    name: str = Field(..., description="The ablation's name: its results folder inside the ablations folder.")
+    state: str = Field(..., description="pending, running, done, failed, or interrupted (its process is gone).")
+    error: str | None = None
+    phase: str = Field(..., description="The latest event: ablation_started, curation_done, training_started, "
+                       "verification_started (mixture search), ablation_done...")
+    started: float | None = None
+    updated: float | None = None
+    baseline: str | None = None
+    variants: list[str]
+    seeds: list[int] | None = None
+    runs: Counts = Field(..., description="Training runs (variant x seed) finished, of those started.")
+    has: dict[str, bool] = Field(..., description="results: the table and curves are written; mixture_search.")
+
+
+class AblationList(BaseModel):
+    ablations_dir: str | None = Field(..., description="The served ablations folder (none: `--ablations` not given).")
+    ablations: list[AblationStatus]
+
+
+class CurveSeries(BaseModel):
+    variant: str
+    seed: int
+    set: str
+    metric: str = Field(..., description="loss, bits_per_byte, accuracy or accuracy_norm.")
+    steps: list[int]
+    tokens: list[int] = Field(..., description="Tokens seen at each evaluated checkpoint.")
+    values: list[float]
+
+
+class AblationDetail(AblationStatus):
+    about: dict[str, Any] | None = Field(None, description="results.json less its table: budget, seeds, reuse.")
+    table: list[dict[str, Any]] = Field(..., description="Per variant, set and metric: mean and spread over seeds, "
+                                        "difference from the baseline, whether it exceeds the seed spread.")
+    curves: list[CurveSeries]
+    overlap: dict[str, Any] | None = None
+    mixture_search: dict[str, Any] | None = Field(None, description="mixture_search.json: proxies, fit, "
+                                                  "proposal, verification.")

@@ -13,24 +13,25 @@ from pipelines.service.control import Control
 
 
 def _config(jobs_dir: str | Path, host: str, port: int, log_level: str,
-            job_control: Control | None = None) -> uvicorn.Config:
+            job_control: Control | None = None, ablations_dir: str | Path | None = None) -> uvicorn.Config:
     # A deep backlog: hundreds of dashboards may connect at once.
-    return uvicorn.Config(create_app(jobs_dir, job_control=job_control), host=host, port=port, log_level=log_level,
-                          access_log=False, backlog=4096, timeout_keep_alive=30)
+    return uvicorn.Config(create_app(jobs_dir, job_control=job_control, ablations_dir=ablations_dir), host=host,
+                          port=port, log_level=log_level, access_log=False, backlog=4096, timeout_keep_alive=30)
 
 
 def serve(jobs_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
-          job_control: Control | None = None) -> None:
+          job_control: Control | None = None, ablations_dir: str | Path | None = None) -> None:
     """Serve until interrupted."""
-    uvicorn.Server(_config(jobs_dir, host, port, log_level, job_control)).run()
+    uvicorn.Server(_config(jobs_dir, host, port, log_level, job_control, ablations_dir)).run()
 
 
 class Background:
     """The service on a daemon thread of this process (uvicorn leaves signals to the main thread there)."""
 
     def __init__(self, jobs_dir: str | Path, host: str = "127.0.0.1", port: int = 8000,
-                 log_level: str = "warning", job_control: Control | None = None) -> None:
-        self.server = uvicorn.Server(_config(jobs_dir, host, port, log_level, job_control))
+                 log_level: str = "warning", job_control: Control | None = None,
+                 ablations_dir: str | Path | None = None) -> None:
+        self.server = uvicorn.Server(_config(jobs_dir, host, port, log_level, job_control, ablations_dir))
         self.thread = threading.Thread(target=self.server.run, name="curation-service", daemon=True)
         self.url = f"http://{host}:{port}"
 

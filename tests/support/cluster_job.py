@@ -20,7 +20,7 @@ import ray
 from ray.cluster_utils import Cluster
 
 from curation.recipe import load_recipe
-from pipelines import plan
+from curation.stages.build import build_stages
 from pipelines.run import run
 from tests.support.stages import NodeRecorder
 
@@ -45,7 +45,7 @@ def main(recipe_path: str, out: str) -> dict:
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, logging_level="WARNING")
     recipe = load_recipe(recipe_path)
-    stages = [*plan.recipe_stages(recipe), ("where", NodeRecorder())]
+    stages = [*build_stages(recipe), ("where", NodeRecorder())]
     report: dict = {"nodes": len(ray.nodes())}
     try:
         started = time.time()

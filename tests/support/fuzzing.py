@@ -635,7 +635,7 @@ def run_job(cases: list[Case], folder: Path) -> list[str]:
     globs = {case.format: write_case(case, folder / case.format) for case in cases}
     try:
         recipe = parse_recipe(job_recipe(globs, folder / "jobs"), check_paths=False)
-        result = run(recipe, output=str(folder / "jobs"), quiet=True, executor="local")
+        result = run(recipe, output=str(folder / "jobs"), quiet=True, kind="local")
         return job_problems(Path(result.job_dir))
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):

@@ -1,0 +1,406 @@
+"""Train a fastText document classifier (quality, toxicity, topic) and calibrate it, without Ray.
+
+The `classifier` stage (`curation.stages.classifier.FastTextClassifier`) scores documents with a
+model written here; both preprocess texts with its `preprocess`, and the sidecar JSON written next
+to the model (the stage module's `sidecar_path`) records what the stage needs to score as trained.
+The training texts come from JSONL files (`read_jsonl_texts`) or from what a recipe keeps
+(`recipe_texts`, which runs its document stages as a job would).
+
+Defaults follow DCLM's quality classifier (Li et al. 2024, "DataComp-LM", `baselines/
+train_fasttext_classifier.py` and its README): fastText's own defaults (lr 0.1, dim 100, ws 5,
+epoch 5, minCount 1) with word bigrams (`wordNgrams 2`), labels `__label__hq` / `__label__cc`.
+Unlike DCLM we train on one thread with a fixed seed by default, so that a rerun on the same data
+gives the same model (fastText's Hogwild training is not deterministic on several threads).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curation import io, schema
+from curation.apply import run_shard
+from curation.readers import JsonlReader
+from curation.recipe import load_recipe
+from curation.shards import list_shards
+from curation.stages.build import build_stages, set_up
+from curation.stages.classifier import (
+    SIDECAR_FORMAT,
+    label_name,
+    positive_scores,
+    preprocess,
+    sidecar_path,
+    threshold_for_fraction,
+)
+
+QUANTILE_LEVELS = 1001  # score quantiles at every 0.1 %: enough to set a top-10 % or top-1.5 % threshold
+
+
+# ---------------------------------------------------------------------------------------- metrics
+
+
+def binary_metrics(scores: np.ndarray, truth: np.ndarray, threshold: float = 0.5) -> dict[str, float]:
+    """Precision, recall, F1, accuracy of `score >= threshold` for the positive class, plus ROC AUC."""
+    truth = truth.astype(bool)
+    predicted = scores >= threshold
+    tp = int(np.sum(predicted & truth))
+    fp = int(np.sum(predicted & ~truth))
+    fn = int(np.sum(~predicted & truth))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    best_f1, best_threshold = _best_f1(scores, truth)
+    return {
+        "threshold": threshold,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "accuracy": float(np.mean(predicted == truth)) if len(truth) else 0.0,
+        "auc": roc_auc(scores, truth),
+        "best_f1": best_f1,
+        "best_f1_threshold": best_threshold,
+        "true_positives": tp,
+        "false_positives": fp,
+        "false_negatives": fn,
+        "n": len(truth),
+    }
+
+
+def roc_auc(scores: np.ndarray, truth: np.ndarray) -> float:
+    """ROC AUC as the Mann-Whitney U statistic (ties count half); NaN with one class only."""
+    truth = truth.astype(bool)
+    n_pos, n_neg = int(truth.sum()), int((~truth).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    average_rank = ends - (counts - 1) / 2.0  # 1-based mean rank of each distinct score
+    ranks = average_rank[inverse]
+    return float((ranks[truth].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _best_f1(scores: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    if not truth.any():
+        return 0.0, 1.0
+    order = np.argsort(-scores, kind="stable")
+    sorted_scores, sorted_truth = scores[order], truth[order]
+    tp = np.cumsum(sorted_truth)
+    kept = np.arange(1, len(scores) + 1)
+    last = np.r_[sorted_scores[1:] != sorted_scores[:-1], True]  # cut only between distinct scores
+    f1 = 2 * tp / (kept + truth.sum())
+    f1 = np.where(last, f1, -1.0)
+    i = int(np.argmax(f1))
+    return float(f1[i]), float(sorted_scores[i])
+
+
+# --------------------------------------------------------------------------------------- training
+
+
+@dataclass
+class Hyperparameters:
+    """fastText `train_supervised` options; defaults are DCLM's (fastText defaults + wordNgrams 2)."""
+
+    lr: float = 0.1
+    dim: int = 100
+    ws: int = 5
+    epoch: int = 5
+    minCount: int = 1  # fastText's own spelling, so the sidecar reads like its docs
+    wordNgrams: int = 2
+    loss: str = "softmax"
+    bucket: int | None = None  # None: min(2M, 2 x training tokens), see `auto_bucket`
+    thread: int = 1  # one thread: the same data and seed give the same model
+
+    def as_kwargs(self, seed: int) -> dict[str, Any]:
+        return {**asdict(self), "seed": seed, "verbose": 0}
+
+
+def auto_bucket(tokens: int) -> int:
+    """Hash buckets for word n-grams: fastText's 2M, or twice the training tokens if that is less.
+
+    A text of N tokens has fewer than N distinct bigrams, so 2N buckets hold every n-gram of the
+    training set with few collisions, while the model (buckets x dim floats: 800 MB at 2M x 100, the
+    size of DCLM's classifier) stays proportionate to its data.
+    """
+    return int(min(2_000_000, max(10_000, 2 * tokens)))
+
+
+@dataclass
+class Corpus:
+    """Labelled texts of one class and where they came from."""
+
+    texts: list[str]
+    sources: list[str] = field(default_factory=list)
+    skipped: int = 0  # records without usable text
+
+
+def read_jsonl_texts(paths: Iterable[str], text_field: str = "text", limit: int | None = None) -> Corpus:
+    """Texts of JSONL files (plain or compressed, local or URI); bad lines and empty texts are skipped."""
+    reader = JsonlReader(text_field=text_field)
+    corpus = Corpus([])
+    for pattern in paths:
+        uris = io.expand(pattern)
+        if not uris:
+            msg = f"no file matches {pattern!r}"
+            raise FileNotFoundError(msg)
+        for uri in uris:
+            corpus.sources.append(uri)
+            for record in reader.records(uri):
+                if record.reason is not None or not (record.text or "").strip():
+                    corpus.skipped += 1
+                    continue
+                corpus.texts.append(record.text)  # type: ignore[arg-type]
+                if limit is not None and len(corpus.texts) >= limit:
+                    return corpus
+    return corpus
+
+
+def recipe_texts(recipe_path: str, limit: int | None = None) -> Corpus:
+    """The documents a recipe keeps: its sources read and passed through its document stages as a job's shard
+    tasks run them (`curation.apply.run_shard`), in this process.
+
+    Lets a user say "positives are what this recipe produces" (e.g. Wikipedia-like sources through
+    extract and normalize) without writing them out first. Only document stages apply: corpus stages
+    (deduplication) need the whole corpus and are skipped. `limit` stops after that many documents.
+    """
+    recipe = load_recipe(recipe_path)
+    stages = set_up(build_stages(recipe))
+    sources = {s.name: s for s in recipe.sources}
+    corpus = Corpus([])
+    for shard in list_shards(recipe):
+        corpus.sources.append(shard.uri)
+        for batch in run_shard(shard, sources[shard.source], stages, batch_rows=256, rejects_sample=0.0):
+            kept = pc.and_(pc.is_null(batch.column(schema.REASON)), pc.is_valid(batch.column("text")))
+            dropped = batch.num_rows - pc.sum(pc.cast(kept, pa.int64())).as_py()
+            ends = pc.sum(pc.cast(pc.equal(batch.column(schema.REASON), schema.END_OF_SHARD), pa.int64())).as_py()
+            corpus.skipped += dropped - (ends or 0)
+            for text in batch.filter(kept).column("text").to_pylist():
+                if text.strip():
+                    corpus.texts.append(text)
+                    if limit is not None and len(corpus.texts) >= limit:
+                        return corpus
+    return corpus
+
+
+def _split(n: int, holdout: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    order = rng.permutation(n)
+    n_held = round(n * holdout)
+    if holdout > 0 and n >= 2:
+        n_held = min(max(n_held, 1), n - 1)  # each class keeps at least one example on each side
+    return order[n_held:], order[:n_held]
+
+
+_TRAIN = """
+import json, sys
+import fasttext
+model = fasttext.train_supervised(input=sys.argv[1], **json.loads(sys.argv[3]))
+model.save_model(sys.argv[2])
+"""
+
+
+def _train_in_fresh_process(train_file: Path, model_file: Path, kwargs: dict[str, Any]) -> None:
+    """`fasttext.train_supervised` in a new Python process.
+
+    Seen with fasttext-numpy2-wheel 0.9.2: a second `train_supervised` call in the same process, on
+    the same file with the same seed and one thread, gives a different model, and now and then
+    fails with "Encountered NaN" - it reads memory that an earlier model freed. The first call of a
+    fresh process gives the same model every time, so each training gets a fresh process.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", _TRAIN, str(train_file), str(model_file), json.dumps(kwargs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        msg = f"fastText training failed: {done.stderr.strip()[-2000:]}"
+        raise RuntimeError(msg)
+
+
+def _quantiles(scores: np.ndarray) -> list[float] | None:
+    if len(scores) == 0:
+        return None
+    values = np.quantile(scores, np.linspace(0.0, 1.0, QUANTILE_LEVELS))
+    return [round(float(v), 6) for v in values]
+
+
+def train_classifier(
+    positives: Corpus,
+    negatives: Corpus,
+    output: str,
+    *,
+    label: str = "hq",
+    negative_label: str = "cc",
+    seed: int = 42,
+    holdout: float = 0.1,
+    lowercase: bool = True,
+    balance: bool = False,
+    calibration: Corpus | None = None,
+    hyperparameters: Hyperparameters | None = None,
+) -> dict[str, Any]:
+    """Train, evaluate on a seeded stratified held-out split, save the model and its sidecar; return the sidecar.
+
+    Exact duplicates (after preprocessing) are removed within each class, and a text found in both
+    classes is removed from both, so that held-out metrics are not inflated by copies of training
+    lines nor blurred by contradictory labels. With `balance`, the larger class is down-sampled in
+    the training part only (DCLM trains on balanced classes). `calibration`: unlabelled documents
+    like the pool the classifier will filter; their score quantiles make `top_fraction` exact for
+    that pool (held-out quantiles are stored always, and are the fallback).
+    """
+    import fasttext
+
+    if not 0.0 <= holdout < 1.0:
+        msg = f"holdout must be in [0, 1), got {holdout}"
+        raise ValueError(msg)
+    hp = hyperparameters or Hyperparameters()
+    pos_label, neg_label = label_name(label), label_name(negative_label)
+    if pos_label == neg_label:
+        msg = f"the positive and negative labels are the same ({pos_label})"
+        raise ValueError(msg)
+    pos_lines = preprocess(positives.texts, lowercase=lowercase)
+    neg_lines = preprocess(negatives.texts, lowercase=lowercase)
+    pos_unique, neg_unique = dict.fromkeys(t for t in pos_lines if t), dict.fromkeys(t for t in neg_lines if t)
+    both = pos_unique.keys() & neg_unique.keys()
+    pos_final = [t for t in pos_unique if t not in both]
+    neg_final = [t for t in neg_unique if t not in both]
+    if len(pos_final) < 2 or len(neg_final) < 2:
+        msg = f"too few distinct examples to train: {len(pos_final)} positive, {len(neg_final)} negative (need 2 each)"
+        raise ValueError(msg)
+
+    rng = np.random.default_rng(seed)
+    pos_train, pos_held = _split(len(pos_final), holdout, rng)
+    neg_train, neg_held = _split(len(neg_final), holdout, rng)
+    downsampled = 0
+    if balance:
+        n = min(len(pos_train), len(neg_train))
+        downsampled = len(pos_train) + len(neg_train) - 2 * n
+        pos_train, neg_train = rng.permutation(pos_train)[:n], rng.permutation(neg_train)[:n]
+    train = [(pos_label, pos_final[i]) for i in pos_train] + [(neg_label, neg_final[i]) for i in neg_train]
+    train = [train[i] for i in rng.permutation(len(train))]  # fastText's SGD sees the classes mixed
+
+    if hp.bucket is None:
+        tokens = sum(len(text.split(" ")) for _, text in train)
+        hp = replace(hp, bucket=auto_bucket(tokens))
+    out_path = Path(output)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp_model = out_path.with_name(out_path.name + ".tmp")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="curation-ft-") as tmp:
+        train_file = Path(tmp) / "train.txt"
+        with train_file.open("w", encoding="utf-8") as f:
+            for lab, text in train:
+                f.write(f"{lab} {text}\n")
+        _train_in_fresh_process(train_file, tmp_model, hp.as_kwargs(seed))
+    train_seconds = time.perf_counter() - started
+    model = fasttext.load_model(str(tmp_model))
+
+    held_lines = [pos_final[i] for i in pos_held] + [neg_final[i] for i in neg_held]
+    held_truth = np.r_[np.ones(len(pos_held), bool), np.zeros(len(neg_held), bool)]
+    held_scores = positive_scores(model, held_lines, pos_label)
+    metrics = binary_metrics(held_scores, held_truth) if len(held_lines) else None
+    quantiles: dict[str, list[float] | None] = {
+        "heldout": _quantiles(held_scores),
+        "heldout_positive": _quantiles(held_scores[held_truth]),
+        "heldout_negative": _quantiles(held_scores[~held_truth]),
+    }
+    calibration_docs = 0
+    if calibration is not None and calibration.texts:
+        lines = [t for t in preprocess(calibration.texts, lowercase=lowercase) if t]
+        calibration_docs = len(lines)
+        quantiles["pool"] = _quantiles(positive_scores(model, lines, pos_label))
+    quantiles = {k: v for k, v in quantiles.items() if v is not None}
+
+    tmp_model.replace(out_path)
+    sidecar = {
+        "format": SIDECAR_FORMAT,
+        "model": out_path.name,
+        "model_bytes": out_path.stat().st_size,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "labels": list(model.labels),
+        "positive_label": pos_label,
+        "negative_label": neg_label,
+        "preprocess": {"lowercase": lowercase, "whitespace": "collapsed to one space (newlines included)"},
+        "hyperparameters": asdict(hp),
+        "seed": seed,
+        "holdout": holdout,
+        "balance": balance,
+        "data": {
+            "positive": {
+                "sources": positives.sources,
+                "docs": len(positives.texts),
+                "skipped": positives.skipped,
+                "distinct": len(pos_unique),
+                "train": len(pos_train),
+                "heldout": len(pos_held),
+            },
+            "negative": {
+                "sources": negatives.sources,
+                "docs": len(negatives.texts),
+                "skipped": negatives.skipped,
+                "distinct": len(neg_unique),
+                "train": len(neg_train),
+                "heldout": len(neg_held),
+            },
+            "in_both_classes_removed": len(both),
+            "downsampled": downsampled,
+            "calibration_docs": calibration_docs,
+        },
+        "train_seconds": round(train_seconds, 3),
+        "vocabulary": len(model.words),
+        "heldout_metrics": metrics,
+        "quantile_levels": QUANTILE_LEVELS,
+        "quantiles": quantiles,
+    }
+    sidecar_file = Path(sidecar_path(str(out_path)))
+    tmp_sidecar = sidecar_file.with_name(sidecar_file.name + ".tmp")
+    tmp_sidecar.write_text(json.dumps(sidecar, indent=1) + "\n", encoding="utf-8")
+    tmp_sidecar.replace(sidecar_file)
+    return sidecar
+
+
+def format_report(sidecar: dict[str, Any], output: str) -> str:
+    """A readable summary of a training run (what `curate train-classifier` prints)."""
+    data, hp, m = sidecar["data"], sidecar["hyperparameters"], sidecar["heldout_metrics"]
+    pos, neg = data["positive"], data["negative"]
+    lines = []
+    for name, part in (("positives", pos), ("negatives", neg)):
+        skipped = f", {part['skipped']:,} records skipped" if part["skipped"] else ""
+        lines.append(
+            f"{name}  {part['docs']:>8,} docs from {len(part['sources'])} file(s), {part['distinct']:,} distinct"
+            + skipped
+        )
+    if data["in_both_classes_removed"]:
+        lines.append(f"removed {data['in_both_classes_removed']:,} texts found in both classes")
+    lines += [
+        f"split      seed {sidecar['seed']}, holdout {sidecar['holdout']:.0%}: train {pos['train']:,} pos / "
+        f"{neg['train']:,} neg, held out {pos['heldout']:,} pos / {neg['heldout']:,} neg"
+        + (f" (balanced: {data['downsampled']:,} dropped from training)" if sidecar["balance"] else ""),
+        "fastText   "
+        + " ".join(f"{k} {v}" for k, v in hp.items())
+        + f"; lowercase {sidecar['preprocess']['lowercase']}",
+        f"trained    in {sidecar['train_seconds']:.1f} s, vocabulary {sidecar['vocabulary']:,} words",
+    ]
+    if m:
+        lines += [
+            f"held-out   positive label {sidecar['positive_label']} at score >= {m['threshold']}:",
+            f"           precision {m['precision']:.3f}  recall {m['recall']:.3f}  F1 {m['f1']:.3f}  "
+            f"accuracy {m['accuracy']:.3f}  AUC {m['auc']:.3f}",
+            f"           best F1 {m['best_f1']:.3f} at score >= {m['best_f1_threshold']:.3f}",
+        ]
+    else:
+        lines.append("held-out   none (holdout 0): no metrics, no held-out quantiles")
+    for name, values in sidecar["quantiles"].items():
+        picks = {p: threshold_for_fraction(values, 1 - p / 100) for p in (10, 50, 90, 99)}
+        lines.append(f"quantiles  {name:<17} " + "  ".join(f"p{p} {v:.3f}" for p, v in picks.items()))
+    lines.append(f"wrote      {output} ({sidecar['model_bytes'] / 1e6:.1f} MB) and {sidecar_path(output)}")
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""What the page stages (`html_langid`, `extract`) need of a raw page before any engine parses it: its
+text in the right charset, a guard against tags that would stall a parser, which rows are pages at all."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+
+NOT_HTML = "not_html"  # why rows without a page (JSONL, WET) go by the page stages
+
+
+class TooManyAttributes(ValueError):
+    """A tag whose attributes would take the HTML parser quadratic time."""
+
+
+@functools.lru_cache(maxsize=8)
+def _tags_up_to(max_attributes: int) -> re.Pattern[str]:
+    """Matches a page from its start up to the first tag with more than `max_attributes` attributes.
+
+    A linear scan (possessive: nothing is retried) that splits tags into attributes as the HTML5
+    tokenizer does: separated by whitespace or `/`, or following a quoted value directly; a value
+    is quoted or runs to whitespace or `>`; `<` inside a tag is part of a name. Comments, scripts
+    and styles are skipped as raw text. It counts at least what the parser sees, so any page it
+    passes parses in time linear in its size (at most ~5 s for 5 MB of tags near the limit).
+    """
+    ws = r"[\t\n\f\r ]"
+    value = r"""(?:"[^"]*+"|'[^']*+'|[^\t\n\f\r >]*+)"""
+    attribute = rf"[\t\n\f\r /]*+(?:[^\t\n\f\r />=]++(?:{ws}*+={ws}*+{value})?+|={ws}*+{value})"
+    attributes = rf"(?:{attribute}){{0,{max_attributes}}}+(?!{attribute})[\t\n\f\r /]*+>?"
+    raw = r"(?:[^<]++|<(?!/(?i:{name})))*+"
+    token = "|".join([
+        r"[^<]++",
+        r"<!--(?:[^-]++|-(?!->))*+(?:-->)?",
+        *(rf"<(?i:{name})(?![^\t\n\f\r />]){attributes}{raw.format(name=name)}" for name in ("script", "style")),
+        rf"</?[A-Za-z][^\t\n\f\r />]*+{attributes}",
+        r"<(?!/?[A-Za-z])",
+    ])
+    return re.compile(rf"(?:{token})*+")
+
+
+def too_many_attributes(html: str, max_attributes: int) -> int | None:
+    """Where the first tag with more than `max_attributes` attributes starts (None: no such tag)."""
+    scanned = _tags_up_to(max_attributes).match(html).end()  # interruptible, unlike the parser
+    return scanned if scanned < len(html) else None
+
+
+def html_rows(batch: pa.Table) -> pa.ChunkedArray:
+    """Which rows are web pages (have html): rows of JSONL or WET sources pass a page stage unchanged."""
+    if "html" not in batch.column_names:
+        return pa.chunked_array([pa.nulls(batch.num_rows, pa.bool_()).fill_null(False)])
+    return pc.is_valid(batch.column("html"))
+
+
+def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
+    """Text of a page and the charset used.
+
+    Valid UTF-8 is UTF-8 whatever a header says (servers default to iso-8859-1, pages go stale);
+    then the declared charset if it decodes; else detection (meta tag, content). UTF-8 with a few
+    stray bytes keeps UTF-8 and replaces them rather than reading the page as cp1252.
+    """
+    try:
+        return body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    if declared:
+        try:
+            return body.decode(declared), declared.lower()
+        except (LookupError, UnicodeDecodeError):
+            pass
+    encoding = detect_encoding(body, from_html_meta=True)
+    if encoding == "utf-8":
+        return body.decode("utf-8", errors="replace"), encoding
+    return bytes_to_str(body, encoding), encoding

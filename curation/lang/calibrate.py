@@ -1,0 +1,356 @@
+"""`curate calibrate`: per-language thresholds from a reference corpus, FineWeb-2's method as a command.
+
+FineWeb-2 set each language's filter thresholds from the distribution of each filter's statistic over reference
+text in that language (Penedo et al. 2025, "FineWeb2: One Pipeline to Scale Them All", arXiv:2506.20920); its
+results are the settings shipped in `curation.lang.settings`. A user whose language gets poor defaults, or who
+trusts some text of their own more, runs the same method on that text: every statistic the stages threshold
+per language is computed by the stages' own `score` (never re-implemented here), and each bound is put at the
+quantile of its statistic that keeps the chosen share of the reference documents.
+
+`keep` is the least share of each language's reference documents that all calibrated bounds together keep: every
+bound sits at the same tail quantile of its statistic, the tail chosen so that the bounds together keep `keep` or
+just more (as close as the reference's size allows: on 89 documents and 15 bounds a step is a few per cent; on
+704 German web pages `keep` 0.9 gave 90.3%), since with 15 bounds each at `keep` alone far fewer documents would
+pass. The rules without a per-language setting (word counts, bullet and ellipsis lines, duplicated line
+characters, C4's sentences...) are the stages' own for every language and are not calibrated: document length
+depends on how the reference was cut into documents, not on the language. What is written is measured: the stages
+are run again with the written settings, and the share that all their rules keep is reported beside the share
+the shipped settings kept, with the drops of the rules not calibrated listed apart (a reference that such a rule
+drops much of says which recipe setting to look at).
+
+Calibrated: Gopher quality's mean word length bounds and least share of words with a letter, Gopher
+repetition's duplicate-line share and n-gram fractions, FineWeb's line punctuation share and newlines per word,
+and langid's `min_score` where the documents carry the langid stage's `lang_score`. English is judged by the
+stages' own params, not per-language settings: it is reported, not calibrated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import yaml
+
+from curation import io, schema
+from curation.job import document_files, recorded_shards
+from curation.lang.settings import settings_for
+from curation.lang.settings_file import LANGUAGES, MIN_SCORE, STAGES_KEY, settings_file_model
+from curation.readers import READERS, read_shard
+from curation.recipe import parse_yaml_model
+from curation.stages.base import DocumentFilter
+from curation.stages.fineweb import FineWeb
+from curation.stages.gopher import ALPHA_WORDS_CAP, GopherQuality, GopherRepetition
+from curation.stages.langid import LangId, auto_min_score
+
+MIN, MAX = "min", "max"  # a document below a `min` bound, or above a `max` bound, is dropped
+LANG, LANG_SCORE = "lang", "lang_score"
+BATCH = 256  # documents scored at once
+DIGITS = 3  # bounds are written rounded outwards to this many decimals (as FineWeb-2's are)
+EXACT_TAILS, SCANNED_TAILS = 1000, 400  # tails tried per language (see `_tail`)
+ENGLISH = frozenset({"en", "eng"})
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A per-language threshold: the stage and setting it is written as, the per-document statistic the stage
+    compares with it (a score of the stage's `score`), the side of that comparison and the stage's drop reason."""
+
+    stage: str
+    setting: str  # a `curation.lang.settings.LanguageSettings` field, or langid's `min_score`
+    statistic: str
+    side: str  # MIN or MAX
+    reason: str
+    n: int | None = None  # the n-gram size, for the n-gram maps
+    ceiling: float | None = None  # the stage holds the bound to at most this (Gopher's `ALPHA_WORDS_CAP`)
+
+    @property
+    def name(self) -> str:
+        return f"{self.stage}.{self.setting}" + (f"[{self.n}]" if self.n is not None else "")
+
+    def shipped(self, lang: str) -> float | None:
+        """The bound the shipped settings give `lang` (langid: its `auto` score)."""
+        if self.stage == LangId.name:
+            return auto_min_score(lang)
+        value = getattr(settings_for(lang)[0], self.setting)
+        return value.get(self.n) if self.n is not None else value
+
+    def effective(self, value: float) -> float:
+        return min(value, self.ceiling) if self.ceiling is not None else value
+
+    def drops(self, statistic: np.ndarray, value: float) -> np.ndarray:
+        """Which documents the bound at `value` drops, as the stage compares (NaN: no statistic, never dropped)."""
+        value = self.effective(value)
+        with np.errstate(invalid="ignore"):
+            return statistic < value if self.side == MIN else statistic > value
+
+
+BOUNDS: tuple[Bound, ...] = (
+    Bound(GopherQuality.name, "min_avg_word_length", "gopher_mean_word_length", MIN, "short_mean_word_length"),
+    Bound(GopherQuality.name, "max_avg_word_length", "gopher_mean_word_length", MAX, "long_mean_word_length"),
+    Bound(GopherQuality.name, "max_non_alpha_words_ratio", "gopher_alpha_words_ratio", MIN, "too_few_alpha_words",
+          ceiling=ALPHA_WORDS_CAP),
+    Bound(GopherRepetition.name, "dup_line_frac", "dup_line_frac", MAX, "dup_line_frac"),
+    *(Bound(GopherRepetition.name, "top_n_grams", f"top_{n}gram_char_frac", MAX, f"top_{n}gram", n) for n in (2, 3, 4)),
+    *(Bound(GopherRepetition.name, "dup_n_grams", f"dup_{n}gram_char_frac", MAX, f"dup_{n}gram", n)
+      for n in range(5, 11)),
+    Bound(FineWeb.name, "line_punct_thr", "fw_line_punct_ratio", MIN, "line_punct_ratio"),
+    Bound(FineWeb.name, "new_line_ratio", "fw_new_line_ratio", MAX, "list_ratio"),
+)
+LANGID_BOUND = Bound(LangId.name, MIN_SCORE, LANG_SCORE, MIN, "low_lang_score")  # where documents carry langid's
+CALIBRATED_REASONS = frozenset(f"{b.stage}:{b.reason}" for b in (*BOUNDS, LANGID_BOUND))
+CALIBRATED_STAGES = (GopherRepetition, GopherQuality, FineWeb)  # whose statistics are calibrated, in chain order
+
+
+@dataclass
+class Reference:
+    """The reference documents: text, language and (where the corpus has it) langid's score."""
+
+    text: list[str] = field(default_factory=list)
+    lang: list[str] = field(default_factory=list)
+    lang_score: list[float | None] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)  # documents not used, by why
+
+
+@dataclass
+class LanguageResult:
+    lang: str
+    documents: int
+    tail: float  # the share of the documents each bound alone may drop
+    kept_by_bounds: float  # the share the calibrated bounds keep, together
+    bounds: dict[Bound, tuple[float | None, float | None]]  # bound -> (shipped, calibrated; None: shipped kept)
+    kept_before: float  # measured: the share the stages keep with the shipped settings
+    kept_after: float  # ... with the calibrated ones
+    drops_after: Counter  # "stage:reason" -> documents, with the calibrated settings
+
+
+@dataclass
+class Calibration:
+    keep: float
+    languages: list[LanguageResult]
+    skipped: dict[str, str]  # language -> why it was not calibrated
+    unused: Counter  # documents not used, by why
+    seconds: float
+
+    def settings(self) -> dict[str, Any]:
+        """The settings file's content (see `curation.lang.settings_file`)."""
+        stages: dict[str, Any] = {}
+        for result in self.languages:
+            for stage, settings in _by_stage({b: after for b, (_, after) in result.bounds.items()}).items():
+                if stage == LangId.name:
+                    stages.setdefault(stage, {MIN_SCORE: {}})[MIN_SCORE][result.lang] = settings[MIN_SCORE]
+                else:
+                    stages.setdefault(stage, {LANGUAGES: {}})[LANGUAGES][result.lang] = settings
+        calibration = {
+            "by": "curate calibrate", "keep": self.keep,
+            "languages": {r.lang: {"documents": r.documents, "tail": round(r.tail, 5),
+                                   "kept_by_bounds": round(r.kept_by_bounds, 4),
+                                   "kept_before": round(r.kept_before, 4), "kept_after": round(r.kept_after, 4)}
+                          for r in self.languages},
+        }
+        return {"calibration": calibration, STAGES_KEY: stages}
+
+
+def read_reference(inputs: Iterable[str], *, text_field: str = "text", lang: str | None = None) -> Reference:
+    """Documents of JSONL/Parquet files (paths or globs) or job folders (their `documents/`); each document's
+    language is `lang` when given, else its own `lang` field (the langid stage's column in a job's documents)."""
+    reference = Reference()
+    for uri, reader in _files(inputs, text_field):
+        for batch in read_shard(reader, uri, source="reference", shard=Path(uri).name):
+            live = batch.filter(pc.is_null(batch.column(schema.REASON)))  # not read rejects, nor the end marker
+            for text, meta in zip(live.column("text").to_pylist(), live.column("meta").to_pylist(), strict=True):
+                fields = json.loads(meta) if meta else {}
+                code = lang or fields.get(LANG)
+                if not text or not text.strip():
+                    reference.skipped["empty text"] += 1
+                elif not code:
+                    reference.skipped["no lang (give --lang, or run langid first)"] += 1
+                else:
+                    reference.text.append(text)
+                    reference.lang.append(str(code).strip().lower())
+                    score = fields.get(LANG_SCORE)
+                    reference.lang_score.append(float(score) if score is not None and lang is None else None)
+    return reference
+
+
+def _files(inputs: Iterable[str], text_field: str) -> Iterator[tuple[str, Any]]:
+    for given in inputs:
+        if recorded_shards(given) is not None:  # a job folder: the documents it kept
+            reader = READERS["parquet"](text_field="text")
+            yield from ((uri, reader) for uri in document_files(given).values())
+            continue
+        uris = io.expand(given)
+        if not uris:
+            msg = f"no file matches {given!r}"
+            raise FileNotFoundError(msg)
+        for uri in uris:
+            kind = "parquet" if uri.endswith(".parquet") else "jsonl"
+            yield uri, READERS[kind](text_field=text_field)
+
+
+def calibrate(reference: Reference, keep: float = 0.95, *, min_documents: int = 50) -> Calibration:
+    """Bounds per language keeping `keep` of its reference documents (module doc), measured with the stages."""
+    if not 0 < keep <= 1:
+        msg = f"keep is a share of the documents, in (0, 1]; got {keep}"
+        raise ValueError(msg)
+    started = time.perf_counter()
+    counts = Counter(reference.lang)
+    skipped = {code: "English is judged by the stages' own params: set them in the recipe"
+               for code in counts if code in ENGLISH}
+    skipped |= {code: f"{n} documents, fewer than {min_documents}" for code, n in counts.items()
+                if code not in ENGLISH and n < min_documents}
+    results = []
+    for code in sorted(c for c in counts if c not in skipped):
+        rows = [i for i, c in enumerate(reference.lang) if c == code]
+        texts = [reference.text[i] for i in rows]
+        scores = [reference.lang_score[i] for i in rows]
+        results.append(_calibrate_language(code, texts, scores, keep))
+    return Calibration(keep, results, skipped, reference.skipped, time.perf_counter() - started)
+
+
+def _calibrate_language(lang: str, texts: list[str], lang_scores: list[float | None], keep: float) -> LanguageResult:
+    stats, kept_before, _ = _judge(lang, texts, lang_scores, {})
+    bounds = [b for b in (*BOUNDS, LANGID_BOUND) if b.statistic in stats and np.isfinite(stats[b.statistic]).any()]
+    tail = _tail(lang, bounds, stats, keep)
+    values = _values(bounds, stats, tail)
+    _, kept_after, drops = _judge(lang, texts, lang_scores, {b: v for b, v in values.items() if v is not None})
+    return LanguageResult(lang, len(texts), tail, _kept(lang, bounds, stats, tail),
+                          {b: (b.shipped(lang), v) for b, v in values.items()}, kept_before, kept_after, drops)
+
+
+def _judge(lang: str, texts: list[str], lang_scores: list[float | None], bounds: dict[Bound, float]
+           ) -> tuple[dict[str, np.ndarray], float, Counter]:
+    """The documents' statistics, and the share the stages keep with `bounds` over the shipped settings
+    (and the drops by stage and reason), each stage run as a recipe would build it with these settings."""
+    overrides = _by_stage(bounds)
+    stages: list[DocumentFilter] = [kind(languages={lang: overrides[kind.name]} if kind.name in overrides else {})
+                                    for kind in CALIBRATED_STAGES]
+    reasons = np.full(len(texts), None, dtype=object)
+    stats: dict[str, list[np.ndarray]] = {}
+    for start in range(0, len(texts), BATCH):
+        chunk = texts[start:start + BATCH]
+        table = pa.table({"text": pa.array(chunk, pa.large_string()), LANG: pa.array([lang] * len(chunk))})
+        for stage in stages:
+            scores = stage.score(table)
+            for name, values in scores.items():
+                if not name.startswith("_"):
+                    stats.setdefault(name, []).append(np.asarray(values, np.float64))
+            _, why = stage.keep(scores)
+            part = reasons[start:start + len(chunk)]
+            first = np.array([r is None for r in part]) & np.array([w is not None for w in why])
+            part[first] = [f"{stage.name}:{w}" for w in why[first]]
+    out = {name: np.concatenate(parts) for name, parts in stats.items()}
+    if any(s is not None for s in lang_scores):
+        out[LANG_SCORE] = np.array([np.nan if s is None else s for s in lang_scores], np.float64)
+        langid = LangId(min_score={lang: overrides[LangId.name][MIN_SCORE]} if LangId.name in overrides else "auto")
+        low = out[LANG_SCORE] < langid.min_scores(np.array([lang] * len(texts)))
+        reasons[low & np.array([r is None for r in reasons])] = f"{LangId.name}:low_lang_score"
+    kept = sum(r is None for r in reasons) / max(len(texts), 1)
+    return out, kept, Counter(r for r in reasons if r is not None)
+
+
+
+def _by_stage(values: dict[Bound, float | None]) -> dict[str, dict[str, Any]]:
+    """stage -> {setting: value} (an n-gram setting: {n: value}) of the bounds that have a value."""
+    out: dict[str, dict[str, Any]] = {}
+    for bound, value in values.items():
+        if value is None:
+            continue
+        settings = out.setdefault(bound.stage, {})
+        if bound.n is None:
+            settings[bound.setting] = value
+        else:
+            settings.setdefault(bound.setting, {})[bound.n] = value
+    return out
+
+
+def _values(bounds: list[Bound], stats: dict[str, np.ndarray], tail: float) -> dict[Bound, float | None]:
+    """Each bound at the quantile of its statistic that drops at most `tail` of the documents, rounded outwards
+    (so that rounding never drops a document the exact bound keeps). None where that quantile is the reference's
+    best value (no duplicated line, every line punctuated, in most documents): such a bound would drop every
+    document less clean than the reference's best, and the reference says nothing of where its tail starts, so
+    the shipped setting stays."""
+    out: dict[Bound, float | None] = {}
+    scale = 10 ** DIGITS
+    for bound in bounds:
+        values = stats[bound.statistic]
+        finite = values[np.isfinite(values)]
+        if bound.side == MIN:
+            value, best = float(np.quantile(finite, tail, method="lower")), finite.max()
+            out[bound] = None if value >= best else round(math.floor(value * scale) / scale, DIGITS)
+        else:
+            value, best = float(np.quantile(finite, 1 - tail, method="higher")), finite.min()
+            out[bound] = None if value <= best else round(math.ceil(value * scale) / scale, DIGITS)
+    return out
+
+
+def _kept(lang: str, bounds: list[Bound], stats: dict[str, np.ndarray], tail: float) -> float:
+    """The share of the documents that all bounds keep at `tail` (a bound not calibrated: at its shipped value)."""
+    dropped = np.zeros(len(next(iter(stats.values()))), bool)
+    for bound, value in _values(bounds, stats, tail).items():
+        value = value if value is not None else bound.shipped(lang)
+        if value is not None:
+            dropped |= bound.drops(stats[bound.statistic], value)
+    return float(1 - dropped.mean()) if len(dropped) else 1.0
+
+
+def _tail(lang: str, bounds: list[Bound], stats: dict[str, np.ndarray], keep: float) -> float:
+    """The tail at which all bounds together keep the least share of the documents that is still at least `keep`
+    (the largest such tail among equals). Tried: every tail where a quantile of a reference of fewer than
+    `EXACT_TAILS` documents moves, else `SCANNED_TAILS` evenly spaced ones; not a bisection, since the share is
+    not monotonic in the tail (a bound reaching the reference's best value goes back to its shipped setting,
+    and rounding moves bounds by steps)."""
+    n = len(next(iter(stats.values())))
+    most = 1 - keep
+    exact = np.arange(0, math.floor(most * (n - 1)) + 1) / max(n - 1, 1)
+    tails = exact if len(exact) <= EXACT_TAILS else np.linspace(0, most, SCANNED_TAILS)
+    best_tail, best_kept = 0.0, 2.0
+    for tail in [*tails.tolist(), most]:
+        kept = _kept(lang, bounds, stats, tail)
+        if keep <= kept <= best_kept:
+            best_tail, best_kept = tail, kept
+    return best_tail
+
+
+def write_settings(calibration: Calibration, path: str | Path, inputs: list[str]) -> None:
+    """Write the settings file (YAML), checked against the schema a recipe loads it with."""
+    content = calibration.settings()
+    content["calibration"]["inputs"] = list(inputs)
+    header = ("# Per-language stage settings written by `curate calibrate` (curation.lang.calibrate).\n"
+              "# Name this file in a recipe (`language_settings: <path>`); the recipe's own entries win.\n")
+    text = header + yaml.safe_dump(content, sort_keys=False, allow_unicode=True)
+    parse_yaml_model(text, str(path), settings_file_model())
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def summary(calibration: Calibration) -> str:
+    """A readable report: per language, its documents, the share kept before and after, each bound."""
+    lines = [f"calibrated {len(calibration.languages)} language(s) to keep {calibration.keep:.1%} of their "
+             f"reference documents ({calibration.seconds:.1f} s)"]
+    for r in calibration.languages:
+        lines.append(f"{r.lang}: {r.documents} documents; each bound at a {r.tail:.2%} tail: together they keep "
+                     f"{r.kept_by_bounds:.1%}; every rule of the stages keeps {r.kept_before:.1%} with the shipped "
+                     f"settings, {r.kept_after:.1%} with these")
+        for bound, (before, after) in r.bounds.items():
+            shown = "-" if before is None else f"{before:g}"
+            if after is None:
+                lines.append(f"  {bound.name:<42} {shown:>8}    (kept: the reference is at its best value)")
+                continue
+            note = f"  (the stage caps it at {bound.ceiling:g})" if bound.ceiling and after > bound.ceiling else ""
+            lines.append(f"  {bound.name:<42} {shown:>8} -> {after:g}{note}")
+        for calibrated, what in ((True, "by calibrated bounds"), (False, "by rules not calibrated per language")):
+            drops = [f"{why} {n}" for why, n in r.drops_after.most_common()
+                     if (why in CALIBRATED_REASONS) == calibrated]
+            if drops:
+                lines.append(f"  dropped {what}: {', '.join(drops)}")
+    lines += [f"{code}: not calibrated: {why}" for code, why in sorted(calibration.skipped.items())]
+    lines += [f"{n} documents not used: {why}" for why, n in calibration.unused.most_common()]
+    return "\n".join(lines)

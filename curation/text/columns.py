@@ -1,0 +1,53 @@
+"""Columnar helpers for text columns: Arrow string arrays in, per-document numpy counts out.
+
+The document stages score a whole batch at once: a text column becomes one contiguous array
+(`as_array`), lists of its parts (lines, words) become flat values with offsets (`list_offsets`), and
+per-document totals are sums over those offsets (`segment_sum`). Line breaks and character classes are
+RE2 patterns because Arrow's regex kernels speak RE2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+# Python's str.splitlines() boundaries, as an RE2 pattern for Arrow's regex kernels.
+LINE_BREAK_RE2 = r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x{85}\x{2028}\x{2029}]"
+
+
+def re2_class(chars: Iterable[str]) -> str:
+    """An RE2 character class matching exactly `chars` (every character escaped by code point)."""
+    return "[" + "".join(f"\\x{{{ord(c):x}}}" for c in sorted(set(chars))) + "]"
+
+
+def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Sum of values[offsets[i]:offsets[i + 1]] for every i (empty segments give 0)."""
+    cs = np.concatenate([[0], np.cumsum(values, dtype=np.float64 if values.dtype.kind == "f" else np.int64)])
+    return cs[offsets[1:]] - cs[offsets[:-1]]
+
+
+def list_offsets(lists: pa.ListArray | pa.LargeListArray) -> np.ndarray:
+    """Offsets of a list array's values, rebased to 0 (int64)."""
+    offsets = lists.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    return offsets - offsets[0]
+
+
+def as_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One contiguous large_string array (one type for every kernel downstream), nulls as ""."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_string())
+    return pc.fill_null(column.cast(pa.large_string()), "")
+
+
+def whitespace_words(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Whitespace-separated words of each text (int64; null, empty and blank texts have 0).
+
+    Not the list lengths of `utf8_split_whitespace`: it gives an empty piece for an empty text and
+    at each end of a text that starts or ends with whitespace ("" is 1 piece, "   " 3, " a " 3).
+    """
+    pieces = pc.utf8_split_whitespace(as_array(texts))
+    words = pc.greater(pc.binary_length(pieces.flatten()), 0).to_numpy(zero_copy_only=False)
+    return segment_sum(words.astype(np.int64), list_offsets(pieces))

@@ -1,0 +1,52 @@
+"""What a run asks of an executor, and what both executors share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+BATCHES_AHEAD = 8  # batches a shard task may make before the driver takes them: what waits in memory
+
+
+@dataclass(frozen=True)
+class ItemFailed:
+    """The last output of a streaming task whose item could not be done for a reason outside the run (an
+    input that cannot be read): yielded rather than raised, so that the other items go on (and Ray, seeing
+    no error, retries nothing); the caller decides what it means."""
+
+    item: str
+    error: str
+
+
+class Executor:
+    """What a run asks of an executor. Handles are opaque (Ray object refs, futures)."""
+
+    shuffles: bool  # corpus stages may run as shuffles over the cluster (else in one task)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Start `fn(*args, **kwargs)` on one CPU; return its handle."""
+        raise NotImplementedError
+
+    def wait(self, pending: list[Any], timeout: float) -> tuple[list[Any], list[Any]]:
+        """(finished, still pending) after at most `timeout` seconds, or as soon as one finishes."""
+        raise NotImplementedError
+
+    def result(self, handle: Any) -> Any:
+        raise NotImplementedError
+
+    def share(self, value: Any) -> Any:
+        """A large argument many tasks take, shipped once where the executor can."""
+        return value
+
+    def stream(self, fn: Callable[..., Iterator[Any]], items: Iterable[Any], *shared: Any,
+               cpus: float = 1.0) -> Iterator[Any]:
+        """Everything `fn(item, *shared)` yields for every item, in the order it is made (items mixed)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the executor started."""
+
+    def abort(self) -> None:
+        """Release it now, on an interrupt: running tasks are stopped, not waited for."""
+        self.close()

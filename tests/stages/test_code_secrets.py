@@ -1,0 +1,191 @@
+"""`code_secrets`: planted keys of the common kinds in real installed files are all redacted, and nothing else.
+
+Secrets are made up here (random, seeded; a real RSA key from `cryptography`) and planted as new
+lines at random places in real files of several languages; the redacted file must equal the
+planted file with each secret replaced by the placeholder, byte for byte. Then every hand-written
+file of a set of installed libraries (auth and HTTP code included) goes through the stage and must
+come out unchanged. No Ray.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+import sysconfig
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from curation import schema
+from curation.apply import run_stage
+from curation.code.source_language import detect_language
+from curation.stages.code_secrets import CodeSecrets
+
+SITE = Path(sysconfig.get_paths()["purelib"])
+RNG = random.Random(8)
+ALNUM = string.ascii_letters + string.digits
+
+
+def rand(n: int, alphabet: str = ALNUM) -> str:
+    return "".join(RNG.choice(alphabet) for _ in range(n))
+
+
+def private_key() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption()).decode()
+
+
+def jwt() -> str:
+    def part(obj: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part({'sub': rand(10), 'admin': True})}.{rand(43)}"
+
+
+def password() -> str:
+    return rand(6, string.ascii_letters) + rand(2, string.digits) + RNG.choice("!#%&*+?") + rand(3)
+
+
+def url_password() -> str:  # URL-safe characters only: a URL percent-encodes the rest
+    return rand(8, string.ascii_letters) + rand(3, string.digits) + RNG.choice("-._~")
+
+
+# kind -> (secret maker, line templates per language; {s} is the secret)
+PLANTS: dict[str, tuple[Callable[[], str], dict[str, str]]] = {
+    "aws": (lambda: "AKIA" + rand(16, string.ascii_uppercase + "234567"), {
+        "python": 'AWS_ACCESS_KEY_ID = "{s}"', "javascript": 'const accessKeyId = "{s}";',
+        "yaml": "aws_access_key_id: {s}", "ini": "aws_access_key_id = {s}", "shell": "export AWS_ACCESS_KEY_ID={s}"}),
+    "github": (lambda: "ghp_" + rand(36), {
+        "python": 'token = "{s}"', "javascript": 'headers.Authorization = "token {s}";',
+        "yaml": "github_token: {s}", "ini": "token = {s}", "shell": "export GITHUB_TOKEN={s}"}),
+    "gitlab": (lambda: "glpat-" + rand(20), {"python": 'GITLAB = "{s}"', "yaml": "gitlab: {s}", "shell": "GL={s}"}),
+    "slack": (lambda: f"xoxb-{rand(12, string.digits)}-{rand(13, string.digits)}-{rand(24)}", {
+        "python": 'SLACK_BOT_TOKEN = "{s}"', "javascript": 'const slack = "{s}";', "yaml": "slack: {s}"}),
+    "jwt": (jwt, {
+        "python": 'AUTH_HEADER = "Bearer {s}"', "yaml": "bearer: {s}",
+        "javascript": 'fetch(url, {{headers: {{Authorization: "Bearer {s}"}}}});'}),
+    "password": (password, {
+        "python": 'password = "{s}"', "javascript": 'const dbPassword = "{s}";', "yaml": 'db_password: "{s}"',
+        "ini": "password = {s}", "shell": "DB_PASSWORD={s}"}),
+    "url_password": (url_password, {
+        "python": 'DSN = "postgresql://app:{s}@db.internal:5432/app"',
+        "yaml": "url: https://deploy:{s}@git.internal/repo.git"}),
+    "api_key": (lambda: "sk_live_" + rand(24), {
+        "python": 'stripe.api_key = "{s}"', "yaml": "stripe: {s}", "javascript": 'const stripeKey = "{s}";'}),
+}  # fmt: skip
+REAL_FILES = {  # language -> real files to plant into
+    "python": ["requests/sessions.py", "click/core.py", "flask/app.py", "yaml/__init__.py", "httpx/_client.py"],
+    "javascript": ["matplotlib/backends/web_backend/js/mpl.js", "werkzeug/debug/shared/debugger.js"],
+    "yaml": ["ray/autoscaler/gcp/defaults.yaml", "markdown_it/port.yaml"],
+    "ini": ["trafilatura/settings.cfg"],
+    "shell": ["tqdm/completion.sh"],
+}
+
+
+def documents(files: dict[str, str]) -> pa.Table:
+    table = schema.documents_table(list(files.values()))
+    metas = [json.dumps({"path": p, "language": detect_language(p, t[:100])}) for p, t in files.items()]
+    return table.set_column(table.schema.get_field_index("meta"), "meta", pa.array(metas))
+
+
+def plant(text: str, lines: list[str]) -> tuple[str, list[int]]:
+    """`text` with each line inserted at a random line boundary (seeded); the insertion order is kept."""
+    rows = text.split("\n")
+    places = sorted(RNG.randrange(1, len(rows)) for _ in lines)
+    for offset, (at, line) in enumerate(zip(places, lines, strict=True)):
+        rows.insert(at + offset, line)
+    return "\n".join(rows), places
+
+
+def test_planted_secrets_are_all_redacted_and_nothing_else_changes():
+    planted, expected, secrets = {}, {}, []
+    key = private_key()
+    for language, paths in REAL_FILES.items():
+        for path in paths:
+            original = (SITE / path).read_text(encoding="utf-8")
+            lines, redacted_lines = [], []
+            for kind, (make, templates) in PLANTS.items():
+                if language in templates:
+                    secret = make()
+                    lines.append(templates[language].format(s=secret))
+                    redacted_lines.append(templates[language].format(s="<SECRET>"))
+                    secrets.append((kind, secret))
+            if language in ("python", "yaml"):  # a whole PEM block, as a YAML literal or a Python string
+                indent = "  " if language == "yaml" else ""
+                body = key.strip().replace("\n", "\n" + indent)
+                lines.append(f"private_key: |\n{indent}{body}" if language == "yaml" else f'KEY = """{body}\n"""')
+                redacted_lines.append(f"private_key: |\n{indent}<SECRET>" if language == "yaml" else
+                                      'KEY = """<SECRET>\n"""')
+                secrets.append(("private_key", key))
+            state = RNG.getstate()
+            planted[path], _ = plant(original, lines)
+            RNG.setstate(state)
+            expected[path], _ = plant(original, redacted_lines)
+    env = "\n".join(["# local settings", "DEBUG=1", *(f"API_{i}=x" for i in range(3))])
+    env_secret = password()
+    planted[".env"], expected[".env"] = env + f"\nDB_PASSWORD={env_secret}\n", env + "\nDB_PASSWORD=<SECRET>\n"
+    secrets.append(("password", env_secret))
+    out = run_stage(CodeSecrets(), documents(planted))
+    texts = dict(zip(planted, out.column("text").to_pylist(), strict=True))
+    leaked = [(kind, s[:20]) for kind, s in secrets if any(s.strip() in t for t in texts.values())]
+    assert leaked == []
+    assert texts == expected  # every secret, and only the secrets, became the placeholder
+    counts = Counter()
+    for kind in ("private_key", "aws", "github", "gitlab", "slack", "jwt", "password", "api_key"):
+        counts[kind] = sum(out.column(schema.count_column("code_secrets", kind)).to_pylist())
+    planted_kinds = Counter("password" if k == "url_password" else k for k, _ in secrets)
+    assert counts == planted_kinds
+    assert len(secrets) >= 50
+
+
+# Library code, not test suites: tests hold credentials for their local servers on purpose (pyarrow's
+# tests log into MinIO with `secret_key='limited123'`), and those are redacted like any other.
+HAND_WRITTEN = ["requests", "urllib3", "httpx", "flask", "werkzeug", "click", "yaml", "jinja2", "itsdangerous",
+                "packaging", "starlette", "fastapi", "google/auth", "google/oauth2", "botocore", "boto3",
+                "cryptography", "pyarrow", "aiohttp", "huggingface_hub"]
+
+
+def test_no_false_redaction_in_hand_written_files():
+    files = {}
+    for package in HAND_WRITTEN:
+        for path in sorted((SITE / package).rglob("*")):
+            wanted = path.suffix in (".py", ".js", ".cfg", ".yaml", ".sh") and "_pb2" not in path.name
+            if wanted and not {"__pycache__", "tests"} & set(path.parts) and path.stat().st_size < 1_000_000:
+                files[path.relative_to(SITE).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
+    assert len(files) >= 800
+    out = run_stage(CodeSecrets(), documents(files))
+    changed = [p for p, t in zip(files, out.column("text").to_pylist(), strict=True) if t != files[p]]
+    assert changed == []
+    assert out.column(schema.REASON).null_count == out.num_rows
+
+
+def test_parsers_holding_pem_headers_and_placeholders_stay():
+    texts = {
+        "pem.py": 'HEADER = "-----BEGIN RSA PRIVATE KEY-----"\nFOOTER = "-----END RSA PRIVATE KEY-----"\n',
+        "conf.yaml": "password: ${DB_PASSWORD}\nsecret: changeme\napi_key: <your-api-key>\n",
+        "app.py": 'password = os.environ["PASSWORD"]\nsecret = get_secret("name")\npassword = ""\n',
+        "docs.py": '"""Example: https://user:password@host/ and AKIAIOSFODNN7EXAMPLE."""\n',
+    }
+    out = run_stage(CodeSecrets(), documents(texts))
+    assert out.column("text").to_pylist() == list(texts.values())
+
+
+@pytest.mark.parametrize(("params", "expected"), [
+    ({"redact": ["github"]}, 'a = "<SECRET>"\npassword = "Hunter22!x"\n'),
+    ({"placeholder": "[KEY]", "placeholders": {"password": "[PW]"}}, 'a = "[KEY]"\npassword = "[PW]"\n'),
+])
+def test_kinds_placeholders_and_drop_option(params: dict, expected: str):
+    text = f'a = "ghp_{"A1b2C3d4" * 4}Z9y8"\npassword = "Hunter22!x"\n'
+    out = run_stage(CodeSecrets(**params), documents({"x.py": text}))
+    assert out.column("text").to_pylist() == [expected]
+    dropped = run_stage(CodeSecrets(max_secrets=1), documents({"x.py": text, "y.py": "x = 1\n"}))
+    assert dropped.column(schema.REASON).to_pylist() == ["too_many_secrets", None]

@@ -1,0 +1,274 @@
+"""Heuristic quality filters (Gopher, C4, FineWeb, density) and the word splitting behind them.
+
+Every rule is shown failing for its documented reason on a small constructed text, through
+`run_stage`; real pages from the shared test data check that the rules behave sensibly on real
+extracted text. No Ray.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import string
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from curation import schema
+from curation.apply import run_stage
+from curation.stages.c4 import C4, _sentences_per_line
+from curation.stages.density import Density
+from curation.stages.fineweb import FineWeb
+from curation.stages.gopher import GopherQuality, GopherRepetition
+from curation.text.splitter import WORDS
+
+GOOD = (
+    "The committee met on Tuesday to review the budget for the coming year.\n"
+    "Several members argued that the library needed new shelves and better lighting.\n"
+    "Others wanted to spend more of the money on programs for children and older readers.\n"
+    "After a long discussion, they agreed to fund both projects with a smaller contingency.\n"
+    "The final vote was seven to two, and the minutes were published the next morning.\n"
+    "Residents who missed the meeting can read the full report on the town notice board."
+)
+LINES = GOOD.split("\n")
+
+
+def docs(texts: list[str | None]) -> pa.Table:
+    rows = [{"id": schema.document_id("q", i), "source": "s", "url": None, "title": None, "text": t,
+             "meta": "{}", schema.SHARD: "x", schema.STAGE: None, schema.REASON: None, schema.DETAIL: None,
+             schema.SHARD_ROWS: None} for i, t in enumerate(texts)]
+    return pa.Table.from_pylist(rows, schema=schema.READ_SCHEMA.remove(schema.READ_SCHEMA.get_field_index("html")))
+
+
+def reasons(stage, texts: list[str | None]) -> list[str | None]:
+    return run_stage(stage, docs(texts)).column(schema.REASON).to_pylist()
+
+
+# --- sentences -----------------------------------------------------------------------------------
+
+
+def test_sentences_are_counted_like_datatrove():
+    # counts from datatrove 0.10.1's split_into_sentences (spaCy sentencizer) on the same lines
+    lines = ["Hello world. This is it.", "Dr. Smith went to Washington. He stayed.",
+             "Wait... what happened? Nobody knows!", "The U.S. economy grew 3.5% in 2019. Experts were surprised.",
+             'He said "stop." Then he left.', "Is it? (Yes.) Sure!", "e.g. this one. and that one",
+             "One!!! Two?! Three.", "Version 2.0 is out. Download it at example.com. Enjoy.", "A. B. C. D.",
+             "no punctuation at all here"]
+    assert _sentences_per_line(pa.array(lines)).tolist() == [2, 2, 2, 2, 2, 3, 2, 3, 3, 1, 1]
+
+
+# --- Gopher quality -------------------------------------------------------------------------------
+
+
+def test_gopher_quality_keeps_prose_and_names_each_broken_rule():
+    stage = GopherQuality()
+    cases = {
+        "too_few_words": "Short text with the and of.",
+        "short_mean_word_length": " ".join(["I am at it as we go on to be by an ox of the"] * 6),
+        "long_mean_word_length": " ".join(["the internationalization of telecommunications and decentralization"] * 10),
+        "too_many_hashes": GOOD + " #tag" * 20,
+        "too_many_ellipses": GOOD + " wait..." * 20,
+        "too_many_bullet_lines": "\n".join("- " + line for line in LINES),
+        "too_many_ellipsis_lines": GOOD.replace(".\n", "...\n"),
+        "too_few_alpha_words": GOOD + " " + " ".join(str(1900 + i) for i in range(60)),
+        "too_few_stop_words": " ".join(["Der Ausschuss traf sich am Dienstag, um den Haushalt zu prüfen."] * 6),
+    }
+    got = reasons(stage, [GOOD, *cases.values()])
+    assert got == [None, *cases]
+    assert reasons(GopherQuality(max_words=20), [GOOD]) == ["too_many_words"]
+
+
+def test_gopher_stop_words_are_configurable_and_bounds_can_be_switched_off():
+    german = " ".join(["Der Ausschuss traf sich mit dem Rat, um den Haushalt zu prüfen und zu beschließen."] * 6)
+    assert reasons(GopherQuality(stop_words=["der", "die", "das", "und", "zu", "mit"]), [german]) == [None]
+    assert reasons(GopherQuality(min_words=None), ["Short text with the and of."]) == [None]
+
+
+def test_gopher_quality_scores_become_columns():
+    out = run_stage(GopherQuality(keep_scores=True), docs([GOOD]))
+    row = out.to_pylist()[0]
+    # datatrove 0.10.1 (spaCy words) on the same text: 92 words, 84 not punctuation, mean length 4.726
+    assert row["gopher_words"] == 84 and row["gopher_stop_words"] == 6
+    assert row["gopher_mean_word_length"] == pytest.approx(397 / 84) and row["gopher_bullet_lines_ratio"] == 0.0
+    assert row["gopher_alpha_words_ratio"] == pytest.approx(84 / 92)
+
+
+# --- Gopher repetition ----------------------------------------------------------------------------
+
+
+def test_gopher_repetition_names_each_broken_rule():
+    long_line = " ".join(f"word{i}" for i in range(80)) + "."
+    sentence = ("Every single morning the old lighthouse keeper climbed the winding stairs to polish "
+                "the great brass lamp before the fishing boats came home.")
+    other = " ".join(f"filler{i}" for i in range(40))
+    cases = {
+        "empty": "",
+        "dup_para_frac": "\n\n".join([LINES[0], LINES[0], LINES[0], LINES[1]]),
+        "dup_line_frac": "\n".join([*LINES, LINES[0], LINES[0], LINES[0]]),
+        "dup_line_char_frac": "\n".join([*LINES, long_line, long_line]),
+        "top_2gram": " ".join(["big deal"] * 20 + [f"unique{i}" for i in range(30)]),
+        "dup_5gram": f"{sentence} {other} {sentence}",
+    }
+    got = reasons(GopherRepetition(), [GOOD, *cases.values()])
+    assert got == [None, *cases]
+
+
+def test_gopher_repetition_scores_and_custom_ngrams():
+    out = run_stage(GopherRepetition(keep_scores=True, max_top_ngram_char_frac={2: 0.2},
+                                     max_dup_ngram_char_frac={6: 0.1}), docs([GOOD]))
+    row = out.to_pylist()[0]
+    assert row["dup_line_frac"] == 0.0 and row["dup_6gram_char_frac"] == 0.0
+    assert 0 < row["top_2gram_char_frac"] < 0.05
+    assert "top_3gram_char_frac" not in out.column_names
+    with pytest.raises(ValueError, match="from 1 to 10"):
+        GopherRepetition(max_dup_ngram_char_frac={11: 0.1})
+
+
+# --- C4 --------------------------------------------------------------------------------------------
+
+
+def test_c4_removes_lines_and_keeps_the_rest():
+    text = "\n".join([
+        LINES[0] + "[1]",
+        "Please enable JavaScript to view the comments below.",
+        "By using this site you agree to our Terms of Use and conditions.",
+        "Home page navigation menu items",
+        "Hello there.",
+        "Look at this " + "x" * 1001 + " please.",
+        *LINES[1:],
+    ])
+    out = run_stage(C4(keep_scores=True), docs([text]))
+    row = out.to_pylist()[0]
+    assert row[schema.REASON] is None
+    assert row["text"] == GOOD  # the citation is cut, the five bad lines are gone
+    assert (row["c4_lines_kept"], row["c4_lines_removed"], row["c4_sentences"]) == (6, 5, 6)
+    counts = {k.split(":")[-1]: v for k, v in row.items() if k.startswith("_n:c4:")}
+    assert counts == {"lines_long_word": 1, "lines_no_terminal_punct": 1, "lines_few_words": 1,
+                      "lines_javascript": 1, "lines_policy": 1}
+    lenient = run_stage(C4(terminal_punct=False), docs([text])).column("text").to_pylist()[0]
+    assert "Home page navigation menu items" in lenient
+
+
+def test_c4_page_rules_drop_documents():
+    lorem = GOOD + "\nLorem ipsum dolor sit amet, consectetur adipiscing elit."
+    curly = GOOD + "\nThe function returns {a: 1} for each call that is made."
+    both = curly + "\nLorem ipsum dolor sit amet, consectetur adipiscing elit."
+    short = "\n".join(LINES[:3])
+    sentences = "One sentence here. Two sentences here! Three here? Four here. Five here."
+    texts = [lorem, curly, both, short, sentences, "Lorem ipsum.\n" + GOOD, "\n\n"]
+    assert reasons(C4(), texts) == ["lorem_ipsum", "curly_bracket", "curly_bracket", "too_few_sentences", None,
+                                    None, "too_few_sentences"]
+    assert reasons(C4(lorem_ipsum=False, curly_bracket=False, min_sentences=None), [lorem, curly, short]) == [
+        None, None, None]
+
+
+def test_c4_keeps_original_text_of_dropped_documents():
+    text = "Nothing to see.\n" + "\n".join(LINES[:2])
+    out = run_stage(C4(), docs([text]))
+    assert out.column(schema.REASON).to_pylist() == ["too_few_sentences"]
+    assert out.column("text").to_pylist() == [text]
+
+
+# --- FineWeb ---------------------------------------------------------------------------------------
+
+
+def test_fineweb_names_each_broken_rule():
+    no_punct = "\n".join(line.rstrip(".") for line in LINES)
+    short = "\n".join([*(f"Item number {i}." for i in range(12)), *LINES[:2]])
+    listy = "\n".join(f"Supercalifragilisticexpialidocious{i}." for i in range(10))
+    cases = {
+        "empty": " \n \n",
+        "line_punct_ratio": no_punct,
+        "short_line_ratio": short,
+        "char_dup_ratio": GOOD + "\n" + LINES[2],
+        "list_ratio": listy,
+    }
+    assert reasons(FineWeb(), [GOOD, *cases.values()]) == [None, *cases]
+    assert reasons(FineWeb(line_punct_exclude_zero=True), [no_punct]) == [None]
+
+
+def test_fineweb_scores():
+    row = run_stage(FineWeb(keep_scores=True), docs([GOOD + "\n\nShort line"])).to_pylist()[0]
+    assert row["fw_line_punct_ratio"] == pytest.approx(6 / 7)
+    assert row["fw_short_line_ratio"] == pytest.approx(1 / 7)
+    assert row["fw_char_dup_ratio"] == 0.0
+    assert row["fw_new_line_ratio"] == pytest.approx(7 / 94)  # 94 words, as datatrove counts them
+
+
+# --- density ---------------------------------------------------------------------------------------
+
+
+def test_density_drops_repetitive_and_random_text_only():
+    rng = random.Random(3)
+    alphabet = string.ascii_letters + string.digits + string.punctuation
+    random_text = "".join(rng.choice(alphabet) for _ in range(3000))
+    out = run_stage(Density(keep_scores=True), docs([GOOD, "abc " * 500, random_text, "x" * 100]))
+    assert out.column(schema.REASON).to_pylist() == [None, "too_compressible", "too_incompressible", None]
+    ratios = out.column("compression_ratio").to_pylist()
+    assert 0.3 < ratios[0] < 0.75 and ratios[1] < 0.05 and ratios[2] > 0.75
+    with pytest.raises(ValueError, match="below"):
+        Density(min_compression_ratio=0.8, max_compression_ratio=0.5)
+
+
+# --- edge cases -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stage", [GopherQuality(), GopherRepetition(), C4(), FineWeb(), Density()],
+                         ids=lambda s: s.name)
+def test_null_and_blank_texts_are_judged_not_crashed_on(stage):
+    out = run_stage(stage, docs([None, "", " \n\r\n ", GOOD]))
+    got = out.column(schema.REASON).to_pylist()
+    assert got[3] is None
+    assert all(r is not None for r in got[:3]) or stage.name == "density"  # density leaves short texts alone
+    assert out.column("text").to_pylist()[0] is None  # a dropped document keeps its text as it was
+    assert run_stage(stage, docs([])).num_rows == 0
+    assert stage.process(docs([])).table.num_rows == 0
+
+
+# --- real pages ------------------------------------------------------------------------------------
+
+ENGLISH_ARTICLES = ["aclu", "bbc-1", "cnn", "engadget", "dropbox-blog", "google-sre-book-1"]
+
+
+@pytest.fixture(scope="module")
+def pages(testdata) -> dict[str, str]:
+    from curation.stages import Extract
+
+    extractor = Extract(timeout_s=None)
+    names = [*ENGLISH_ARTICLES, "basic-tags-cleaning", "cnet-svg-classes", "gmw"]
+    texts = {}
+    for name in names:
+        path = testdata / "html" / "readability" / "pages" / name / "source.html.gz"
+        if not path.is_file():
+            pytest.skip(f"test page {path} missing")
+        texts[name] = extractor.extract_one(gzip.decompress(path.read_bytes()), None, None)[0]
+    return texts
+
+
+def test_real_english_articles_pass_every_filter(pages):
+    texts = [pages[name] for name in ENGLISH_ARTICLES]
+    for stage in (GopherRepetition(), GopherQuality(), C4(terminal_punct=False), FineWeb(), Density()):
+        assert reasons(stage, texts) == [None] * len(texts), stage.name
+    cleaned = run_stage(C4(), docs(texts)).column("text").to_pylist()
+    assert all(0.3 * len(t) < len(c) <= len(t) for c, t in zip(cleaned, texts, strict=True))
+
+
+def test_real_pages_are_dropped_for_what_they_are(pages):
+    template = pages["basic-tags-cleaning"]  # a "Lorem ipsum" test page
+    assert reasons(C4(), [template]) == ["lorem_ipsum"]
+    assert reasons(GopherQuality(), [template]) == ["too_few_stop_words"]
+    spanish = pages["cnet-svg-classes"]
+    assert reasons(GopherQuality(), [spanish]) == ["too_few_stop_words"]
+    assert reasons(GopherQuality(stop_words=["de", "la", "que", "el", "en", "y", "los"]), [spanish]) == [None]
+    chinese = pages["gmw"]  # no spaces: one "word" per clause
+    assert reasons(GopherQuality(), [chinese]) == ["long_mean_word_length"]
+
+
+def test_real_page_scores_are_sane(pages):
+    out = run_stage(GopherQuality(keep_scores=True), docs(list(pages.values())))
+    words = np.array(out.column("gopher_words").to_pylist())
+    assert (words > 0).all()
+    alpha = np.array(out.column("gopher_alpha_words_ratio").to_pylist())
+    assert ((alpha > 0) & (alpha <= 1)).all()
+    assert WORDS.words(pages["cnn"])[:4] == WORDS.words(pages["cnn"].split("\n")[0])[:4]

@@ -1,0 +1,235 @@
+"""Word-based document filters by language: `gopher_repetition`, `gopher_quality`, `c4`, `fineweb` and
+`length` take each document's words and thresholds from its `lang` (curation.lang), keep English
+exactly as before, let a recipe override per language, and count documents judged by fallback settings.
+
+Clean documents are 12 real sentences (`langid/sentences/<lang>.txt`, one per line); junk is built from
+the same sentences (a line repeated, a menu of short unpunctuated lines, lines cut short with an
+ellipsis, one phrase repeated). The chain is FineWeb's, langid-free: the `lang` column is set here.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from curation import schema
+from curation.apply import run_stage
+from curation.lang.words import SPACES, segmenters
+from curation.recipe import RecipeError, parse_recipe
+from curation.stages.base import DocumentFilter
+from curation.stages.c4 import C4
+from curation.stages.fineweb import FineWeb
+from curation.stages.gopher import GopherQuality, GopherRepetition
+from curation.stages.length import Length
+from tests.conftest import DATA
+
+SENTENCES = DATA / "langid" / "sentences"
+PER_DOCUMENT = 12
+# The real sentences of these languages are not clean text, and every language's rules (English's
+# too) drop them for what they are: ur.txt is mostly crawl boilerplate (HTTP response headers, "Read
+# More Latest News from ..." repeated in most lines), so Gopher's repetition rules drop it.
+NOT_CLEAN = {"ur"}
+UNSPACED = {"zh", "ja", "th"}  # junk is cut in characters, not whitespace pieces
+
+
+def chain() -> list[DocumentFilter]:
+    return [GopherRepetition(), GopherQuality(), C4(terminal_punct=False), FineWeb()]
+
+
+def run_chain(texts: list[str], langs: list[str | None],
+              stages: list[DocumentFilter] | None = None) -> list[str | None]:
+    """Each document's fate through the stages in order: None (kept) or "stage:reason"."""
+    table = pa.table({"text": pa.array(texts, pa.large_string()), "lang": pa.array(langs, pa.string())})
+    fate: list[str | None] = [None] * len(texts)
+    alive = np.arange(len(texts))
+    for stage in stages or chain():
+        if not len(alive):
+            break
+        result = stage.process(table)  # the survivors of the stages before
+        reasons = result.reasons.to_pylist()
+        for row, reason in zip(alive.tolist(), reasons, strict=True):
+            if reason is not None:
+                fate[row] = f"{stage.name}:{reason}"
+        kept = np.array([r is None for r in reasons], bool)
+        table = result.table.select(["text", "lang"]).filter(pa.array(kept))  # C4 cleans the kept text
+        alive = alive[kept]
+    return fate
+
+
+def sentences(lang: str) -> list[str]:
+    # C4's curly-bracket rule drops a page with "{" in every language: sr.txt has MediaWiki's -{...}-
+    # script-conversion markup in 15 of its lines, which would make it a test of that markup.
+    lines = (SENTENCES / f"{lang}.txt").read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and "{" not in line]
+
+
+def documents(lang: str) -> list[list[str]]:
+    lines = sentences(lang)
+    return [lines[i:i + PER_DOCUMENT] for i in range(0, len(lines) - PER_DOCUMENT + 1, PER_DOCUMENT)]
+
+
+def junk(lines: list[str], lang: str) -> dict[str, str]:
+    """Junk variants of one document's sentences."""
+    if lang in UNSPACED:
+        menu = [line[i:i + 4] for line in lines for i in (0, 4, 8)]
+        phrase = "".join([lines[0][:10]] * 40)
+    else:
+        menu = [" ".join(line.split()[i:i + 2]) for line in lines for i in (0, 2, 4)]
+        phrase = " ".join([" ".join(lines[0].split()[:4])] * 40)
+    return {
+        "repeated_line": "\n".join([lines[0]] * PER_DOCUMENT),
+        "menu": "\n".join(item for item in menu if item.strip()),
+        "ellipsis_lines": "\n".join(line[:max(1, len(line) // 2)].rstrip() + "..." for line in lines),
+        "repeated_phrase": phrase,
+    }
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, list[list[str]]]:
+    if not SENTENCES.is_dir():
+        pytest.skip(f"real sentences not found at {SENTENCES} (set CURATION_TESTDATA)")
+    found = {path.stem: documents(path.stem) for path in sorted(SENTENCES.glob("*.txt"))}
+    return {lang: docs for lang, docs in found.items() if docs}
+
+
+def test_clean_documents_of_every_language_are_kept(corpus: dict[str, list[list[str]]]) -> None:
+    langs = [lang for lang in corpus if lang not in NOT_CLEAN]
+    assert len(langs) >= 40
+    texts = [("\n".join(doc), lang) for lang in langs for doc in corpus[lang]]
+    fate = run_chain([t for t, _ in texts], [lang for _, lang in texts])  # one batch, every language mixed
+    kept: dict[str, list[bool]] = {}
+    reasons: dict[str, Counter] = {}
+    for (_, lang), reason in zip(texts, fate, strict=True):
+        kept.setdefault(lang, []).append(reason is None)
+        reasons.setdefault(lang, Counter())[reason] += reason is not None
+    rates = {lang: float(np.mean(k)) for lang, k in kept.items()}
+    low = {lang: (rate, dict(+reasons[lang])) for lang, rate in rates.items() if rate < 0.75}
+    assert not low, low
+    assert np.mean(list(rates.values())) >= 0.9, rates
+    assert rates["zh"] == rates["ja"] == rates["en"] == 1.0
+
+
+def test_junk_built_from_the_same_text_is_dropped(corpus: dict[str, list[list[str]]]) -> None:
+    variants = [(kind, text, lang) for lang, docs in corpus.items() for doc in docs[:2]
+                for kind, text in junk(doc, lang).items()]
+    fate = run_chain([text for _, text, _ in variants], [lang for _, _, lang in variants])
+    dropped: dict[str, list[bool]] = {}
+    for (kind, _, _), reason in zip(variants, fate, strict=True):
+        dropped.setdefault(kind, []).append(reason is not None)
+    rates = {kind: float(np.mean(d)) for kind, d in dropped.items()}
+    assert all(rate >= 0.9 for rate in rates.values()), rates
+    assert np.mean([reason is not None for reason in fate]) >= 0.9
+
+
+@pytest.fixture(scope="module")
+def english_pages() -> list[str]:
+    from curation.stages import Extract
+
+    pages = sorted((DATA / "html" / "readability" / "pages").glob("*/source.html.gz"))[:24]
+    if not pages:
+        pytest.skip(f"real pages not found under {DATA / 'html'} (set CURATION_TESTDATA)")
+    extractor = Extract(timeout_s=None)
+    texts = [extractor.extract_one(gzip.decompress(page.read_bytes()), None, None)[0] for page in pages]
+    return [text for text in texts if text]
+
+
+@pytest.mark.parametrize("stage", [GopherRepetition(keep_scores=True), GopherQuality(keep_scores=True),
+                                   C4(keep_scores=True), C4(terminal_punct=False, keep_scores=True),
+                                   FineWeb(keep_scores=True), Length(keep_scores=True)],
+                         ids=lambda s: f"{s.name}{'' if getattr(s.params, 'terminal_punct', True) else '-nopunct'}")
+def test_english_decisions_are_the_same_with_languages(stage: DocumentFilter, english_pages: list[str]) -> None:
+    """Real pages give the same reasons, scores and cleaned text with `lang` English as without `lang`,
+    and so do the space-delimited ones with a null `lang` (the stage's own params judge both; a page in
+    an unspaced script without `lang` is split into its script's words, see `curation.lang.words`)."""
+    spaced = [page for page, kind in zip(english_pages, segmenters(english_pages), strict=True) if kind == SPACES]
+    for pages, lang in ((english_pages, "en"), (spaced, None)):
+        plain = pa.table({"text": pa.array(pages, pa.large_string())})
+        without = stage.process(plain)
+        assert Counter(without.reasons.to_pylist())[None] >= 5  # the rules do judge these pages
+        with_lang = stage.process(plain.append_column("lang", pa.array([lang] * len(pages), pa.string())))
+        assert with_lang.reasons.to_pylist() == without.reasons.to_pylist()
+        assert rows(with_lang.table.drop_columns(["lang"])) == rows(without.table)
+        fallback = (with_lang.counts or {}).get("fallback_language")
+        assert fallback is None or not fallback.any()
+
+
+def rows(table: pa.Table) -> list[dict]:
+    """The rows with NaN as None (NaN is not equal to itself; a missing n-gram score is NaN)."""
+    return [{k: None if isinstance(v, float) and np.isnan(v) else v for k, v in row.items()}
+            for row in table.to_pylist()]
+
+
+def test_real_chinese_page_is_judged_as_chinese(english_pages: list[str]) -> None:
+    path = DATA / "html" / "readability" / "pages" / "gmw" / "source.html.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} missing")
+    from curation.stages import Extract
+
+    page = Extract(timeout_s=None).extract_one(gzip.decompress(path.read_bytes()), None, None)[0]
+    as_english = GopherQuality().process(pa.table({"text": [page]})).reasons.to_pylist()
+    assert as_english == ["long_mean_word_length"]  # no `lang`: English words, one per clause
+    assert run_chain([page], ["zh"], [GopherQuality()]) == [None]
+    assert run_chain([page], [None], [GopherQuality()]) == [None]  # its script's words and settings
+
+
+def test_languages_overrides_change_the_decision(corpus: dict[str, list[list[str]]]) -> None:
+    zh = "\n".join(corpus["zh"][0])
+    de = "\n".join(corpus["de"][0])
+    assert run_chain([zh, de], ["zh", "de"]) == [None, None]
+    no_such_words = GopherQuality(languages={"zh": {"stop_words": ["不存在的词", "另一个"]}})
+    assert run_chain([zh, de], ["zh", "de"], [no_such_words]) == ["gopher_quality:too_few_stop_words", None]
+    every_language = FineWeb(languages={"*": {"new_line_ratio": 0.001}})
+    assert run_chain([zh, de], ["zh", "de"], [every_language]) == ["fineweb:list_ratio"] * 2
+    german_lines = GopherRepetition(languages={"de": {"dup_n_grams": {"2": 0.0001}}})
+    assert run_chain([zh, de], ["zh", "de"], [german_lines]) == [None, "gopher_repetition:dup_2gram"]
+    # English stays the stage's own: its top-level params, not `languages`
+    en = "\n".join(corpus["en"][0])
+    assert run_chain([en], ["en"], [GopherQuality(languages={"*": {"stop_words": ["zzz"]}})]) == [None]
+    # C4 with its terminal punctuation rule: Chinese lines end in 。, which is not C4's English "."
+    assert run_chain([zh], ["zh"], [C4()]) == [None]
+    assert run_chain([zh], ["zh"], [C4(languages={"zh": {"terminal_punctuation": "."}})]) == [
+        "c4:too_few_sentences"]
+
+
+def test_an_unknown_setting_is_a_recipe_error_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"languages\.zh: unknown setting.*stopwords"):
+        GopherQuality(languages={"zh": {"stopwords": ["的"]}})
+    with pytest.raises(ValueError, match="English is judged by the stage's own params"):
+        FineWeb(languages={"en": {"new_line_ratio": 0.1}})
+    recipe = ("name: r\nsources:\n  - {name: web, format: jsonl, paths: [x.jsonl]}\nstages:\n"
+              "  - gopher_quality: {languages: {zh: {min_avg_wordlength: 1}}}\n")
+    with pytest.raises(RecipeError) as error:
+        parse_recipe(recipe, "r.yaml", check_paths=False)
+    assert "min_avg_wordlength" in str(error.value)
+
+
+def test_languages_without_settings_are_counted_as_fallback(corpus: dict[str, list[list[str]]]) -> None:
+    texts = ["\n".join(corpus["de"][0]), "\n".join(corpus["zh"][0]), "\n".join(corpus["de"][1]),
+             "\n".join(corpus["en"][0]), "\n".join(corpus["zh"][1])]
+    # two codes without settings (Latin and Han script defaults), and Chinese without a language: its
+    # words are Chinese (split by its script), so are its settings (Han's defaults, a fallback)
+    langs = ["tlh", "xx", "de", "en", None]
+    batch = pa.table({"id": [schema.document_id("l", i) for i in range(len(texts))], "source": ["s"] * len(texts),
+                      "text": pa.array(texts, pa.string()), "lang": pa.array(langs, pa.string()),
+                      schema.STAGE: pa.nulls(len(texts), pa.string()),
+                      schema.REASON: pa.nulls(len(texts), pa.string()),
+                      schema.DETAIL: pa.nulls(len(texts), pa.string())})
+    for stage in (GopherRepetition(), GopherQuality(), FineWeb()):
+        out = run_stage(stage, batch)
+        column = schema.count_column(stage.name, "fallback_language")
+        assert out.column(column).to_pylist() == [1, 1, 0, 0, 1], stage.name
+
+
+def test_length_counts_segmented_words_for_languages_without_spaces(corpus: dict[str, list[list[str]]]) -> None:
+    zh = "\n".join(corpus["zh"][0])
+    en = "\n".join(corpus["en"][0])
+    plain = Length(keep_scores=True).score(pa.table({"text": [zh, en]}))["n_words"]
+    by_lang = Length(keep_scores=True).score(pa.table({"text": [zh, en], "lang": ["zh", "en"]}))["n_words"]
+    assert plain[0] < 30 < 200 < by_lang[0]  # whitespace pieces are whole sentences in Chinese
+    assert by_lang[1] == plain[1]
+    assert run_chain([zh], ["zh"], [Length()]) == [None]
+    assert run_chain([zh], [None], [Length()]) == [None]  # no `lang`: the text's script decides (Han)

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -193,6 +194,7 @@ def cost_and_real(work: Path, args: argparse.Namespace, eval_set: Path) -> None:
     from curation.ablate.results import read_results
 
     ablation = pages_ablation(work, args, eval_set)
+    shutil.rmtree(work / "ablations" / "pages", ignore_errors=True)  # from scratch: its jobs folder is inside
     seconds = timed([*CURATE, "ablate", str(ablation), "--quiet"], work / "ablate.log")
     results = read_results(str(work / "ablations" / "pages"))
     events = [json.loads(line) for line in (work / "ablations" / "pages" / "events.jsonl").read_text().splitlines()]
@@ -251,6 +253,7 @@ def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) ->
         "training": training(args.mixture_tokens, args.seeds, args.gpu),
         "evaluation": {"sets": [{"name": "articles", "path": str(eval_set)}], "batch_size": 32},
         "mixture_search": {"proxies": args.proxies, "proxy": {"tokens": args.proxy_tokens, "seeds": [0]}}})
+    shutil.rmtree(work / "ablations" / "mix", ignore_errors=True)  # an earlier run's results (its jobs are kept)
     seconds = timed([*CURATE, "ablate", str(ablation), "--quiet"], work / "mix.log")
     record = read_results(str(work / "ablations" / "mix")).mixture_search
     fit, proposal = record["fit"], record["proposal"]

@@ -65,7 +65,7 @@ from curation.ablate.training import RunSpec, train_run
 from curation.ablate.variants import variant_recipe
 from curation.job import EventLog, document_files
 from curation.mixture import MixtureParams
-from curation.recipe import Recipe
+from curation.recipe import Recipe, load_recipe
 from curation.stages.build import build_stages
 from curation.train.loader import read_manifest
 from curation.train.loop import METRICS, checkpoint_dirs, read_jsonl
@@ -406,10 +406,14 @@ def _weights(weights: dict[str, float]) -> str:
     return ", ".join(f"{s} {w:.3f}" for s, w in weights.items())
 
 
-def write_proposal(result: AblationResult, path: str) -> str:
-    """Write the searched variant's curation recipe with the proposed mixture to `path`; return its text."""
+def write_proposal(ablation: Ablation, result: AblationResult, path: str) -> str:
+    """Write the searched variant's curation recipe with the proposed mixture to `path` (the base recipe's own
+    tokenizer and pack, or the ablation's where it has none); return its text."""
     record = result.mixture_search
-    recipe = Recipe.model_validate(result.plan["variants"][record["variant"]]["recipe"])
+    raw = load_recipe(ablation.recipe, check_paths=False)
+    missing = {key: getattr(ablation, key) for key in ("tokenizer", "pack") if getattr(raw, key) is None}
+    base = raw.model_copy(update={key: value for key, value in missing.items() if value is not None})
+    recipe = variant_recipe(base, ablation.all_variants()[record["variant"]])
     measured = (record.get("verification") or {}).get("mixtures", {})
     scores = ", ".join(f"{n.removeprefix('mixture-')} {m['mean']:.4f}" for n, m in measured.items())
     header = (f"{recipe.name}: variant {record['variant']} of ablation {result.plan['name']}, with the mixture its "

@@ -276,7 +276,7 @@ def _ablate(args: argparse.Namespace) -> int:
         return 128 + signum
     summary(result)
     if args.write_recipe:
-        write_proposal(result, args.write_recipe)
+        write_proposal(ablation, result, args.write_recipe)
         print(f"recipe with the proposed mixture: {args.write_recipe}")
     return 0
 

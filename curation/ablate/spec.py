@@ -135,7 +135,13 @@ class Ablation(_Strict):
         return self.variants if BASE in self.variants else {BASE: Variant(), **self.variants}
 
     def base_recipe(self) -> Recipe:
-        return load_recipe(self.recipe, check_paths=False)
+        return self.packed_as_variants(load_recipe(self.recipe, check_paths=False))
+
+    def packed_as_variants(self, recipe: Recipe) -> Recipe:
+        """`recipe` with this ablation's `tokenizer` and `pack`, where given: every variant is packed with them
+        (so a variant's `mixture:` is valid although the base recipe packs nothing)."""
+        return recipe.model_copy(update={key: value for key, value in (("tokenizer", self.tokenizer),
+                                                                        ("pack", self.pack)) if value is not None})
 
     def search_set(self) -> str | None:
         """The evaluation set the mixture search minimises a score of (None: no search, or no text set)."""
@@ -164,7 +170,7 @@ def _checks(ablation: Ablation) -> list[tuple[tuple[Any, ...], str]]:
     """What pydantic cannot see: the base recipe, each variant applied to it, the settings every variant
     shares, the evaluation files."""
     try:
-        base = load_recipe(ablation.recipe)
+        base = ablation.packed_as_variants(load_recipe(ablation.recipe))
     except RecipeError as exc:
         return [(("recipe",), f"the base recipe has {len(exc.problems)} problem(s): "
                  + "; ".join(str(p) for p in exc.problems))]

@@ -206,7 +206,7 @@ def test_the_proposal_is_written_into_the_searched_variants_recipe(finished, tin
     from pipelines.ablate import write_proposal
 
     out = tmp_path / "proposed.yaml"
-    text = write_proposal(finished, str(out))
+    text = write_proposal(load_ablation(tiny.path), finished, str(out))
     assert text.startswith("# tiny: variant base of ablation tiny, with the mixture its search proposed\n")
     written, base = load_recipe(out), load_recipe(tiny.path.parent / "base.yaml")
     assert written.mixture.weights == finished.mixture_search["proposal"]["weights"]

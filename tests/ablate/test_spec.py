@@ -4,6 +4,7 @@ that shares the stage prefixes variants have in common. No Ray, no training."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -155,3 +156,24 @@ def test_curate_validate_recognises_an_ablation_file(tmp_path, monkeypatch, caps
     assert main(["validate", str(broken)]) == 2
     err = capsys.readouterr().err
     assert "broken.yaml:3:25: variants.a.remove[0]: no stage named 'lenght'" in err and "2 problem(s)" in err
+
+
+def test_a_mixture_variant_of_a_base_recipe_that_packs_nothing_takes_the_ablations_packing(tmp_path):
+    body = json.loads(Path(base_recipe(tmp_path)).read_text())
+    for key in ("mixture", "tokenizer", "pack"):
+        del body[key]
+    (tmp_path / "bare.yaml").write_text(json.dumps(body))
+    text = f"""name: mixes
+recipe: {tmp_path / "bare.yaml"}
+variants:
+  web-heavy: {{mixture: {{web: 0.9, notes: 0.1}}}}
+tokenizer: {{train: {{vocab_size: 400}}}}
+pack: {{seq_len: 64}}
+training: {{tokens: 4096, batch_size: 4, optim: {{warmup_steps: 2}}}}
+evaluation: {{sets: [{{name: held-out, path: {EVAL}/held-out.jsonl}}]}}
+"""
+    ablation = parse_ablation(text, "mixes.yaml")
+    recipe = variant_recipe(ablation.base_recipe(), ablation.variants["web-heavy"])
+    assert recipe.mixture.weights == {"web": 0.9, "notes": 0.1} and recipe.pack.seq_len == 64
+    with pytest.raises(RecipeError, match="mixture: `mixture` weighs output tokens: it needs `tokenizer` and `pack`"):
+        parse_ablation(text.replace("tokenizer: {train: {vocab_size: 400}}\npack: {seq_len: 64}\n", ""), "bare.yaml")

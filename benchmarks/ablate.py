@@ -266,8 +266,13 @@ def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) ->
         spread = "-" if m["spread"] is None else f"{m['spread']:.4f}"
         print(f"    {name:17} shares {', '.join(f'{s} {w:.3f}' for s, w in weights.items()):48} "
               f"articles loss {m['mean']:.4f} (spread {spread}; predicted {proposal['predicted'][name]:.4f})")
+    for name in ("mixture-natural", "mixture-uniform"):
+        m = measured[name]
+        print(f"    proposed minus {name.removeprefix('mixture-')}: {m['proposed_minus']:+.4f} "
+              f"({'beyond' if m['exceeds'] else 'within'} twice the seed spread)")
     lowest = record["verification"]["proposal_at_most_others"]
-    print(f"    the proposal's loss is {'at most' if lowest else 'ABOVE'} that of the natural and the uniform mixture")
+    print(f"    the proposal's loss is {'at most' if lowest else 'NOT at most'} that of both the natural and the "
+          "uniform mixture")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -261,7 +261,7 @@ def run_specs(ablation: Ablation, packed: dict[str, Job], model: str, training: 
             recipe = ablation.train_recipe(str(Path(job.dir).resolve()), train_dir, seed, int(manifest["seq_len"]),
                                            name=f"{variant}-seed{seed}", training=training)
             saved = checkpoint_dirs(Path(train_dir))
-            if saved and layout.read_done(Path(train_dir), recipe.steps) is None:
+            if saved and layout.read_done(Path(train_dir), recipe.steps, recipe.job) is None:
                 check_resume(recipe, saved[-1], manifest)
             specs.append(RunSpec(variant, seed, recipe.model_dump(mode="json"), sets, _absolute(model),
                                  ablation.evaluation.batch_size))
@@ -380,7 +380,7 @@ def fit_search(ablation: Ablation, found: Search, runs: dict[str, dict[int, dict
         proxy["score"] = sum(proxy["values"]) / len(proxy["values"])
     shares = np.array([[p["shares"][s] for s in sources] for p in record["proxies"]])
     fitted = fit(shares, np.array([p["score"] for p in record["proxies"]]), search.regression, search.seed)
-    proposal = propose(fitted, search, found.natural)
+    proposal = propose(fitted, search, found.natural, shares)
     record["fit"], record["proposal"] = fitted.about(), proposal.as_dict()
     rho = "-" if fitted.loo_spearman is None else f"{fitted.loo_spearman:.2f}"
     say(f"mixture search: {search.regression} fit on {fitted.proxies} proxies, leave-one-out Spearman {rho}; "
@@ -573,7 +573,14 @@ def search_summary(record: dict[str, Any], console: Console) -> None:
                      "-" if verdict is None else ("yes" if verdict else "no"))
     console.print(grid)
     if "verification" in record:
-        lowest = record["verification"]["proposal_at_most_others"]
-        console.print(f"the proposed mixture's {record['metric']} is {'at most' if lowest else 'ABOVE'} that of the "
-                      "natural and the uniform mixture; `curate ablate FILE --resume --write-recipe OUT.yaml` writes "
+        console.print(f"the proposed mixture's {record['metric']}: {_against(checked, NATURAL)}, "
+                      f"{_against(checked, UNIFORM)}; `curate ablate FILE --resume --write-recipe OUT.yaml` writes "
                       "it into a recipe", highlight=False, soft_wrap=True)
+
+
+def _against(measured: dict[str, dict[str, Any]], name: str) -> str:
+    """How the proposal's measured score compares with another verified mixture's."""
+    other = measured[name]
+    side = "at most" if other["proposed_minus"] <= 0 else "ABOVE"
+    noise = {None: "one seed", True: "beyond the seed spread", False: "within the seed spread"}[other["exceeds"]]
+    return f"{side} the {name.removeprefix('mixture-')} mixture's ({other['proposed_minus']:+.4f}, {noise})"

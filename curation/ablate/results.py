@@ -55,11 +55,12 @@ def read_evaluations(train_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("step-*.json"))] if folder.is_dir() else []
 
 
-def read_done(train_dir: Path, steps: int) -> dict[str, Any] | None:
-    """The run's record when it was trained and evaluated to `steps`, else None."""
+def read_done(train_dir: Path, steps: int, job: str) -> dict[str, Any] | None:
+    """The run's record when it was trained and evaluated to `steps` on the packed job `job`, else None (a
+    variant whose data changed, such as a mixture search's new proposal, is not done)."""
     path = train_dir / DONE
     record = json.loads(path.read_text()) if path.is_file() else None
-    return record if record is not None and record["steps"] == steps else None
+    return record if record is not None and record["steps"] == steps and record.get("job") == job else None
 
 
 def curves(folder: str, runs: dict[str, list[int]]) -> pa.Table:

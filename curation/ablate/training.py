@@ -102,7 +102,7 @@ def train_run(spec: RunSpec) -> dict[str, Any]:
     """Train (or go on training) and evaluate one run; return its `done.json` record."""
     recipe = TrainRecipe.model_validate(spec.recipe)
     train_dir = Path(recipe.output_dir())
-    done = read_done(train_dir, recipe.steps)
+    done = read_done(train_dir, recipe.steps, recipe.job)
     if done is not None:
         return done
     started = time.time()
@@ -120,6 +120,6 @@ def train_run(spec: RunSpec) -> dict[str, Any]:
         torch.set_num_threads(threads)  # in the caller's process (a local run), its own setting again
     last = evaluations[-1]
     record = {"variant": spec.variant, "seed": spec.seed, "steps": recipe.steps, "tokens": last["tokens"],
-              "final": last["sets"], "seconds": round(time.time() - started, 3)}
+              "job": recipe.job, "final": last["sets"], "seconds": round(time.time() - started, 3)}
     io.write_json_atomic(str(train_dir / DONE), record)
     return record

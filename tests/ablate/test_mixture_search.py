@@ -17,6 +17,7 @@ from curation.ablate.mixture_search import (
     MixtureSearch,
     dirichlet,
     fit,
+    inside_hull,
     mixture,
     natural_shares,
     propose,
@@ -66,10 +67,23 @@ def test_the_fit_finds_the_mixture_a_made_up_loss_is_lowest_at(kind, proxies, rh
     shares = np.array([list(w.values()) for w in proxy_mixtures(search, NATURAL_SHARES).values()])
     fitted = fit(shares, made_up_loss(shares), kind, search.seed)
     assert fitted.proxies == proxies and fitted.loo_spearman > rho  # held-out proxies ranked as the loss ranks them
-    proposal = propose(fitted, search, NATURAL_SHARES)
+    proposal = propose(fitted, search, NATURAL_SHARES, shares)
     assert list(proposal.weights.values()) == pytest.approx(list(BEST), abs=near)
     assert proposal.predicted[PROPOSED] <= min(proposal.predicted[NATURAL], proposal.predicted[UNIFORM])
-    assert propose(fitted, search, NATURAL_SHARES) == proposal  # seeded candidates
+    assert propose(fitted, search, NATURAL_SHARES, shares) == proposal  # seeded candidates
+
+
+def test_the_proposal_stays_among_the_proxies_where_the_fit_would_extrapolate():
+    search = MixtureSearch(proxies=8, concentration=20.0, candidates=20_000)  # proxies close to the natural shares
+    shares = np.array([list(w.values()) for w in proxy_mixtures(search, NATURAL_SHARES).values()])
+    falling = 3.0 - shares[:, 1]  # lower the more code: the fit's best lies at the corner no proxy went near
+    fitted = fit(shares, falling, "quadratic")
+    wide = MixtureSearch(proxies=8, concentration=1.0, candidates=20_000)  # candidates far beyond them
+    proposal = propose(fitted, wide, NATURAL_SHARES, shares)
+    assert proposal.weights["code"] <= shares[:, 1].max() + 1e-3 and proposal.candidates < 20_000
+    assert proposal.weights["code"] > np.median(shares[:, 1])  # towards the lower loss, inside the hull
+    segment = np.array([[0.2, 0.8], [0.4, 0.6]])  # two sources: the hull is a segment
+    assert inside_hull(np.array([[0.3, 0.7], [0.5, 0.5]]), segment).tolist() == [True, False]
 
 
 def test_the_verification_compares_the_proposal_with_the_natural_and_uniform_mixtures():

@@ -8,14 +8,15 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from curation.recipe import Recipe, RecipeError, json_schema, load_recipe
+from curation.recipe import RecipeError, json_schema, load_recipe
 
 
-def _load(path: str, consequence: str = "") -> Recipe | None:
-    """The validated recipe, or None after printing every problem."""
+def _load(path: str, consequence: str = "", loader: Callable[[str], Any] = load_recipe) -> Any:
+    """The validated recipe (or training recipe, or ablation: `loader`), or None after printing every problem."""
     try:
-        return load_recipe(path)
+        return loader(path)
     except RecipeError as exc:
         print(exc, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s) in {path}{consequence}", file=sys.stderr)
@@ -39,11 +40,8 @@ def _recipe_kind(path: str) -> str:
 def _validate_ablation(path: str) -> int:
     from curation.ablate.spec import load_ablation
 
-    try:
-        ablation = load_ablation(path)
-    except RecipeError as exc:
-        print(exc, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) in {path}", file=sys.stderr)
+    ablation = _load(path, loader=load_ablation)
+    if ablation is None:
         return 2
     search = ablation.mixture_search
     more = f", mixture search over {search.proxies} proxies" if search else ""
@@ -59,11 +57,7 @@ def _validate(args: argparse.Namespace) -> int:
     if kind == "train":
         from curation.train.config import load_train_recipe
 
-        try:
-            load_train_recipe(args.recipe)
-        except RecipeError as exc:
-            print(exc, file=sys.stderr)
-            print(f"{len(exc.problems)} problem(s) in {args.recipe}", file=sys.stderr)
+        if _load(args.recipe, loader=load_train_recipe) is None:
             return 2
         print(f"{args.recipe}: valid (training recipe)")
         return 0
@@ -225,11 +219,8 @@ def _schema(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from curation.train.config import load_train_recipe
 
-    try:
-        recipe = load_train_recipe(args.recipe)
-    except RecipeError as exc:
-        print(exc, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) in {args.recipe}; nothing was run", file=sys.stderr)
+    recipe = _load(args.recipe, "; nothing was run", loader=load_train_recipe)
+    if recipe is None:
         return 2
     from curation.train.resume import ResumeError
     from pipelines.train import train  # Ray and torch are imported only when a run really starts
@@ -249,11 +240,8 @@ def _train(args: argparse.Namespace) -> int:
 def _ablate(args: argparse.Namespace) -> int:
     from curation.ablate.spec import load_ablation
 
-    try:
-        ablation = load_ablation(args.ablation)
-    except RecipeError as exc:
-        print(exc, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) in {args.ablation}; nothing was run", file=sys.stderr)
+    ablation = _load(args.ablation, "; nothing was run", loader=load_ablation)
+    if ablation is None:
         return 2
     if args.write_recipe and ablation.mixture_search is None:
         print(f"curate ablate: --write-recipe writes the mixture search's proposal: {args.ablation} has no "

@@ -213,7 +213,7 @@ def plan(params: MixtureParams | None, hists: dict[str, np.ndarray]) -> dict[str
     return plans
 
 
-def shares(tokens: dict[str, int]) -> dict[str, float]:
+def shares(tokens: dict[str, int] | dict[str, float]) -> dict[str, float]:
     total = sum(tokens.values())
     return {s: (n / total if total else 0.0) for s, n in tokens.items()}
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from curation import io
 from curation.job import document_files
-from curation.mixture import SourcePlan, plan
+from curation.mixture import SourcePlan, plan, shares
 from curation.mixture import report as mixture_report
 from curation.recipe import Recipe
 from curation.tokens import fertility
@@ -67,8 +67,10 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
         data = _read(config.model)
     else:
         settings = config.train.model_dump()
+        mixture = recipe.mixture
+        in_mixture = {} if mixture is None else {"shares": shares(mixture.sources()), "max_epochs": mixture.max_epochs}
         data, coverage = executor.result(executor.submit(train_from_documents, files, recipe.seed,
-                                                         recipe.pack.validation, **settings))
+                                                         recipe.pack.validation, **settings, **in_mixture))
         settings = {k: v for k, v in settings.items() if k != "options" or v}
         io.write_json_atomic(io.join(job_dir, TRAINING), settings | {
             "character_coverage": coverage["character_coverage"], "character_coverage_choice": coverage})

@@ -12,7 +12,8 @@ class _Strict(BaseModel):
 
 
 class TrainTokenizer(_Strict):
-    """Train a sentencepiece model on a seeded sample of the curated documents (train split only)."""
+    """Train a sentencepiece model on a seeded sample of the curated documents (train split only), in the
+    mixture's shares of the sources (`curation.tokens.tokenizer.sample_rates`)."""
 
     vocab_size: int = Field(32000, ge=300, le=1 << 22, description="Pieces in the vocabulary.")
     model_type: Literal["bpe", "unigram"] = Field("bpe", description="sentencepiece model type.")

@@ -35,7 +35,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import sentencepiece as spm
 
@@ -145,30 +147,76 @@ def text_bytes(files: Sequence[str]) -> int:
     return total
 
 
-def sample_texts(files: Sequence[str], sample_bytes: int, seed: int, validation: float = 0.0) -> Iterator[str]:
-    """Lines of a seeded sample of about `sample_bytes` of the documents in `files` (Parquet with
-    `id` and `text`), never from the validation split. Lines, because sentencepiece skips any
-    "sentence" longer than its `max_sentence_length` and documents often are."""
-    rate = min(1.0, sample_bytes / max(1, text_bytes(files)))
+def source_text_bytes(files: Sequence[str]) -> dict[str, int]:
+    """Uncompressed bytes of the `text` column per `source`: from Parquet footers where a row group holds one
+    source (its statistics say so: a documents file is one input shard), else from that row group's rows."""
+    total: dict[str, int] = {}
     for uri in files:
         fs, path = curation_io.resolve(uri)
-        table = pq.read_table(path, filesystem=fs, columns=["id", "text"])
+        parquet = pq.ParquetFile(path, filesystem=fs)
+        names = parquet.schema_arrow.names
+        text, source = names.index("text"), names.index("source")
+        for g in range(parquet.metadata.num_row_groups):
+            group = parquet.metadata.row_group(g)
+            stats = group.column(source).statistics
+            if stats is not None and stats.has_min_max and stats.min == stats.max and not stats.null_count:
+                total[stats.min] = total.get(stats.min, 0) + group.column(text).total_uncompressed_size
+                continue
+            rows = parquet.read_row_group(g, columns=["source", "text"])
+            sums = pa.table({"source": rows.column("source"), "n": pc.binary_length(rows.column("text"))})
+            for row in sums.group_by("source").aggregate([("n", "sum")]).to_pylist():
+                total[row["source"]] = total.get(row["source"], 0) + (row["n_sum"] or 0)
+    return total
+
+
+def sample_rates(files: Sequence[str], sample_bytes: int, shares: dict[str, float] | None = None,
+                 max_epochs: float = 1.0) -> dict[str, float]:
+    """Copies of each source's documents that make the tokenizer's sample (a rate below 1: that share of
+    them, chosen by hash). Without `shares` every source is sampled alike, about `sample_bytes` in all. With
+    the mixture's `shares` of the output, the sample has them too (by bytes of text): it is the largest one
+    of at most `sample_bytes` in which no source repeats more than `max_epochs` times (the mixture's bound),
+    so that a scarce source weighted up is as common in the sample as in the packed shards."""
+    available = source_text_bytes(files)
+    if shares is None:
+        rate = min(1.0, sample_bytes / max(1, sum(available.values())))
+        return dict.fromkeys(available, rate)
+    wanted = {s: shares.get(s, 0.0) for s in available if available[s] > 0}
+    limits = [max_epochs * available[s] / w for s, w in wanted.items() if w > 0]
+    total = min([float(sample_bytes), *limits])
+    return {s: total * w / available[s] for s, w in wanted.items()}
+
+
+def sample_texts(files: Sequence[str], rates: dict[str, float], seed: int, validation: float = 0.0) -> Iterator[str]:
+    """Lines of a seeded sample of the documents in `files` (Parquet with `id`, `source` and `text`), never
+    from the validation split: `floor(rate)` copies of each document of a source, one more for the share
+    `rate - floor(rate)` of them chosen by hash (`sample_rates`). Lines, because sentencepiece skips any
+    "sentence" longer than its `max_sentence_length` and documents often are."""
+    for uri in files:
+        fs, path = curation_io.resolve(uri)
+        table = pq.read_table(path, filesystem=fs, columns=["id", "source", "text"])
         ids = table.column("id").to_pylist()
-        chosen = (unit_hash(ids, seed ^ SAMPLE_SALT) < rate) & (unit_hash(ids, VALIDATION_SALT) >= validation)
-        for text in table.column("text").filter(pa.array(chosen)).to_pylist():
-            yield from (line for line in text.split("\n") if line.strip())
+        rate = np.array([rates.get(s, 0.0) for s in table.column("source").to_pylist()], dtype=np.float64)
+        whole = np.floor(rate)
+        copies = (whole + (unit_hash(ids, seed ^ SAMPLE_SALT) < rate - whole)).astype(np.int64)
+        copies[unit_hash(ids, VALIDATION_SALT) < validation] = 0
+        for text, n in zip(table.column("text").to_pylist(), copies.tolist(), strict=True):
+            for _ in range(n):
+                yield from (line for line in text.split("\n") if line.strip())
 
 
 def train_from_documents(files: Sequence[str], seed: int, validation: float, *, vocab_size: int,
                          model_type: ModelType, sample_bytes: int, character_coverage: float | Literal["auto"],
                          split_digits: bool, byte_fallback: bool, hard_vocab_limit: bool,
-                         options: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
-    """Train on a seeded sample of curated documents; return the `.model` bytes and how its character
-    coverage was chosen (`Coverage.as_dict`; with a number from the recipe, only that number)."""
+                         options: dict[str, Any], shares: dict[str, float] | None = None,
+                         max_epochs: float = 1.0) -> tuple[bytes, dict[str, Any]]:
+    """Train on a seeded sample of curated documents, in the mixture's `shares` where given (`sample_rates`);
+    return the `.model` bytes and how its character coverage was chosen (`Coverage.as_dict`; with a number
+    from the recipe, only that number)."""
+    rates = sample_rates(files, sample_bytes, shares, max_epochs)
     coverage: dict[str, Any] = {"character_coverage": character_coverage, "rule": "set by the recipe"}
     if character_coverage == AUTO:  # a first pass over the same seeded sample: its characters
-        coverage = choose_coverage(sample_texts(files, sample_bytes, seed, validation), vocab_size).as_dict()
-    texts = sample_texts(files, sample_bytes, seed, validation)
+        coverage = choose_coverage(sample_texts(files, rates, seed, validation), vocab_size).as_dict()
+    texts = sample_texts(files, rates, seed, validation)
     with tempfile.TemporaryDirectory() as tmp:
         try:
             model = train_tokenizer(texts, Path(tmp) / "tokenizer", vocab_size, model_type, seed, byte_fallback,

@@ -89,6 +89,8 @@ def test_tokenizer_settings_for_a_cjk_heavy_sample(job):
     assert trained["split_digits"] and trained["byte_fallback"]
     choice = trained["character_coverage_choice"]
     assert choice["rule"].startswith("CJK-heavy sample")
+    # the sample has the mixture's shares: half its bytes Chinese (3 a character), a quarter of its letters
+    assert 0.2 < choice["cjk_share"] < 0.4
     assert choice["character_coverage"] == trained["character_coverage"]
     # 2,000 pieces: the alphabet at 0.9995 would take most of them, so the coverage is lowered
     assert 0.98 <= trained["character_coverage"] < 0.9995 and "lowered from 0.9995" in choice["rule"]

@@ -68,7 +68,8 @@ def test_recipe_defaults_split_digits_and_choose_coverage(testdata, tmp_path):
     assert settings.character_coverage == "auto" and settings.split_digits and settings.byte_fallback
     texts = [f"{s} {i * 7919} 年 {2000 + i}" for i, s in enumerate(sentences(testdata, "zh") * 3)]
     path = tmp_path / "docs.parquet"
-    pq.write_table(pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": texts}), path)
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(len(texts))], "source": ["zh"] * len(texts),
+                             "text": texts}), path)
     model, coverage = train_from_documents([str(path)], 1, 0.0, **settings.model_dump())
     assert coverage["character_coverage"] >= 0.98 and coverage["rule"].startswith("CJK-heavy")
     assert coverage["cjk_share"] > 0.9

@@ -1,7 +1,7 @@
 """`curate submit | logs | stop` and Ray-job status: recipes run on a cluster through the Ray Jobs API.
 
-The recipe is validated here first (a bad recipe never reaches the cluster), then shipped with the
-project's own packages in the job's runtime_env, so the cluster runs the same code as this checkout
+The recipe is validated here first (a bad recipe never reaches the cluster), then shipped as loaded (its
+language settings file merged in, as in the job's own recipe.yaml) with the project's own packages in the job's runtime_env, so the cluster runs the same code as this checkout
 (its nodes need the project's dependencies installed: the image in deploy/). The job's entrypoint
 is `python -m pipelines.cli run recipe.yaml --address auto --executor ray` on the cluster's head
 (a recipe's `executor: local` would leave the cluster's other nodes idle); input and
@@ -22,6 +22,7 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 import curation
 import pipelines
 from curation.recipe import load_recipe
+from pipelines.run import recipe_as_run
 
 TERMINAL = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}
 AGENT_WAIT_SECONDS = 120
@@ -56,7 +57,9 @@ def submit(recipe_path: str, address: str, *, output: str | None = None, submiss
     recipe = load_recipe(recipe_path)  # raises RecipeError before anything reaches the cluster
     staging = Path(tempfile.mkdtemp(prefix="curate-submit-"))
     try:
-        shutil.copyfile(recipe_path, staging / "recipe.yaml")
+        # the recipe as loaded, not its file: what it names to be read at load time (a language settings file,
+        # relative to this working directory) is merged in, and the cluster cannot reach it
+        (staging / "recipe.yaml").write_text(recipe_as_run(recipe), encoding="utf-8")
         command = "python -m pipelines.cli run recipe.yaml --address auto --executor ray --quiet"
         if output:
             command += f" --output {output}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -58,11 +59,11 @@ def head():
     else:
         pytest.fail("the Ray head's dashboard did not come up")
     yield address
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+    # SIGKILL to the whole group, not SIGTERM: `ray start --block` then stops its processes one by one, with
+    # waits (~35 s here); nothing of this throwaway head is kept. Its processes are all in this session.
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 def test_submit_runs_the_recipe_on_the_cluster(head, tmp_path):
@@ -89,6 +90,34 @@ def test_a_bad_recipe_is_refused_before_submission(head, tmp_path):
     out = subprocess.run([*CURATE, "submit", str(recipe), "--address", head], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 2 and "nothing was submitted" in out.stderr and "no file matches" in out.stderr
     assert all((j.get("metadata") or {}).get("recipe") != "bad" for j in get(f"{head}/api/jobs/"))
+
+
+def test_the_recipe_travels_as_loaded_with_its_language_settings(tmp_path, monkeypatch):
+    """A language settings file is named relative to where `curate submit` runs; the cluster's working
+    directory is another, so the recipe the job gets holds the settings themselves."""
+    from curation.recipe import parse_recipe
+    from pipelines import submit
+
+    (tmp_path / "zh.yaml").write_text("stages: {gopher_quality: {languages: {zh: {max_avg_word_length: 9.5}}}}\n")
+    text = (ROOT / "recipes" / "quickstart.yaml").read_text().replace("recipes/sample/", f"{SAMPLE}/")
+    text = text.replace("  - length: {min_words: 50}", "  - gopher_quality: {}") + "language_settings: zh.yaml\n"
+    (tmp_path / "recipe.yaml").write_text(text)
+    shipped = {}
+
+    class Jobs:
+        def submit_job(self, entrypoint, runtime_env, **_):
+            shipped["recipe"] = (Path(runtime_env["working_dir"]) / "recipe.yaml").read_text()
+            return "job-1"
+
+    monkeypatch.setattr(submit, "client", lambda address: Jobs())
+    monkeypatch.chdir(tmp_path)
+    assert submit.submit("recipe.yaml", "http://cluster") == "job-1"
+    fingerprint = submit.load_recipe("recipe.yaml").fingerprint()
+    monkeypatch.chdir(ROOT)  # as on the cluster: zh.yaml is not there
+    recipe = parse_recipe(shipped["recipe"])
+    [(_, name, params)] = [spec for spec in recipe.stage_specs() if spec[1] == "gopher_quality"]
+    assert params.languages["zh"]["max_avg_word_length"] == 9.5
+    assert recipe.fingerprint() == fingerprint
 
 
 def _running(pid: int) -> bool:

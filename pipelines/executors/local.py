@@ -173,7 +173,11 @@ class LocalExecutor(Executor):
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         if self._pool is not None:
-            return self._pool.submit(fn, *args, **kwargs)
+            try:
+                return self._pool.submit(fn, *args, **kwargs)
+            except BrokenProcessPool as broken:  # a worker died between tasks, losing none: new workers
+                self._replace(broken)
+                return self._pool.submit(fn, *args, **kwargs)
         future: Future = Future()
         self._later[future] = (fn, args, kwargs)
         return future
@@ -208,8 +212,10 @@ class LocalExecutor(Executor):
         while todo := [i for i in range(len(items)) if made.get(i) != taken[i]]:
             for i in todo:
                 made.pop(i, None)
-            tasks = {i: self._pool.submit(_into_queue, fn, i, taken[i], items[i], *shared) for i in todo}
+            tasks: dict[int, Future] = {}
             try:
+                for i in todo:
+                    tasks[i] = self._pool.submit(_into_queue, fn, i, taken[i], items[i], *shared)
                 for i, out in self._outputs(tasks, taken, made):
                     taken[i] += 1
                     yield out

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
@@ -176,6 +179,29 @@ def test_a_worker_that_always_dies_fails_the_run_after_three_replacements_and_lo
         run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=[("crash", CrashAlways())])
     [job] = (tmp_path / "jobs").iterdir()
     assert [p.name for p in (job / "_shards").glob("*.json")] == [next((job / "_shards").glob("s-a*.json")).name]
+
+
+def test_a_worker_that_dies_between_tasks_is_replaced_before_the_next_ones(caplog):
+    """Killed while idle (the kernel's OOM killer, a `kill`), it loses nothing; the next phase's tasks and
+    streams still run, on new workers."""
+    executor = LocalExecutor(2)
+
+    def kill_one_and_wait_for_the_pool_to_see_it() -> None:
+        pool = executor._pool
+        os.kill(executor.submit(os.getpid).result(), signal.SIGKILL)
+        deadline = time.time() + 30
+        while not pool._broken and time.time() < deadline:  # its manager thread watches the workers
+            time.sleep(0.05)
+        assert pool._broken
+
+    try:
+        kill_one_and_wait_for_the_pool_to_see_it()
+        assert executor.submit(sum, [1, 2]).result() == 3
+        kill_one_and_wait_for_the_pool_to_see_it()
+        assert sorted(executor.stream(numbered, range(3), 4)) == [(i, k) for i in range(3) for k in range(4)]
+    finally:
+        executor.close()
+    assert "a worker process died" in caplog.text
 
 
 def numbered(item: int, n: int) -> Iterator[tuple[int, int]]:

@@ -115,7 +115,7 @@ def test_the_recipe_travels_as_loaded_with_its_language_settings(tmp_path, monke
     fingerprint = submit.load_recipe("recipe.yaml").fingerprint()
     monkeypatch.chdir(ROOT)  # as on the cluster: zh.yaml is not there
     recipe = parse_recipe(shipped["recipe"])
-    [(_, name, params)] = [spec for spec in recipe.stage_specs() if spec[1] == "gopher_quality"]
+    [params] = [params for _, name, params in recipe.stage_specs() if name == "gopher_quality"]
     assert params.languages["zh"]["max_avg_word_length"] == 9.5
     assert recipe.fingerprint() == fingerprint
 

@@ -1,9 +1,10 @@
 """Mixture search (RegMix, Liu et al. 2024): many tiny proxies trained on random mixture weights, a regression
 of their evaluation loss on the weights, and the weights it predicts best, verified at the larger proxy size.
 
-1. Proxies: `proxies` mixtures of the sources of one variant's documents, drawn from a Dirichlet around their
-   natural token shares, alpha = concentration x sources x natural share (1: as spread as a flat Dirichlet
-   over the sources; larger: closer to the natural shares). Each is packed (its own packing job, the
+1. Proxies: `proxies` mixtures of the sources of one variant's documents: the natural and the uniform
+   mixture (`anchors`), the others drawn from a Dirichlet around their natural token shares, alpha =
+   concentration x sources x natural share (1: as spread as a flat Dirichlet over the sources; larger:
+   closer to the natural shares). Each is packed (its own packing job, the
    variant's curation shared) and trained with the `proxy` budget, a smaller one than the ablation's.
 2. Regression: each proxy's score (an evaluation set's loss or bits per byte, mean over its seeds) on the
    token shares packing really took (a share a source could not reach within `max_epochs` shows as what it
@@ -79,6 +80,9 @@ class MixtureSearch(BaseModel):
     proxies: int = Field(16, ge=4, le=4096, description="Proxy mixtures trained (RegMix: 512 at 1M parameters).")
     concentration: float = Field(1.0, gt=0, description="Dirichlet concentration around the natural shares, per "
                                  "source: 1 spreads as a flat Dirichlet, more stays closer to the natural shares.")
+    anchors: bool = Field(True, description="The first two proxies are the natural and the uniform mixture (the "
+                          "rest drawn): the fit learns from the two mixtures the proposal is verified against, and "
+                          "the proxies' hull, where the proposal is searched, holds both.")
     max_epochs: float = Field(4.0, ge=1.0, description="A source is repeated at most this many times to reach its "
                               "share of a run's tokens (each mixture packs the tokens its run trains on).")
     proxy: ProxyTraining = Field(default_factory=ProxyTraining, description="The proxies' budget.")
@@ -137,6 +141,8 @@ def rounded(row: np.ndarray | list[float], sources: list[str]) -> dict[str, floa
 def proxy_mixtures(search: MixtureSearch, natural: dict[str, float]) -> dict[str, dict[str, float]]:
     """Each proxy's weights, by proxy name (seeded: the same on every run)."""
     rows = dirichlet(natural, search.proxies, search.concentration, np.random.default_rng(search.seed))
+    if search.anchors:
+        rows[:2] = [list(natural.values()), np.full(len(natural), 1 / len(natural))]
     return {name: rounded(row, list(natural)) for name, row in zip(search.proxy_names(), rows, strict=True)}
 
 

@@ -292,8 +292,15 @@ class LanguageWords(WordSplitter):
         by_code = [(_segmenter_of_code(code) if code else None) or "" for code in encoded.dictionary.to_pylist()]
         indices = encoded.indices.fill_null(len(by_code)).to_numpy(zero_copy_only=False)
         kinds = np.array([*by_code, ""], dtype=object)[indices]
-        for i in np.flatnonzero(kinds == ""):  # no language, or one we do not know: the text's script decides
-            kinds[i] = segmenter_of(None, texts[int(i)].as_py())
+        unknown = np.flatnonzero(kinds == "")  # no language, or one we do not know: the text's script decides
+        if len(unknown):
+            # `segmenter_of`'s first test for the whole batch at once, in C: most texts have no unspaced letter
+            heads = pc.utf8_slice_codeunits(texts.take(pa.array(unknown)), 0, _SCRIPT_SAMPLE)
+            maybe = pc.match_substring_regex(heads, _ANY_UNSPACED_LETTER.pattern).fill_null(False)
+            maybe = maybe.to_numpy(zero_copy_only=False)
+            kinds[unknown[~maybe]] = SPACES
+            for i in unknown[maybe].tolist():
+                kinds[i] = segmenter_of(None, texts[i].as_py())
         return kinds.astype(str)
 
     def _segment(self, texts: pa.Array, kind: str) -> Words:

@@ -12,8 +12,9 @@ Page rules *drop the document*: "lorem ipsum" (`lorem_ipsum`) or a curly bracket
 on a line that survived the earlier line rules (reason: whichever such line comes first), and
 fewer than `min_sentences` sentences in the kept lines (`too_few_sentences`; a page whose every
 line was removed ends here). Wikipedia-style citations ("[1]", "[edit]", "[citation needed]") are
-cut from lines first (`remove_citations`). Kept documents get the kept lines joined by newlines;
-dropped ones keep their original text, so `rejects/` shows what was judged.
+cut from lines first, and MediaWiki's language-converter markup (`-{km²}-`) unwrapped
+(`remove_citations`). Kept documents get the kept lines joined by newlines; dropped ones keep their
+original text, so `rejects/` shows what was judged.
 
 Languages, where a batch has a `lang` column (see `curation.stages.languages.LanguageParams`): a line
 of a language other than English ends in its script's terminal punctuation (`terminal_punctuation` in
@@ -40,6 +41,10 @@ from curation.stages.languages import LANG, LanguageFilter, LanguageParams, line
 from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, segment_sum, whitespace_words
 
 CITATION_RE2 = r"\[\p{Nd}*\]|\[edit\]|\[citation needed\]"
+# MediaWiki's language-converter markup, `-{text}-` (text shown as written, not converted to another script),
+# left in text taken from Serbian and Chinese Wikipedia: unwrapped, it is no curly bracket of code. Variant
+# lists (`-{zh-hans:...;zh-hant:...}-`) are left as they are.
+CONVERTER_RE2 = r"-\{([^{}:;]*)\}-"
 POLICY_RE2 = "terms of use|privacy policy|cookie policy|uses cookies|use of cookies|use cookies"
 LINE_RULES = ("long_word", "no_terminal_punct", "few_words", "javascript", "policy")
 _ENGLISH_TERMINAL_RE2 = r"[.?!\"']$"
@@ -85,7 +90,8 @@ class C4(LanguageFilter):
         policy: bool = Field(
             True, description="Remove lines with terms-of-use/privacy/cookie phrases (C4's reference code).")
         remove_citations: bool = Field(
-            True, description="Cut [1], [edit], [citation needed] from lines (C4's reference code).")
+            True, description="Cut [1], [edit], [citation needed] from lines (C4's reference code), and unwrap "
+            "MediaWiki's language-converter markup -{...}- (Serbian and Chinese Wikipedia text).")
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         return self.scores_and_text(batch)[0]
@@ -116,7 +122,9 @@ class C4(LanguageFilter):
                                                           line_lang.take(pa.array(unspaced)))
             if p.max_word_length is not None:
                 long_word[unspaced] = longest > p.max_word_length
-        line = pc.replace_substring_regex(stripped, CITATION_RE2, "") if p.remove_citations else stripped
+        line = stripped
+        if p.remove_citations:
+            line = pc.replace_substring_regex(pc.replace_substring_regex(line, CITATION_RE2, ""), CONVERTER_RE2, r"\1")
 
         def has(pattern: str, regex: bool = False, ignore_case: bool = True) -> np.ndarray:
             match = pc.match_substring_regex if regex else pc.match_substring

@@ -96,8 +96,13 @@ _CASELESS_BLOCKS = [
 def _letter_classes() -> tuple[str, str, str, str]:
     """Regex classes (contents, without brackets) of letters, lower-case-like and upper-case-like
     letters (cased letters of every script, plus the caseless blocks above for both cases, as in
-    spaCy) and other symbols (Unicode category So: emoji, dingbats, ©, °)."""
-    caseless = sorted({cp for a, b in _CASELESS_BLOCKS for cp in range(a, b + 1)})
+    spaCy) and other symbols (Unicode category So: emoji, dingbats, ©, °).
+
+    Unlike spaCy, every other letter (Lo) and combining mark (Mn, Mc) counts as a caseless letter too:
+    spaCy's list leaves out Gujarati, Gurmukhi, Oriya, Malayalam, Thaana, Georgian and more, so there a
+    word ending in a vowel sign or virama kept its full stop ("છે." one word: the sentence end unseen by
+    C4, the stop word "છે" missed by Gopher). The scripts spaCy lists, and English, split as before."""
+    caseless = {cp for a, b in _CASELESS_BLOCKS for cp in range(a, b + 1)}
     lower: list[int] = []
     upper: list[int] = []
     icons: list[int] = []
@@ -109,6 +114,8 @@ def _letter_classes() -> tuple[str, str, str, str]:
             upper.append(cp)
         elif cat == "So":
             icons.append(cp)
+        elif cat in ("Lo", "Mn", "Mc"):
+            caseless.add(cp)
     return (
         _ranges(sorted({*lower, *upper, *caseless}), "A-Za-z"),
         _ranges(sorted({*lower, *caseless}), "a-z"),

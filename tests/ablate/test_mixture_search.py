@@ -44,6 +44,10 @@ def test_proxies_are_seeded_draws_around_the_natural_shares():
     search = MixtureSearch(proxies=12, seed=7)
     mixtures = proxy_mixtures(search, NATURAL_SHARES)
     assert list(mixtures) == [f"proxy-{i:02d}" for i in range(12)]
+    # the first two: the mixtures the proposal is verified against; the others drawn, as without anchors
+    assert list(mixtures.values())[:2] == [NATURAL_SHARES, dict.fromkeys(NATURAL_SHARES, 0.3333)]
+    drawn = proxy_mixtures(MixtureSearch(proxies=12, seed=7, anchors=False), NATURAL_SHARES)
+    assert list(drawn.values())[2:] == list(mixtures.values())[2:] and drawn["proxy-00"] != NATURAL_SHARES
     assert mixtures == proxy_mixtures(search, NATURAL_SHARES)  # the same on every run
     assert mixtures != proxy_mixtures(MixtureSearch(proxies=12, seed=8), NATURAL_SHARES)
     for weights in mixtures.values():

@@ -163,6 +163,15 @@ def test_c4_page_rules_drop_documents():
         None, None, None]
 
 
+def test_c4_unwraps_mediawikis_language_converter_markup_and_still_drops_code():
+    wiki = GOOD + "\nThe town lies at 185 -{m}- above the sea, on 4,84 -{km²}- of land."
+    variants = GOOD + "\nIt is called -{zh-hans:计算机; zh-hant:電腦}- in the two scripts."
+    out = run_stage(C4(), docs([wiki, variants]))
+    assert out.column(schema.REASON).to_pylist() == [None, "curly_bracket"]  # a variant list is left as it is
+    assert out.column("text").to_pylist()[0].endswith("The town lies at 185 m above the sea, on 4,84 km² of land.")
+    assert reasons(C4(remove_citations=False), [wiki]) == ["curly_bracket"]
+
+
 def test_c4_keeps_original_text_of_dropped_documents():
     text = "Nothing to see.\n" + "\n".join(LINES[:2])
     out = run_stage(C4(), docs([text]))

@@ -17,6 +17,16 @@ def test_words_split_like_spacy_english():
     assert split("") == [] and split(" \n\t ") == []
 
 
+def test_a_full_stop_after_a_vowel_sign_or_virama_is_a_word_of_its_own():
+    """Scripts spaCy's English classes leave out (Gujarati, Gurmukhi, Malayalam, Oriya, Georgian, Thaana) split as
+    those it lists (Devanagari, Bengali) do."""
+    split = WordSplitter().words
+    for text, words in [("જાય છે. બીજું", ["જાય", "છે", ".", "બીજું"]), ("ਹੈ. ਅਤੇ", ["ਹੈ", ".", "ਅਤੇ"]),
+                        ("ആണ്. ഒരു", ["ആണ്", ".", "ഒരു"]), ("ଅଛି, ଏବଂ", ["ଅଛି", ",", "ଏବଂ"]),
+                        ("მაგ. კი", ["მაგ", ".", "კი"]), ("है. और", ["है", ".", "और"]), ("হয়. এবং", ["হয়", ".", "এবং"])]:
+        assert split(text) == words
+
+
 def test_word_memo_is_bounded_and_results_stay_right():
     splitter = WordSplitter(max_pieces=3)
     first = splitter.split(["one two three four", "five"])

@@ -1,8 +1,9 @@
 """`curate submit | logs | stop` and Ray-job status: recipes run on a cluster through the Ray Jobs API.
 
 The recipe is validated here first (a bad recipe never reaches the cluster), then shipped as loaded (its
-language settings file merged in, as in the job's own recipe.yaml) with the project's own packages in the job's runtime_env, so the cluster runs the same code as this checkout
-(its nodes need the project's dependencies installed: the image in deploy/). The job's entrypoint
+language settings file merged in, as in the job's own recipe.yaml) with the project's own packages in the
+job's runtime_env, so the cluster runs the same code as this checkout (its nodes need the project's
+dependencies installed: the image in deploy/). The job's entrypoint
 is `python -m pipelines.cli run recipe.yaml --address auto --executor ray` on the cluster's head
 (a recipe's `executor: local` would leave the cluster's other nodes idle); input and
 output paths in the recipe must be reachable from the cluster (object storage or a shared volume).

@@ -2,25 +2,10 @@
 // Names and texts come from the ablation's files: they only ever reach the page through textContent.
 "use strict";
 
-const params = new URLSearchParams(location.search);
 const REFRESH_MS = Math.max(500, Number(params.get("refresh") || 3000));
-const PLOT_CONFIG = { displayModeBar: false, responsive: true };
 const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"];
 let selected = params.get("ablation");
 let curveKey = params.get("curve");
-
-async function api(path) {
-  const response = await fetch(path, { cache: "no-store" });
-  if (!response.ok) throw new Error(`${path}: ${response.status}`);
-  return response.json();
-}
-
-function el(tag, text, cls) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  if (cls) node.className = cls;
-  return node;
-}
 
 const num = (v, digits = 4) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits));
 const signed = (v) => (v === null || v === undefined ? "–" : `${v >= 0 ? "+" : ""}${Number(v).toFixed(4)}`);

@@ -2,26 +2,11 @@
 // (they come from crawled pages), so they only ever reach the page through textContent.
 "use strict";
 
-const params = new URLSearchParams(location.search);
 const REFRESH_MS = Math.max(500, Number(params.get("refresh") || 2000));
-const PLOT_CONFIG = { displayModeBar: false, responsive: true };
 const MARGIN = { l: 130, r: 10, t: 10, b: 40 };
 let selected = params.get("job");
 let reasonKey = null;
 let dedupStage = null;
-
-async function api(path) {
-  const response = await fetch(path, { cache: "no-store" });
-  if (!response.ok) throw new Error(`${path}: ${response.status}`);
-  return response.json();
-}
-
-function el(tag, text, cls) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  if (cls) node.className = cls;
-  return node;
-}
 
 const fmt = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en", { maximumFractionDigits: 1 }));
 const duration = (s) => (s === null || s === undefined ? "–" : s < 90 ? `${Math.round(s)} s` : `${(s / 60).toFixed(1)} min`);

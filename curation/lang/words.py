@@ -16,7 +16,7 @@ their dictionaries (nothing is downloaded at run time):
 | lo                        | laonlp                                       | the same                         |
 | my                        | syllables (rule below; no maintained package)| ? (its stop words are syllables) |
 | bo                        | syllables with their tsheg (botok downloads its dictionary at first use) | botok |
-| everything else           | the English splitter, unchanged              | spaCy/NLTK/Stanza per language   |
+| everything else           | the English splitter (`curation.text.splitter`) | spaCy/NLTK/Stanza per language |
 
 Korean is written with spaces between words (eojeol), so it keeps the space-delimited splitter; FineWeb-2
 split Korean further into morphemes (Kiwi: more, shorter words), so its Korean stop words (particles) never

@@ -210,10 +210,12 @@ def test_mixture_shares_within_one_point_and_shortfall(plain, corpus, tmp_path, 
     assert {n for doc, n in copies.items() if sources[doc] == "books"} == {1}
     report = manifest["mixture"]["web"]
     if max_epochs == 3.0:
-        got = tokens["web"] / sum(tokens.values())
-        assert abs(got - share) < 0.01 and abs(report["achieved_share"] - share) < 0.01
         # Documents are whole and each source's threshold falls inside one hash bin, which at this size holds
-        # one document (a book can be over 1% of the total): the total is met to within a document per source.
+        # one document (a book can be over 1% of the total): the total is met to within a document per source,
+        # and the shares to within a point, or those documents' share where they are more.
+        got = tokens["web"] / sum(tokens.values())
+        point = max(0.01, (largest["web"] + largest["books"]) / sum(tokens.values()))
+        assert abs(got - share) < point and abs(report["achieved_share"] - share) < point
         assert abs(sum(tokens.values()) - total) <= largest["web"] + largest["books"]
         assert report["shortfall_tokens"] == 0
     else:  # 1.5 epochs wanted, 1.2 allowed: the rest is reported, not repeated

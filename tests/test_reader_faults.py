@@ -46,6 +46,7 @@ from curation.readers.base import DECOMPRESSION_FLOOR, Reader
 from curation.recipe import Source
 from curation.shards import list_shards, shard_name
 from tests.conftest import warc_response
+from tests.support.fuzzing import blank_member
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 
@@ -81,20 +82,6 @@ def documents(table: pa.Table) -> list[dict[str, Any]]:
 
 def jsonl_line(key: str, **extra: Any) -> bytes:
     return json.dumps({"text": f"the text of {key}", "url": f"https://good.example/{key}", **extra}).encode() + b"\n"
-
-
-def blank_member(mib: int, line: bytes = b"\n") -> bytes:
-    """One gzip member of `mib` MiB of blank lines, ~1 kB per MiB (a full flush after every MiB, so each
-    compresses to the same bytes): built in well under a second."""
-    chunk = line * (MiB // len(line))
-    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
-    first = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
-    same = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
-    crc = 0
-    for _ in range(mib):
-        crc = zlib.crc32(chunk, crc)
-    trailer = crc.to_bytes(4, "little") + ((mib * len(chunk)) & 0xFFFFFFFF).to_bytes(4, "little")
-    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + first + same * (mib - 1) + deflate.flush() + trailer
 
 
 def page(key: str) -> bytes:
@@ -225,18 +212,14 @@ def test_a_gzip_of_blank_lines_is_read_fast_and_keeps_every_position(tmp_path: P
     path = tmp_path / "blank.jsonl.gz"
     path.write_bytes(gzip.compress(jsonl_line("before")) + blank_member(128)
                      + gzip.compress(b" \r\n\t\n" + jsonl_line("after")))
-    started = time.perf_counter()
-    records = list(JsonlReader().records(str(path)))
-    assert time.perf_counter() - started < 10  # line by line in Python: over 30 s
+    records = list(JsonlReader().records(str(path)))  # its speed: benchmarks/reader_bombs.py
     assert [(r.position, r.text) for r in records] == [(0, "the text of before"), (128 * MiB + 3, "the text of after")]
 
 
 def test_a_jsonl_bomb_is_one_decompression_bomb_reject_and_the_rest_is_not_read(tmp_path: Path):
     path = tmp_path / "bomb.jsonl.gz"
     path.write_bytes(gzip.compress(jsonl_line("before")) + blank_member(64) + gzip.compress(jsonl_line("after")))
-    started = time.perf_counter()
     table = read(JsonlReader(max_decompressed_bytes=8 * MiB), path)
-    assert time.perf_counter() - started < 5
     assert outcome(table) == {"doc": 1, "decompression_bomb": 1}
     (detail,) = details(table)["decompression_bomb"]
     assert detail == (f"DecompressionBombError: over {8 * MiB} bytes decompressed from a file of {path.stat().st_size} "
@@ -251,9 +234,7 @@ def test_a_warc_bomb_of_blank_lines_is_one_decompression_bomb_reject(tmp_path: P
     path = tmp_path / "bomb.warc.gz"
     path.write_bytes(warc_response("https://x.example/before", page("before")) + blank_member(64, line)
                      + warc_response("https://x.example/after", page("after")))
-    started = time.perf_counter()
     table = read(WarcReader(max_decompressed_bytes=4 * MiB), path)
-    assert time.perf_counter() - started < 5  # fastwarc steps over blank lines at ~7 MB/s: 9 s for these
     assert outcome(table) == {"doc": 1, "decompression_bomb": 1}
     assert documents(table)[0]["url"] == "https://x.example/before"
 
@@ -496,10 +477,8 @@ def test_a_file_gone_when_its_shard_runs_fails_the_shard_and_is_read_when_it_is_
     kept = path.read_bytes()
     path.unlink()
     for reader in (JsonlReader(**FAST), ParquetReader(**FAST), WarcReader(**FAST)):
-        started = time.perf_counter()
         with pytest.raises(InputReadError, match=r"could not be read in 3 attempts: FileNotFoundError"):
             list(read_shard(reader, str(path), source="s", shard="shard-0"))
-        assert time.perf_counter() - started < 2
     path.write_bytes(kept)
     assert outcome(read(JsonlReader(**FAST), path)) == {"doc": 12}
 

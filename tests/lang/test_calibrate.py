@@ -8,7 +8,6 @@ consecutive sentences starting at every sentence, labelled by the langid stage i
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -91,9 +90,7 @@ def kept_by_chain(recipe_text: str, docs: pa.Table) -> dict[str, float]:
 
 def test_calibration_keeps_the_chosen_share_of_the_reference_when_the_stages_run_with_it(job, tmp_path, capsys):
     settings = tmp_path / "settings.yaml"
-    started = time.perf_counter()
     assert main(["calibrate", str(job), "--out", str(settings), "--keep", "0.9"]) == 0
-    seconds = time.perf_counter() - started
     out = capsys.readouterr().out
     assert "de: 89 documents" in out and "zh: 89 documents" in out and "gopher_quality.max_avg_word_length" in out
     written = yaml.safe_load(settings.read_text("utf-8"))
@@ -111,7 +108,6 @@ def test_calibration_keeps_the_chosen_share_of_the_reference_when_the_stages_run
         measured = written["calibration"]["languages"][lang]
         assert measured["kept_after"] == pytest.approx(calibrated[lang], abs=1e-4)
         assert measured["kept_by_bounds"] >= 0.9
-    assert seconds < 60
 
 
 def test_jsonl_with_a_language_given(testdata, tmp_path):

@@ -282,6 +282,21 @@ def bomb(rng: random.Random, name: str, mib: int) -> bytes:
     return gzip.compress(unit * ((mib << 20) // len(unit)), compresslevel=9, mtime=0)
 
 
+def blank_member(mib: int, line: bytes = b"\n") -> bytes:
+    """One gzip member of `mib` MiB of blank lines, ~1 kB per MiB (a full flush after every MiB, so each
+    compresses to the same bytes): built in well under a second."""
+    chunk = line * ((1 << 20) // len(line))
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
+    same = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(mib):
+        crc = zlib.crc32(chunk, crc)
+    trailer = crc.to_bytes(4, "little") + ((mib * len(chunk)) & 0xFFFFFFFF).to_bytes(4, "little")
+    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + first + same * (mib - 1) + deflate.flush() + trailer
+
+
+
 # -- cases -------------------------------------------------------------------------------------------------------
 
 

@@ -37,11 +37,11 @@ POINTS = {
     "corpus": ("corpus_stages_started", ("packing_started",)),
     "packing": ("packing_started", ("packing_done", "job_done")),
 }
-# The cases that leave Ray's agents to end by themselves (~60 s: `slow_exits`) go first among Ray's, so that the
-# others run meanwhile.
-CASES = ([("local", point, victim) for point in POINTS for victim in ("driver", "worker")]
-         + [("ray", "reading", "node")] + [("ray", point, "driver") for point in POINTS]
-         + [("ray", point, "worker") for point in POINTS])
+# The cases that leave Ray's agents to end by themselves (~60 s: `slow_exits`) go first, so that the others run
+# meanwhile (else the module's end waits for them).
+CASES = ([("ray", "reading", "node")] + [("ray", point, "driver") for point in POINTS]
+         + [("ray", point, "worker") for point in POINTS]
+         + [("local", point, victim) for point in POINTS for victim in ("driver", "worker")])
 
 
 def note(i: int, changed: bool = False) -> str:

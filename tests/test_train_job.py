@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 
 import numpy as np
@@ -154,25 +153,13 @@ def test_ray_rows_become_the_loaders_tensors(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def ray_train(ray_session):
-    # Ray Train polls its workers every 2 s by default: start and stop alone then take most of a fit().
-    old = os.environ.get("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S")
-    os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"] = "0.5"
-    yield ray_session
-    if old is None:
-        os.environ.pop("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S")
-    else:
-        os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"] = old
-
-
-@pytest.fixture(scope="module")
 def planted_job(tmp_path_factory):
     path = tmp_path_factory.mktemp("planted")
     return path, build_train_job(path, plant_step=SPIKE_STEP)
 
 
 @pytest.fixture(scope="module")
-def skip_run(ray_train, planted_job, tmp_path_factory):
+def skip_run(ray_session, planted_job, tmp_path_factory):
     from pipelines.train import train
 
     job, _ = planted_job
@@ -181,7 +168,7 @@ def skip_run(ray_train, planted_job, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def resumed_run(ray_train, planted_job, tmp_path_factory):
+def resumed_run(ray_session, planted_job, tmp_path_factory):
     """The same recipe, failing after step CRASH; Ray Train restarts the workers, which resume from the newest
     checkpoint (the path `--resume` takes too), all in one fit()."""
     from pipelines.train import train
@@ -246,7 +233,7 @@ def test_interrupted_and_resumed_run_repeats_the_uninterrupted_one(skip_run, res
 
 
 @pytest.fixture(scope="module")
-def ray_data_run(ray_train, tmp_path_factory):
+def ray_data_run(ray_session, tmp_path_factory):
     from pipelines.train import ray_dataset, train
 
     job = tmp_path_factory.mktemp("raydata")

@@ -19,7 +19,7 @@ evaluation set), wrapped as WARC records (`warc_corpus`). Everything goes under 
 folder); sizes are flags.
 
     python benchmarks/ablate.py [--parts cost,real,mixture] [--tokens 1048576] [--seeds 3] [--pages N]
-                                [--proxies 16] [--proxy-tokens N] [--mixture-tokens N] [--work DIR]
+                                [--proxies 16] [--proxy-tokens N] [--mixture-tokens N] [--one-by-one N] [--work DIR]
 """
 
 from __future__ import annotations
@@ -172,22 +172,22 @@ def pages_ablation(work: Path, args: argparse.Namespace, eval_set: Path) -> Path
         "evaluation": {"sets": [{"name": "articles", "path": str(eval_set)}], "batch_size": 32}})
 
 
-def one_by_one(ablation: Path, work: Path) -> tuple[float, int]:
-    """Each of the ablation's runs again with `curate train` (a whole command each), from its own recipe."""
+def one_by_one(ablation: Path, work: Path, limit: int | None) -> tuple[float, int, int]:
+    """The ablation's runs again with `curate train` (a whole command each), from their own recipes: all of
+    them, or the first `limit` (seed by seed, a variant each in turn). Seconds, runs done, runs in all."""
     from curation.ablate.spec import load_ablation
 
     spec = load_ablation(ablation)
     plan = json.loads((Path(spec.folder()) / "plan.json").read_text())
-    total, n = 0.0, 0
-    for variant, entry in plan["variants"].items():
-        for seed in spec.training.seeds:
-            train_dir = work / "one-by-one" / variant / f"seed-{seed}"
-            recipe = spec.train_recipe(entry["packed"], str(train_dir), seed, spec.pack.seq_len,
-                                       name=f"{variant}-seed{seed}")
-            path = write_yaml(work / "one-by-one" / f"{variant}-{seed}.yaml", recipe.model_dump(mode="json"))
-            total += timed([*CURATE, "train", str(path)], work / "one-by-one.log")
-            n += 1
-    return total, n
+    runs = [(variant, entry, seed) for seed in spec.training.seeds for variant, entry in plan["variants"].items()]
+    total = 0.0
+    for variant, entry, seed in runs[:limit]:
+        train_dir = work / "one-by-one" / variant / f"seed-{seed}"
+        recipe = spec.train_recipe(entry["packed"], str(train_dir), seed, spec.pack.seq_len,
+                                   name=f"{variant}-seed{seed}")
+        path = write_yaml(work / "one-by-one" / f"{variant}-{seed}.yaml", recipe.model_dump(mode="json"))
+        total += timed([*CURATE, "train", str(path)], work / "one-by-one.log")
+    return total, len(runs[:limit]), len(runs)
 
 
 def cost_and_real(work: Path, args: argparse.Namespace, eval_set: Path) -> None:
@@ -210,9 +210,10 @@ def cost_and_real(work: Path, args: argparse.Namespace, eval_set: Path) -> None:
           f"{min(r['seconds'] for r in runs):.0f}-{max(r['seconds'] for r in runs):.0f} s, training at "
           f"{speeds[0]:,.0f}-{speeds[-1]:,.0f} tokens/s per run, the median step of each)")
     if "cost" in args.parts and not args.skip_one_by_one:
-        total, n = one_by_one(ablation, work)
+        total, n, runs = one_by_one(ablation, work, args.one_by_one)
         print(f"    the same {n} trainings one by one with `curate train`: {total:.0f} s in all, the whole commands "
-              f"(each starts Ray and one Ray Train worker; no checkpoint evaluated), {total / n:.0f} s each")
+              f"(each starts Ray and one Ray Train worker; no checkpoint evaluated), {total / n:.0f} s each"
+              + ("" if n == runs else f"; all {runs} would take ~{total / n * runs:.0f} s (estimated from these {n})"))
     if "real" in args.parts:
         real_table(results)
 
@@ -285,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--proxy-tokens", type=int, default=1 << 17, help="tokens per proxy of (c)")
     p.add_argument("--mixture-tokens", type=int, default=1 << 19, help="tokens per verification run of (c)")
     p.add_argument("--skip-one-by-one", action="store_true", help="(a) without the `curate train` comparison")
+    p.add_argument("--one-by-one", type=int, default=None, metavar="N",
+                   help="(a): only the first N runs with `curate train` (the total estimated from them)")
     p.add_argument("--gpu", action="store_true", help="train and evaluate each run on a GPU (one per run)")
     p.add_argument("--work", help="working folder (default: a temporary one, removed at the end)")
     args = p.parse_args(argv)

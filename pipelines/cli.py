@@ -495,7 +495,15 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except ConnectionError as exc:
+        from pipelines.executors.base import RayUnreachable  # here: the executors cost 0.3 s to import
+
+        if not isinstance(exc, RayUnreachable):
+            raise
+        print(f"curate {args.command}: {exc}", file=sys.stderr)  # a job it started says `failed`: run it again
+        return 1
 
 
 if __name__ == "__main__":

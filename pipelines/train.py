@@ -140,6 +140,8 @@ def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any]
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
+    from pipelines.executors.ray import join_ray
+
     train_dir = recipe.output_dir().resolve()
     saved = checkpoint_dirs(train_dir)
     if not resume and (saved or read_jsonl(train_dir / METRICS)):
@@ -154,7 +156,7 @@ def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any]
     train_dir.mkdir(parents=True, exist_ok=True)
     (train_dir / "train.json").write_text(json.dumps(recipe.model_dump(mode="json"), indent=2))
     if not ray.is_initialized():
-        ray.init(**ray_init_options(address))
+        join_ray(ray_init_options(address))
     cpus = ray.cluster_resources().get("CPU", 0)
     if datasets and recipe.workers * recipe.cpus_per_worker >= cpus:
         # Ray Data's read tasks would wait forever for a CPU the trainer's workers hold (STACK-NOTES).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 
@@ -21,3 +23,19 @@ def test_job_commands_say_in_one_line_that_the_cluster_is_unreachable():
         lines = done.stderr.strip().splitlines()
         assert lines == [f"curate {command[0]}: the Ray cluster at {address} is unreachable or refused the request: "
                          f"Failed to connect to Ray at address: {address}."], (command, done.stderr)
+
+
+def test_a_run_told_to_join_a_ray_that_is_not_there_says_so_in_one_line(tmp_path):
+    """`curate run --address` (`train` and `ablate` join through the same `join_ray`): the Ray client's ~30 s of
+    retries (shortened here), then one line, exit 1; the job it started says `failed`, to run again."""
+    address = f"ray://127.0.0.1:{free_port()}"
+    quick = {"RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S": "1", "RAY_CLIENT_MAX_CONNECTION_TIMEOUT_S": "1"}
+    done = subprocess.run([sys.executable, "-m", "pipelines.cli", "run", "recipes/quickstart.yaml", "--output",
+                           str(tmp_path / "jobs"), "--address", address],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **quick})
+    assert done.returncode == 1, done.stderr
+    said = f"curate run: the Ray at {address} could not be joined: ray client connection timeout"
+    assert done.stderr.strip().splitlines() == [said], done.stderr
+    [job] = (tmp_path / "jobs").iterdir()
+    events = [json.loads(line)["event"] for line in (job / "events.jsonl").read_text().splitlines()]
+    assert events == ["job_started", "job_failed"]

@@ -9,6 +9,12 @@ from typing import Any
 BATCHES_AHEAD = 8  # batches a shard task may make before the driver takes them: what waits in memory
 
 
+class RayUnreachable(ConnectionError):
+    """The Ray a command was told to join (`--address`, a recipe's `ray.address`, $RAY_ADDRESS) could not be
+    reached: said in one line, no Ray client traceback. Here, not beside Ray: the CLI catches it without
+    importing Ray."""
+
+
 @dataclass(frozen=True)
 class ItemFailed:
     """The last output of a streaming task whose item could not be done for a reason outside the run (an

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import ray
 
 from curation.recipe import RayConfig, Recipe
-from pipelines.executors.base import BATCHES_AHEAD, Executor
+from pipelines.executors.base import BATCHES_AHEAD, Executor, RayUnreachable
 
 QUEUED = 4  # streaming tasks submitted beyond twice the cluster's CPUs
 
@@ -36,10 +37,22 @@ def _start_ray(config: RayConfig, address: str | None) -> bool:
         kwargs.update(num_cpus=config.num_cpus, include_dashboard=False)
         # Embedded Ray is private to this process: its token-auth notice says nothing to act on.
         logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-    ray.init(**kwargs)
+    join_ray(kwargs)
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "bars disabled": we did that
     return True
+
+
+def join_ray(options: dict[str, Any]) -> None:
+    """`ray.init(**options)`; a Ray that cannot be reached (the Ray client gives up after ~30 s, `auto` finds
+    none) raises `RayUnreachable` naming the address."""
+    try:
+        with warnings.catch_warnings():  # the client's "connection timed out" warning: the error says it
+            warnings.filterwarnings("ignore", message="Ray Client connection timed out")
+            ray.init(**options)
+    except ConnectionError as exc:
+        msg = f"the Ray at {options.get('address')} could not be joined: {exc}"
+        raise RayUnreachable(msg) from exc
 
 
 def _cluster_cpus() -> int:

@@ -198,14 +198,14 @@ def start_run(recipe: Path, out: Path, *, beside_a_thread: bool = False) -> subp
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 240) -> None:
+def wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 240, poll: float = 0.1) -> None:
     deadline = time.time() + timeout
     while not condition():
         if proc.poll() is not None:
             pytest.fail(f"the run ended before {what}: {proc.stderr.read()[-2000:]}")
         if time.time() > deadline:
             pytest.fail(f"no {what} after {timeout} s")
-        time.sleep(0.1)
+        time.sleep(poll)
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -246,10 +246,27 @@ def test_local_workers_die_with_a_driver_killed_by_sigkill(tmp_path, beside_a_th
     assert left_running(children, timeout=10) == []
 
 
-def stopped_by_sigterm(recipe: Path, out: Path) -> tuple[subprocess.CompletedProcess, Path, list[psutil.Process]]:
+def ray_starting(out: Path, proc: subprocess.Popen) -> bool:
+    """The job started and its embedded Ray is coming up (its GCS server runs), no shard done yet."""
+    started = any('"job_started"' in p.read_text() for p in out.glob("*/events.jsonl"))
+    return started and any("gcs_server" in named(p) for p in descendants(proc.pid)) and not a_shard_done(out)
+
+
+def named(process: psutil.Process) -> str:
+    try:
+        return process.name()
+    except psutil.Error:  # ended meanwhile
+        return ""
+
+
+def stopped_by_sigterm(recipe: Path, out: Path, during_ray_init: bool = False,
+                       ) -> tuple[subprocess.CompletedProcess, Path, list[psutil.Process]]:
     proc = start_run(recipe, out)
     try:
-        wait_for(lambda: a_shard_done(out), proc, "a shard done")
+        if during_ray_init:
+            wait_for(lambda: ray_starting(out, proc), proc, "Ray starting", poll=0.01)
+        else:
+            wait_for(lambda: a_shard_done(out), proc, "a shard done")
         children = descendants(proc.pid)
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=60)
@@ -260,7 +277,8 @@ def stopped_by_sigterm(recipe: Path, out: Path) -> tuple[subprocess.CompletedPro
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), job, children
 
 
-def assert_interrupted(done: subprocess.CompletedProcess, job: Path, children: list[psutil.Process]) -> None:
+def assert_interrupted(done: subprocess.CompletedProcess, job: Path, children: list[psutil.Process],
+                       shards_done: bool = True) -> None:
     assert done.returncode == 128 + signal.SIGTERM, done.stderr[-3000:]
     line = "curate run: interrupted (SIGTERM); what is done is kept: run it again to resume"
     assert done.stderr.strip().splitlines() == [line], done.stderr[-3000:]  # no traceback, no Ray crash lines
@@ -270,7 +288,8 @@ def assert_interrupted(done: subprocess.CompletedProcess, job: Path, children: l
     status = JobFolder(job).status()
     assert status["state"] == "interrupted" and status["error"] is None
     assert left_running(children, timeout=15) == []
-    assert 0 < len(list((job / "_shards").glob("*.json"))) < SLOW_SHARDS
+    done_shards = len(list((job / "_shards").glob("*.json")))
+    assert 0 < done_shards < SLOW_SHARDS if shards_done else done_shards == 0
 
 
 def test_sigterm_ends_a_local_run_interrupted_with_one_line_and_nothing_left(tmp_path):
@@ -287,6 +306,14 @@ def test_sigterm_ends_a_ray_run_interrupted_with_one_line_and_nothing_left(tmp_p
     recipe = slow_recipe(tmp_path, "ray")
     done, job, children = stopped_by_sigterm(recipe, tmp_path / "out")
     assert_interrupted(done, job, children)
+
+
+@pytest.mark.ray
+def test_sigterm_while_ray_starts_ends_the_run_interrupted_too(tmp_path):
+    """ray.init puts a handler of its own on SIGTERM (`sys.exit`) for as long as it starts Ray: seconds."""
+    recipe = slow_recipe(tmp_path, "ray")
+    done, job, children = stopped_by_sigterm(recipe, tmp_path / "out", during_ray_init=True)
+    assert_interrupted(done, job, children, shards_done=False)
 
 
 def test_an_interrupt_stops_the_local_workers_at_once_not_after_their_shards():

@@ -78,8 +78,15 @@ class RayExecutor(Executor):
         # ray.init makes SIGTERM `sys.exit` the driver, a crash to its caller: a handler of the caller's own stays
         # (`curate run`'s ends the job `interrupted`).
         caller = signal.getsignal(signal.SIGTERM)
-        self._started = _start_ray(recipe.ray if recipe else RayConfig(), address)
-        if callable(caller) and threading.current_thread() is threading.main_thread():
+        main = threading.current_thread() is threading.main_thread()
+        try:
+            self._started = _start_ray(recipe.ray if recipe else RayConfig(), address)
+        except SystemExit as exc:  # ray.init's own handler: SIGTERM came while it started Ray
+            if callable(caller) and main and exc.code == signal.SIGTERM:
+                signal.signal(signal.SIGTERM, caller)
+                caller(signal.SIGTERM, None)  # the caller's way to stop (`curate run`: `interrupted`)
+            raise
+        if callable(caller) and main:
             signal.signal(signal.SIGTERM, caller)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> ray.ObjectRef:

@@ -247,16 +247,16 @@ def _absolute(path: str) -> str:
     return path if io.is_remote(path) else str(Path(path).absolute())
 
 
-def run_specs(ablation: Ablation, packed: dict[str, Job], model: str, training: Training | None = None
-              ) -> list[RunSpec]:
-    """Every run's spec (with `training`, the ablation's by default); a run with checkpoints must resume as
-    `curate train --resume` would (else refused here, before any starts)."""
+def run_specs(ablation: Ablation, packed: dict[str, Job], model: str, training: Training | None = None,
+              seeds: dict[str, list[int]] | None = None) -> list[RunSpec]:
+    """Every run's spec (with `training`, the ablation's by default; `seeds` by variant, else `training`'s); a
+    run with checkpoints must resume as `curate train --resume` would (else refused here, before any starts)."""
     training = training or ablation.training
     specs = []
     sets = [s.model_dump(mode="json") | {"path": _absolute(s.path)} for s in ablation.evaluation.sets]
     for variant, job in packed.items():
         manifest = read_manifest(job.dir)
-        for seed in training.seeds:
+        for seed in seeds[variant] if seeds else training.seeds:
             train_dir = str(Path(layout.run_dir(ablation.folder(), variant, seed)).resolve())
             recipe = ablation.train_recipe(str(Path(job.dir).resolve()), train_dir, seed, int(manifest["seq_len"]),
                                            name=f"{variant}-seed{seed}", training=training)
@@ -332,6 +332,7 @@ class Search:
     natural: dict[str, float]
     training: Training  # the proxies'
     proxies: dict[str, Job]
+    seeds: dict[str, list[int]]  # by proxy
     record: dict[str, Any]
 
 
@@ -357,17 +358,17 @@ def search_proxies(ablation: Ablation, recipes: dict[str, Recipe], documents: Jo
     natural = natural_shares(read_manifest(packed.dir))
     training = search.proxy.apply(ablation.training)
     weights = proxy_mixtures(search, natural)
+    seeds = search.proxy_seeds(ablation.training)
     proxy_recipes = _mixture_variants(ablation, recipes, weights, training.tokens)
     say(f"mixture search: {len(weights)} proxies over {', '.join(natural)} of {search.variant} (natural shares "
         f"{_weights(natural)}), {training.tokens:,} tokens each")
     proxies = pack(ablation, proxy_recipes, dict.fromkeys(proxy_recipes, documents), model, address, say)
     record = {"variant": search.variant, "set": ablation.search_set(), "metric": search.metric,
               "sources": list(natural), "natural": natural,
-              "proxy_training": {"tokens": training.tokens, "seeds": training.seeds,
-                                 "model": training.model.model_dump(exclude_none=True)},
+              "proxy_training": {"tokens": training.tokens, "model": training.model.model_dump(exclude_none=True)},
               "proxies": [{"name": n, "weights": w, "shares": _shares(proxies[n], list(natural)),
-                           "packed": proxies[n].dir} for n, w in weights.items()]}
-    return Search(natural, training, proxies, record)
+                           "seeds": seeds[n], "packed": proxies[n].dir} for n, w in weights.items()]}
+    return Search(natural, training, proxies, seeds, record)
 
 
 def fit_search(ablation: Ablation, found: Search, runs: dict[str, dict[int, dict[str, Any]]], say: Say) -> None:
@@ -476,7 +477,7 @@ def run_ablation(ablation: Ablation, *, text: str | None = None, resume: bool = 
         if search is not None:  # the proxies train beside the variants
             found = search_proxies(ablation, recipes, documents[search.variant], packed[search.variant], model,
                                    address, say)
-            specs += run_specs(ablation, found.proxies, copy, found.training)
+            specs += run_specs(ablation, found.proxies, copy, found.training, found.seeds)
         events.emit("training_started", runs=len(specs))
         runs = train(ablation, specs, executor, on_ray, console, quiet)
         if found is not None:

@@ -5,7 +5,9 @@ of their evaluation loss on the weights, and the weights it predicts best, verif
    mixture (`anchors`), the others drawn from a Dirichlet around their natural token shares, alpha =
    concentration x sources x natural share (1: as spread as a flat Dirichlet over the sources; larger:
    closer to the natural shares). Each is packed (its own packing job, the
-   variant's curation shared) and trained with the `proxy` budget, a smaller one than the ablation's.
+   variant's curation shared) and trained with the `proxy` budget, a smaller one than the ablation's, on a
+   seed of its own (proxies sharing one seed let the fit learn that seed's noise: a proposal that won on
+   the proxies' seed lost on the two others; `benchmarks/ablate.py`).
 2. Regression: each proxy's score (an evaluation set's loss or bits per byte, mean over its seeds) on the
    token shares packing really took (a share a source could not reach within `max_epochs` shows as what it
    got). `quadratic` (the default): ridge regression on the shares and their pairwise products, the ridge
@@ -60,8 +62,10 @@ class ProxyTraining(BaseModel):
     tokens: int | None = Field(None, gt=0, description="Tokens each proxy trains on (default: a quarter of the "
                                "ablation's).")
     batch_size: int | None = Field(None, gt=0)
-    seeds: list[int] | None = Field(None, min_length=1, description="Default: the ablation's first seed (the "
-                                    "mixtures' spread is what the fit learns from).")
+    seeds: list[int] | None = Field(None, min_length=1, description="Seeds every proxy trains with. Default: one "
+                                    "seed per proxy, the ablation's first plus the proxy's number: proxies that "
+                                    "share a seed let the fit learn that seed's noise, which the verification's "
+                                    "other seeds do not have.")
     eval_every: int | None = Field(None, gt=0)
 
     def apply(self, training: Training) -> Training:
@@ -107,6 +111,12 @@ class MixtureSearch(BaseModel):
     def proxy_names(self) -> list[str]:
         width = len(str(self.proxies - 1))
         return [f"{PROXY_PREFIX}{i:0{width}d}" for i in range(self.proxies)]
+
+    def proxy_seeds(self, training: Training) -> dict[str, list[int]]:
+        """The seeds each proxy trains with (`training`: the ablation's)."""
+        if self.proxy.seeds is not None:
+            return {name: list(self.proxy.seeds) for name in self.proxy_names()}
+        return {name: [training.seeds[0] + i] for i, name in enumerate(self.proxy_names())}
 
 
 def natural_shares(manifest: dict[str, Any]) -> dict[str, float]:

@@ -168,12 +168,13 @@ def test_the_mixture_search_trains_proxies_fits_them_and_verifies_its_proposal(f
     proxies = record["proxies"]
     assert [p["name"] for p in proxies] == ["proxy-0", "proxy-1", "proxy-2", "proxy-3"]
     assert len({tuple(p["weights"].values()) for p in proxies}) == 4  # four different mixtures
-    for proxy in proxies:
+    for number, proxy in enumerate(proxies):
         manifest = json.loads(Path(proxy["packed"], "manifest.json").read_text())
         tokens = manifest["splits"]["train"]["tokens_per_source"]
         assert proxy["shares"] == pytest.approx({s: tokens[s] / sum(tokens.values()) for s in ("notes", "web")},
                                                 abs=1e-6)  # what the regression sees: the shares packing took
-        done = finished.runs[proxy["name"]][0]
+        assert proxy["seeds"] == [number] and list(finished.runs[proxy["name"]]) == [number]  # a seed each
+        done = finished.runs[proxy["name"]][number]
         assert done["steps"] == 4 and proxy["values"] == [done["final"]["held-out"]["loss"]] == [proxy["score"]]
     assert record["fit"]["kind"] == "quadratic" and record["fit"]["proxies"] == 4
     proposal = record["proposal"]

@@ -2,8 +2,8 @@
 one, or to find any left behind), and a Ray cluster whose worker node can be removed on demand.
 
     python -m tests.faults cluster   # prints {"address": ...}; a line "remove" on stdin removes its worker
-                                     # node once it runs a task (answers {"removed": [pids], "busy": [tasks]}),
-                                     # the end of stdin shuts the cluster down
+                                     # node once it runs a task and adds a fresh one (answers
+                                     # {"removed": [pids], "busy": [tasks]}); the end of stdin shuts it down
 
 The cluster runs in a process of its own: a process can join only one Ray, and the test session has its own.
 """
@@ -182,7 +182,8 @@ def orphaned_ray_agent(p: psutil.Process) -> bool:
 
 
 class ClusterHost:
-    """`python -m tests.faults cluster` in a process of its own: a Ray head and a worker node on this machine."""
+    """`python -m tests.faults cluster` in a process of its own: a Ray head (no CPU) and a worker node on this
+    machine."""
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.faults", "cluster"], cwd=ROOT,
@@ -261,8 +262,10 @@ def _host_cluster() -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    worker = cluster.add_node(num_cpus=1)
+    # The head has no CPU, so every task runs on the worker node: whichever phase the node is removed in, it is
+    # removed with that phase's work on it. A replacement joins then, as an autoscaler would bring one up.
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    worker = cluster.add_node(num_cpus=2)
     cluster.wait_for_nodes()
     print(json.dumps({"address": cluster.address}), flush=True)
     try:
@@ -273,6 +276,7 @@ def _host_cluster() -> None:
                              for info in infos]
                 pids = {p.pid for top in processes for p in [top, *top.children(recursive=True)]}
                 cluster.remove_node(worker, allow_graceful=False)  # as a machine that fails: SIGKILL, no goodbye
+                worker = cluster.add_node(num_cpus=2)
                 print(json.dumps({"removed": sorted(pids), "busy": busy}), flush=True)
     finally:
         ray.shutdown()

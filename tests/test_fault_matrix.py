@@ -5,7 +5,9 @@ those of an undisturbed run, and no process of the disturbed run is left behind.
 The disturbed run is a real `curate run` process, killed with SIGKILL when its job's events say it is in the
 phase. A killed driver runs its own embedded Ray (the kill must take that Ray down too); a killed Ray worker is a
 worker of the session's Ray the run joined (Ray runs its task again); a node is removed from a two-node cluster
-hosted by another process (`tests/faults.py`). The rerun and the undisturbed runs run in this process.
+hosted by another process, whose head has no CPU, so the node holds the phase's work when it goes; a fresh node
+joins then, as an autoscaler would bring one up (`tests/faults.py`). The rerun and the undisturbed runs run in
+this process.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ POINTS = {
 }
 # The cases that leave Ray's agents to end by themselves (~60 s: `slow_exits`) go first, so that the others run
 # meanwhile (else the module's end waits for them).
-CASES = ([("ray", "reading", "node")] + [("ray", point, "driver") for point in POINTS]
+CASES = ([("ray", point, "node") for point in POINTS] + [("ray", point, "driver") for point in POINTS]
          + [("ray", point, "worker") for point in POINTS]
          + [("local", point, victim) for point in POINTS for victim in ("driver", "worker")])
 
@@ -219,7 +221,9 @@ def disturb(disturbed: Run, executor: str, point: str, victim: str, host: Cluste
     elif victim == "worker":  # a worker of the session's Ray, which the run joined
         disturbed.find(busy_ray_worker, "a Ray worker running a task", until=closed, among=os.getpid()).kill()
     else:
-        assert host.remove_worker_node(), "the node should be removed while it runs a task"
+        busy = host.remove_worker_node()
+        assert busy, "the node should be removed while it runs a task"
+        assert not closed(events(disturbed.job)), f"the node should be removed in the {point} phase: {busy}"
     # Ray runs the lost tasks again, and a local worker lost while reading is replaced: the run itself ends
     # well. A local worker lost later fails the run (a rerun resumes it), unless no task was left to lose.
     ends = [(0, "job_done")] if executor == "ray" or point == "reading" else [(0, "job_done"), (1, "job_failed")]

@@ -253,7 +253,7 @@ def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) ->
         "pack": {"seq_len": SEQ_LEN, "shard_rows": 512, "validation": 0.0},
         "training": training(args.mixture_tokens, args.seeds, args.gpu),
         "evaluation": {"sets": [{"name": "articles", "path": str(eval_set)}], "batch_size": 32},
-        "mixture_search": {"proxies": args.proxies, "proxy": {"tokens": args.proxy_tokens, "seeds": [0]}}})
+        "mixture_search": {"proxies": args.proxies, "proxy": {"tokens": args.proxy_tokens}}})  # a seed per proxy
     shutil.rmtree(work / "ablations" / "mix", ignore_errors=True)  # an earlier run's results (its jobs are kept)
     seconds = timed([*CURATE, "ablate", str(ablation), "--quiet"], work / "mix.log")
     record = read_results(str(work / "ablations" / "mix")).mixture_search

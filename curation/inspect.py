@@ -8,9 +8,12 @@ decision with the scores behind it.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import html
 import re
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +34,10 @@ if TYPE_CHECKING:
     from curation.stages import Stage
 
 REMOVED = "_work/removed"
+LOOKUP_FILES = 256  # documents files opened at once by `lookup`
+# How files are opened: `pin(paths)` gives, for the block, the names to read them by (the service's check what
+# it opened and leave out what it must not read; see `ServedJob`). By default the paths themselves.
+Pin = Callable[[list[Path]], AbstractContextManager[list[Path]]]
 _SURVIVOR = re.compile(r"^kept (\S+)(?: \(cluster (\S+)\))?")
 _PARTITION = re.compile(r"^(stage|reason)=(.+)$")
 
@@ -60,22 +67,24 @@ def reject_files(job: str | Path) -> dict[str, dict[str, list[Path]]]:
     return out
 
 
-def rows_in(files: list[Path]) -> list[int]:
+def rows_in(files: Iterable[Path]) -> list[int]:
     """Row count of each Parquet file, from its footer only."""
     return [pq.read_metadata(f).num_rows for f in files]
 
 
-def page(files: list[Path], offset: int, limit: int, columns: list[str] | None = None) -> pa.Table:
-    """Rows `offset` to `offset + limit` of the files read as one table, opening only the files needed."""
+def page(files: Iterable[Path], offset: int, limit: int, columns: list[str] | None = None) -> pa.Table:
+    """Rows `offset` to `offset + limit` of the files read as one table, in one pass (each file's footer, then
+    its rows where the page needs them), reading no file after the page's last."""
     parts, start = [], 0
-    for f, n in zip(files, rows_in(files), strict=True):
+    for f in files:
+        if start >= offset + limit:
+            break
+        n = pq.read_metadata(f).num_rows
         lo, hi = max(offset - start, 0), min(offset + limit - start, n)
         if lo < hi:
             table = pq.read_table(f, columns=[c for c in columns or [] if c in pq.read_schema(f).names] or None)
             parts.append(table.slice(lo, hi - lo))
         start += n
-        if start >= offset + limit:
-            break
     return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
 
 
@@ -85,18 +94,21 @@ def dedup_stages(job: str | Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.parquet")) if folder.is_dir() else []
 
 
-def removed_table(job: str | Path, stage: str) -> pa.Table:
+def removed_table(job: str | Path, stage: str, *, pin: Pin = contextlib.nullcontext) -> pa.Table:
     """(id, reason, detail, survivor, cluster) of every document `stage` removed."""
-    table = pq.read_table(Path(job) / REMOVED / f"{stage}.parquet", columns=["id", "reason", "detail"])
+    with pin([Path(job) / REMOVED / f"{stage}.parquet"]) as named:
+        columns = ["id", "reason", "detail"]
+        table = pq.read_table(named[0], columns=columns) if named else pa.table({c: pa.array([], pa.string())
+                                                                                for c in columns})
     parsed = [_SURVIVOR.match(d or "") for d in table.column("detail").to_pylist()]
     survivors = pa.array([m.group(1) if m else None for m in parsed], pa.string())
     clusters = pa.array([m.group(2) if m else None for m in parsed], pa.string())
     return table.append_column("survivor", survivors).append_column("cluster", clusters)
 
 
-def cluster_table(job: str | Path, stage: str) -> list[dict[str, Any]]:
+def cluster_table(job: str | Path, stage: str, *, pin: Pin = contextlib.nullcontext) -> list[dict[str, Any]]:
     """One entry per survivor, its removed copies listed; largest clusters first, then by survivor id."""
-    table = removed_table(job, stage)
+    table = removed_table(job, stage, pin=pin)
     groups: dict[str, dict[str, Any]] = {}
     for row in table.to_pylist():
         key = row["survivor"] or row["id"]  # removals without a survivor (paragraph dedup) stand alone
@@ -106,20 +118,24 @@ def cluster_table(job: str | Path, stage: str) -> list[dict[str, Any]]:
 
 
 def lookup(job: str | Path, ids: list[str], columns: tuple[str, ...] = ("id", "source", "url", "title", "text"),
-           *, before_corpus: bool = True) -> dict[str, dict[str, Any]]:
+           *, before_corpus: bool = True, pin: Pin = contextlib.nullcontext) -> dict[str, dict[str, Any]]:
     """Documents by id: as they were before corpus stages (dedup removed ones are only there), or
     `before_corpus=False`: as finally written, falling back to the earlier copy."""
     folders = [WORK_DOCUMENTS, DOCUMENTS]
     found: dict[str, dict[str, Any]] = {}
     for folder in folders if before_corpus else folders[::-1]:
-        missing = [i for i in ids if i not in found]
-        files = list(document_files(job, folder).values()) if missing else []
-        if not files:
-            continue
-        dataset = pads.dataset(files, format="parquet")
-        wanted = [c for c in columns if c in dataset.schema.names]
-        table = dataset.to_table(columns=wanted, filter=pc.field("id").isin(missing))
-        found.update((row["id"], row) for row in table.to_pylist())
+        files = list(document_files(job, folder).values())
+        for at in range(0, len(files), LOOKUP_FILES):
+            missing = [i for i in ids if i not in found]
+            if not missing:
+                return found
+            with pin(files[at : at + LOOKUP_FILES]) as named:
+                if not named:
+                    continue
+                dataset = pads.dataset(named, format="parquet")
+                wanted = [c for c in columns if c in dataset.schema.names]
+                table = dataset.to_table(columns=wanted, filter=pc.field("id").isin(missing))
+            found.update((row["id"], row) for row in table.to_pylist())
     return found
 
 

@@ -21,11 +21,14 @@ A rewritten file (a resumed run drops the steps after its checkpoint) is read ag
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -112,25 +115,43 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+# How a job folder's reader reaches a file by its path: a context giving the name to read it by, or None where it
+# must read as absent. `by_name` reads the path itself; the service's reader checks what it opened (`ServedJob`).
+Opener = Callable[..., AbstractContextManager[Path | None]]
+
+
+@contextlib.contextmanager
+def by_name(path: Path, *, folder: bool = False) -> Iterator[Path | None]:  # an `Opener`
+    yield path
+
+
 class _Lines:
     """A JSON-lines file read incrementally: only appended complete lines are parsed."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.offset, self.rows, self.inode = path, 0, [], None
+    def __init__(self, path: Path, opener: Opener = by_name) -> None:
+        self.path, self.opener, self.offset, self.rows, self.inode = path, opener, 0, [], None
 
     def read(self) -> list[dict[str, Any]]:
-        try:
-            st = self.path.stat()
-        except OSError:
-            self.offset, self.rows = 0, []
-            return self.rows
+        with self.opener(self.path) as named:
+            try:
+                f = named.open("rb") if named is not None else None
+            except OSError:
+                f = None
+            if f is None:
+                self.offset, self.rows = 0, []
+                return self.rows
+            with f:
+                self._read_from(f)
+        return self.rows
+
+    def _read_from(self, f: Any) -> None:
+        st = os.fstat(f.fileno())
         size = st.st_size
         if size < self.offset or st.st_ino != self.inode:  # replaced by a rename, or rewritten shorter
             self.offset, self.rows, self.inode = 0, [], st.st_ino
         if size > self.offset:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                chunk = f.read(size - self.offset)
+            f.seek(self.offset)
+            chunk = f.read(size - self.offset)
             end = chunk.rfind(b"\n") + 1  # a line still being written waits for the next read
             for line in chunk[:end].splitlines():
                 try:
@@ -140,7 +161,6 @@ class _Lines:
                 if isinstance(row, dict):
                     self.rows.append(row)
             self.offset += end
-        return self.rows
 
 
 def _read_json(path: Path) -> Any:
@@ -179,19 +199,30 @@ class JobFolder:
         self.path = Path(path)
         self.id = self.path.name
         self.lock = threading.Lock()
-        self.events = _Lines(self.path / EVENTS)
-        self.metrics = _Lines(self.path / TRAIN_METRICS)
-        self.spike_log = _Lines(self.path / TRAIN_SPIKES)
+        self.events = _Lines(self.path / EVENTS, self.opened)
+        self.metrics = _Lines(self.path / TRAIN_METRICS, self.opened)
+        self.spike_log = _Lines(self.path / TRAIN_SPIKES, self.opened)
         self.seen: dict[str, Any] = {}
         self.cache: dict[str, Any] = {}
 
-    def _load(self, name: str, relative: str, loader: Any) -> Any:
-        """`loader(path)`, recomputed only when the file's mtime or size changed."""
+    def opened(self, path: Path, *, folder: bool = False) -> AbstractContextManager[Path | None]:
+        """The name to read `path` (a file, or with `folder` a folder) by, or None: every read goes through it."""
+        return by_name(path, folder=folder)
+
+    def _json(self, path: Path) -> Any:
+        with self.opened(path) as named:
+            return None if named is None else _read_json(named)
+
+    def _load(self, name: str, relative: str, loader: Any, *, folder: bool = False) -> Any:
+        """`loader(name to read by)`, recomputed only when the file's mtime or size changed."""
         path = self.path / relative
         key = _stat(path)
         if name not in self.cache or self.seen.get(name) != key:
             self.seen[name] = key
-            self.cache[name] = loader(path) if key is not None else None
+            self.cache[name] = None
+            if key is not None:
+                with self.opened(path, folder=folder) as named:
+                    self.cache[name] = None if named is None else loader(named)
         return self.cache[name]
 
     def _plan(self) -> dict[str, list[str]]:
@@ -215,7 +246,7 @@ class JobFolder:
         def count(path: Path) -> int:
             return sum(1 for p in path.iterdir() if p.suffix == ".json")
 
-        return self._load("shards", SHARDS, count) or 0
+        return self._load("shards", SHARDS, count, folder=True) or 0
 
     def _shard_totals(self) -> list[dict[str, Any]]:
         """Counters summed over `_shards/` records: for folders without a progress snapshot."""
@@ -223,12 +254,12 @@ class JobFolder:
         def total(path: Path) -> list[dict[str, Any]]:
             totals: dict[str, dict[str, Any]] = {}
             for p in sorted(path.glob("*.json")):
-                record = _read_json(p)
+                record = self._json(p)
                 if record:
                     merge_counters(totals, record.get("counters", {}))
             return funnel(totals)
 
-        return self._load("shard_totals", SHARDS, total) or []
+        return self._load("shard_totals", SHARDS, total, folder=True) or []
 
     def _run_events(self) -> list[dict[str, Any]]:
         """Events of the latest run (a rerun appends a new `job_started`)."""

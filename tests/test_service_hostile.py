@@ -279,3 +279,106 @@ def test_a_slow_read_holds_up_no_other_request_and_is_done_once(tmp_path, monkey
     finally:
         release.set()
         service.stop()
+
+
+# -- a link swapped in between the check and the read -------------------------------------------------------
+
+
+def swapped_after_check(monkeypatch: pytest.MonkeyPatch, target: Path, secret: Path) -> list[Path]:
+    """Once the service's check (`holds`) has passed `target`, replace it with a link to `secret`, as a writer
+    racing the service would: the read that follows must not follow it. Returns the targets swapped."""
+    from pipelines.service import jobs
+
+    checked, swapped = jobs.holds, []
+
+    def holds_then_swap(root: Path, real_root: str, path: str | Path, *, folder: bool = False) -> bool:
+        held = checked(root, real_root, path, folder=folder)
+        if held and Path(root, path) == target and not swapped:
+            link = target.with_name(target.name + ".swap")
+            link.symlink_to(secret)
+            link.replace(target)
+            swapped.append(target)
+        return held
+
+    monkeypatch.setattr(jobs, "holds", holds_then_swap)
+    return swapped
+
+
+def read_stats(job: Path) -> object:
+    from pipelines.service.jobs import ServedJob
+
+    return ServedJob(job).stats()
+
+
+def read_events(job: Path) -> object:
+    from pipelines.service.jobs import ServedJob
+
+    return ServedJob(job).status()
+
+
+def read_metrics(job: Path) -> object:
+    from pipelines.service.jobs import ServedJob
+
+    return ServedJob(job).train_metrics()
+
+
+def read_rejects(job: Path) -> object:
+    from curation import inspect
+    from pipelines.service.jobs import ServedJob
+
+    files = [job / "rejects" / "stage=length" / "reason=short" / "crawl-0.parquet"]
+    return inspect.page(ServedJob(job).pinned_each(files), 0, 10).to_pylist()
+
+
+def read_documents(job: Path) -> object:
+    from curation import inspect
+    from pipelines.service.jobs import ServedJob
+
+    return inspect.lookup(job, ["d1", "d2"], pin=ServedJob(job).pinned_all)
+
+
+def read_removed(job: Path) -> object:
+    from curation import inspect
+    from pipelines.service.jobs import ServedJob
+
+    return inspect.cluster_table(job, "minhash_dedup", pin=ServedJob(job).pinned_all)
+
+
+def read_ablation(job: Path) -> object:
+    from pipelines.service.ablations import ServedAblation
+
+    return ServedAblation(job)._json("results.json")
+
+
+SWAPS = {  # the file swapped: how the service reads it, and what that read shows of the job's own file
+    "stats.json": (read_stats, "records_read"), "events.jsonl": (read_events, '"finished": 110.0'),
+    "train/metrics.jsonl": (read_metrics, '"loss": 2.99'),
+    "rejects/stage=length/reason=short/crawl-0.parquet": (read_rejects, "own reject"),
+    "_work/documents/crawl-0.parquet": (read_documents, "own document"),
+    "_work/removed/minhash_dedup.parquet": (read_removed, "kept d1"), "results.json": (read_ablation, "seeds")}
+
+
+@pytest.mark.parametrize("relative", list(SWAPS))
+def test_a_link_swapped_in_after_the_check_is_not_followed(relative, tmp_path, monkeypatch):
+    job = write_job(tmp_path / "jobs", done=True)
+    shard_record(job, "crawl-0", length_counters(2, {"short": 1}))
+    write_parquet(job / "rejects" / "stage=length" / "reason=short" / "crawl-0.parquet", reject("own reject"))
+    write_parquet(job / "_work" / "documents" / "crawl-0.parquet", documents("own document"))
+    write_parquet(job / "_work" / "removed" / "minhash_dedup.parquet", [removal("d2", "kept d1 (cluster c1)")])
+    (job / "results.json").write_text(json.dumps({"table": [], "seeds": [0]}))
+    target = job / relative
+    secret = tmp_path / "outside" / target.name
+    secret.parent.mkdir()
+    if "removed" in relative:
+        write_parquet(secret, [removal("SECRET", "kept SECRET (cluster SECRET)")])
+    elif target.suffix == ".parquet":
+        write_parquet(secret, documents("SECRET") if "documents" in relative else reject("SECRET"))
+    else:
+        secret.write_text(json.dumps({"time": 1.0, "event": "job_started", "step": 1, "loss": 1.0,
+                                      "secret": "SECRET"}) + "\n")
+    read, own = SWAPS[relative]
+    assert own in json.dumps(read(job), default=str)
+    swapped = swapped_after_check(monkeypatch, target, secret)
+    after = json.dumps(read(job), default=str)  # a new reader: nothing cached
+    assert swapped == [target], "the swap should have happened between the check and the read"
+    assert "SECRET" not in after, after

@@ -1,7 +1,7 @@
 """The ablations folder as the service sees it (`curate serve --ablations DIR`): each ablation's results folder
 (`curation.ablate.results`), directly inside DIR, read as the job folders are (`jobs`): an ablation name is
 never joined into a path before it is found among DIR's folders, and inside an ablation's folder only regular
-files whose real path lies inside that folder are read (`holds`); a link out, a FIFO, reads as absent.
+files whose real path lies inside that folder are read (`pinned`); a link out, a FIFO, reads as absent.
 
 While an ablation runs, its curves are read from the runs' evaluation files (`runs/<variant>/seed-<s>/eval/`),
 the mixture search's proxies left out; once it is done, from curves.parquet, with results.json's table.
@@ -24,7 +24,7 @@ from curation.ablate import results as layout
 from curation.ablate.stats import METRICS
 from curation.progress import pid_alive
 from pipelines.service import models
-from pipelines.service.jobs import JOB_ID, AnswerCache, dumps, holds
+from pipelines.service.jobs import JOB_ID, AnswerCache, dumps, holds, pinned
 
 _NAME = re.compile(JOB_ID)
 _STEP_FILE = re.compile(r"step-[0-9]{8}\.json")
@@ -47,20 +47,24 @@ class ServedAblation:
     def exists(self) -> bool:
         return self.holds(layout.ABLATION)
 
+    def _text(self, relative: str) -> str | None:
+        """The text of a file the folder holds (read through the descriptor checked: `pinned`), or None."""
+        with pinned(self.path, self.real, relative) as named:
+            try:
+                return None if named is None else named.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return None  # being replaced
+
     def _json(self, relative: str) -> Any:
-        if not self.holds(relative):
-            return None
         try:
-            return json.loads((self.path / relative).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            return json.loads(self._text(relative) or "")
+        except ValueError:
             return None  # being replaced, or not ours to read
 
     def events(self) -> list[dict[str, Any]]:
         """The events of the latest run (from its `ablation_started` on)."""
-        if not self.holds(EVENTS):
-            return []
         rows = []
-        for line in (self.path / EVENTS).read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in (self._text(EVENTS) or "").splitlines():
             try:
                 row = json.loads(line)
             except ValueError:
@@ -130,7 +134,9 @@ class ServedAblation:
             line["values"].append(value)
 
         if finished:
-            for row in pq.read_table(self.path / layout.CURVES).to_pylist():
+            with pinned(self.path, self.real, layout.CURVES) as named:
+                rows = pq.read_table(named).to_pylist() if named is not None else []
+            for row in rows:
                 add(row["variant"], row["seed"], row["step"], row["tokens"], row["set"], row["metric"], row["value"])
         else:
             for variant, seed in self.runs():

@@ -6,7 +6,8 @@ leading elsewhere are refused); stages and reasons are looked up among the names
 Inside a job, only regular files whose real path lies inside that job's own folder are read
 (`ServedJob`): a `stats.json` linked to a file elsewhere, a `reason=` folder linked to another job's
 rejects, a FIFO named `events.jsonl` are all as absent. Not the jobs folder as the bound: a link to
-another job's files would show them as this job's.
+another job's files would show them as this job's. A file is checked as opened (`pinned`: the real path
+of the open descriptor) and read through that descriptor, so a link swapped in between is not followed.
 Answers are cached for `ttl` seconds, as the JSON bytes sent, so two hundred dashboards polling one
 job cost about one read of its folder per `ttl`; that a job's folder exists is also checked once per `ttl`.
 One thread computes a missing answer while the others asking for it wait for it (not a thousand threads
@@ -24,13 +25,13 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from curation.job import SHARDS
 from curation.progress import EVENTS, MANIFEST, TRAIN_METRICS, JobFolder, list_jobs
 
+_DESCRIPTORS = Path("/proc/self/fd")  # Linux: an open file named by its descriptor
 JOB_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$"
 NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.:=+-]{0,199}$"  # stage and reason names
 MAX_CACHED = 512
@@ -79,31 +80,67 @@ def holds(root: Path, real_root: str, path: str | Path, *, folder: bool = False)
     return stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
 
 
-class _HeldLines:
-    """A JSON-lines reader of the job folder that reads only while its file is held (`ServedJob.holds`)."""
+@contextlib.contextmanager
+def pinned(root: Path, real_root: str, path: str | Path, *, folder: bool = False) -> Iterator[Path | None]:
+    """`path` (relative to `root`, or a path under it) opened once and named by its descriptor
+    (`/proc/self/fd/N`) for the block, if what was opened is a regular file (or with `folder` a folder) whose
+    real path lies inside `real_root`; else None. Whatever replaces the name meanwhile, what is read through
+    that descriptor is what was checked. Where there is no /proc (not Linux), `path` itself once `holds`."""
+    if not holds(root, real_root, path, folder=folder):  # first: no open of a FIFO or a device behind a link
+        yield None
+        return
+    if not _DESCRIPTORS.is_dir():
+        yield root / path
+        return
+    try:
+        fd = os.open(root / path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | (os.O_DIRECTORY if folder else 0))
+    except OSError:
+        yield None
+        return
+    try:
+        named = _DESCRIPTORS / str(fd)
+        mode = os.fstat(fd).st_mode
+        kind = stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
+        yield named if kind and _within(str(named.readlink()), real_root) else None
+    finally:
+        os.close(fd)
 
-    def __init__(self, lines: Any, job: ServedJob) -> None:
-        self.lines, self.job = lines, job
 
-    def read(self) -> list[dict[str, Any]]:
-        return self.lines.read() if self.job.holds(self.lines.path) else []
+def each_pinned(root: Path, real_root: str, paths: Iterable[str | Path]) -> Iterator[Path]:
+    """The held ones of `paths`, each `pinned` until the next is asked for (one descriptor open at a time)."""
+    for path in paths:
+        with pinned(root, real_root, path) as named:
+            if named is not None:
+                yield named
+
+
+@contextlib.contextmanager
+def all_pinned(root: Path, real_root: str, paths: Iterable[str | Path]) -> Iterator[list[Path]]:
+    """The held ones of `paths`, all `pinned` for the block (an `inspect.Pin`)."""
+    with contextlib.ExitStack() as stack:
+        yield [named for path in paths if (named := stack.enter_context(pinned(root, real_root, path)))]
 
 
 class ServedJob(JobFolder):
     """A job folder as the service reads it: through links only to regular files (and folders) that lie
     inside the job's own folder, whose real path is taken once, when the service first meets the job.
 
-    `JobFolder` reads what it finds; here every file it loads is checked first (a real path, a stat: a few
-    microseconds, once per file change or answer ttl), and what fails reads as absent. A link replaced
-    between the check and the read is not caught: the folder's writer would have to race the service.
+    `JobFolder` reads what it finds; here every file it reads is `pinned` (a real path, a stat, an open: a
+    few microseconds, once per file change or answer ttl), and what fails reads as absent.
     """
 
     def __init__(self, path: str | Path) -> None:
+        self.real = os.path.realpath(path)
         super().__init__(path)
-        self.real = os.path.realpath(self.path)
-        self.events = _HeldLines(self.events, self)
-        self.metrics = _HeldLines(self.metrics, self)
-        self.spike_log = _HeldLines(self.spike_log, self)
+
+    def opened(self, path: Path, *, folder: bool = False) -> contextlib.AbstractContextManager[Path | None]:
+        return pinned(self.path, self.real, path, folder=folder)
+
+    def pinned_each(self, paths: Iterable[str | Path]) -> Iterator[Path]:
+        return each_pinned(self.path, self.real, paths)
+
+    def pinned_all(self, paths: Iterable[str | Path]) -> contextlib.AbstractContextManager[list[Path]]:
+        return all_pinned(self.path, self.real, paths)
 
     def holds(self, path: str | Path, *, folder: bool = False) -> bool:
         """Whether `path` (relative to the job folder, or a path under it) is a regular file, or with `folder`
@@ -125,12 +162,8 @@ class ServedJob(JobFolder):
             return all(e.is_file(follow_symlinks=False) or e.is_dir(follow_symlinks=False) or self.holds(e.path)
                        for e in entries)
 
-    def _load(self, name: str, relative: str, loader: Any) -> Any:
-        is_folder = relative == SHARDS  # the one folder JobFolder loads: its records are read one by one
-        if not self.holds(relative, folder=is_folder):
-            self.cache.pop(name, None)  # when it is held again, it is read again
-            return None
-        return super()._load(name, relative, self._if_entries_held(loader) if is_folder else loader)
+    def _load(self, name: str, relative: str, loader: Any, *, folder: bool = False) -> Any:
+        return super()._load(name, relative, self._if_entries_held(loader) if folder else loader, folder=folder)
 
     def _if_entries_held(self, loader: Callable[[Path], Any]) -> Callable[[Path], Any]:
         def load(folder: Path) -> Any:

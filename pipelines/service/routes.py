@@ -213,7 +213,7 @@ def reject_index(request: Request, job: JobId) -> Response:
         for stage_name, by in files.items():
             for reason, paths in by.items():
                 entry = out.setdefault(stage_name, {}).setdefault(reason, {"dropped": 0, "sampled": 0})
-                entry["sampled"] = sum(inspect.rows_in(paths))
+                entry["sampled"] = sum(inspect.rows_in(folder.pinned_each(paths)))
         return dumps({"job": job, "stages": out})
 
     return _json(_jobs(request).cached(("rejects", job), compute))
@@ -232,8 +232,9 @@ def reject_page(request: Request, job: JobId, stage: Name, reason: Name, offset:
         raise HTTPException(status_code=404, detail=f"no rejects of stage {stage!r} for reason {reason!r}")
 
     def compute() -> bytes:
-        table = inspect.page(files, offset, limit, list(DOCUMENT_COLUMNS))
-        return dumps({"job": job, "stage": stage, "reason": reason, "total": sum(inspect.rows_in(files)),
+        table = inspect.page(folder.pinned_each(files), offset, limit, list(DOCUMENT_COLUMNS))
+        total = sum(inspect.rows_in(folder.pinned_each(files)))
+        return dumps({"job": job, "stage": stage, "reason": reason, "total": total,
                       "offset": offset, "limit": limit, "rows": [_cut(r, chars) for r in table.to_pylist()]})
 
     return _json(_jobs(request).cached(("reject-page", job, stage, reason, offset, limit, chars), compute))
@@ -247,7 +248,7 @@ def _lookup(folder: ServedJob, ids: list[str]) -> dict[str, dict[str, Any]]:
     """`inspect.lookup`, unless a documents folder of the job leads out of it or holds a link out: then ids only."""
     if not (folder.folder_held(DOCUMENTS) and folder.folder_held(WORK_DOCUMENTS)):
         return {}
-    return inspect.lookup(folder.path, ids)
+    return inspect.lookup(folder.path, ids, pin=folder.pinned_all)
 
 
 @router.get("/jobs/{job}/dedup", response_model=None, summary="Corpus stages with removals to look at")
@@ -265,7 +266,7 @@ def dedup_page(request: Request, job: JobId, stage: Name, offset: Offset = 0, li
         raise HTTPException(status_code=404, detail=f"no removals of corpus stage {stage!r} in job {job!r}")
 
     def compute() -> bytes:
-        clusters = inspect.cluster_table(folder.path, stage)
+        clusters = inspect.cluster_table(folder.path, stage, pin=folder.pinned_all)
         chosen = clusters[offset : offset + limit]
         ids = [i for c in chosen for i in ([c["survivor"]] if c["survivor"] else []) + [r["id"] for r in c["removed"]]]
         docs = _lookup(folder, ids)

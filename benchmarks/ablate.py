@@ -4,7 +4,8 @@
     `curate ablate` command timed from scratch (curation, tokenizer, packing, every run trained and every
     checkpoint evaluated, two runs at a time on this machine's two cores), beside the same twelve trainings
     run one by one with `curate train` (a whole command each: Ray started, one Ray Train worker, no
-    evaluation), the recipes taken from the ablation's own runs.
+    evaluation), the recipes taken from the ablation's own runs (by default the first three, the twelve's
+    total estimated from them: `--one-by-one 0` runs all).
 (b) real data: that ablation's `full-chain` variant (extraction, then language ID, the Gopher, C4 and FineWeb
     rules, the flagged-word filter, PII redaction, exact, fuzzy and paragraph dedup) against `base` (the same
     pages with extraction alone) on an evaluation set of clean article text neither contains
@@ -19,7 +20,7 @@ evaluation set), wrapped as WARC records (`warc_corpus`). Everything goes under 
 folder); sizes are flags.
 
     python benchmarks/ablate.py [--parts cost,real,mixture] [--tokens 1048576] [--seeds 3] [--pages N]
-                                [--proxies 16] [--proxy-tokens N] [--mixture-tokens N] [--one-by-one N] [--work DIR]
+                                [--proxies 16] [--proxy-tokens N] [--mixture-tokens N] [--one-by-one 3] [--work DIR]
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def cost_and_real(work: Path, args: argparse.Namespace, eval_set: Path) -> None:
           f"{min(r['seconds'] for r in runs):.0f}-{max(r['seconds'] for r in runs):.0f} s, training at "
           f"{speeds[0]:,.0f}-{speeds[-1]:,.0f} tokens/s per run, the median step of each)")
     if "cost" in args.parts and not args.skip_one_by_one:
-        total, n, runs = one_by_one(ablation, work, args.one_by_one)
+        total, n, runs = one_by_one(ablation, work, args.one_by_one or None)
         print(f"    the same {n} trainings one by one with `curate train`: {total:.0f} s in all, the whole commands "
               f"(each starts Ray and one Ray Train worker; no checkpoint evaluated), {total / n:.0f} s each"
               + ("" if n == runs else f"; all {runs} would take ~{total / n * runs:.0f} s (estimated from these {n})"))
@@ -286,8 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--proxy-tokens", type=int, default=1 << 17, help="tokens per proxy of (c)")
     p.add_argument("--mixture-tokens", type=int, default=1 << 19, help="tokens per verification run of (c)")
     p.add_argument("--skip-one-by-one", action="store_true", help="(a) without the `curate train` comparison")
-    p.add_argument("--one-by-one", type=int, default=None, metavar="N",
-                   help="(a): only the first N runs with `curate train` (the total estimated from them)")
+    p.add_argument("--one-by-one", type=int, default=3, metavar="N",
+                   help="(a): the first N runs with `curate train`, the total estimated from them (0: all; "
+                        "all twelve at the default size take ~20 min more)")
     p.add_argument("--gpu", action="store_true", help="train and evaluate each run on a GPU (one per run)")
     p.add_argument("--work", help="working folder (default: a temporary one, removed at the end)")
     args = p.parse_args(argv)

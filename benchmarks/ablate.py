@@ -260,7 +260,7 @@ def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) ->
     record = read_results(str(work / "ablations" / "mix")).mixture_search
     fit, proposal = record["fit"], record["proposal"]
     print(f"(c) mixture search over {', '.join(record['sources'])} ({seconds:.0f} s): {fit['proxies']} proxies of "
-          f"{args.proxy_tokens:,} tokens, {fit['kind']} fit, leave-one-out Spearman {fit['loo_spearman']}; "
+          f"{args.proxy_tokens:,} tokens, {fit['kind']} fit, leave-one-out Spearman {fit['loo_spearman']:.2f}; "
           f"verified with {args.mixture_tokens:,} tokens x {args.seeds} seeds")
     measured = record["verification"]["mixtures"]
     for name, m in measured.items():

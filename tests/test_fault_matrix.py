@@ -35,12 +35,10 @@ AGENTS_END_WITHIN = 90  # s: Ray's agents try to reach the dead GCS for 60 s bef
 
 # Each point: the event that opens it, and the events that say it is over (a kill then would miss it).
 POINTS = {
-    "reading": ("shard_done", ("corpus_stages_started",)),
+    "reading": ("job_started", ("corpus_stages_started",)),
     "corpus": ("corpus_stages_started", ("packing_started",)),
     "packing": ("packing_started", ("packing_done", "job_done")),
 }
-# The cases that leave Ray's agents to end by themselves (~60 s: `slow_exits`) go first, so that the others run
-# meanwhile (else the module's end waits for them).
 CASES = ([("ray", point, "node") for point in POINTS] + [("ray", point, "driver") for point in POINTS]
          + [("ray", point, "worker") for point in POINTS]
          + [("local", point, victim) for point in POINTS for victim in ("driver", "worker")])
@@ -129,10 +127,11 @@ def undisturbed(corpus, tmp_path_factory) -> dict:
     return get
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def slow_exits():
     """Processes allowed to end after their case, each with the time it must have ended by: Ray's agents, ~60 s
-    after their whole Ray was killed. Checked once the module's other cases ran meanwhile."""
+    after their whole Ray was killed. Checked at the end of the test session, the other tests run meanwhile
+    (by then they have long ended, unless they leak)."""
     waiting: list[tuple[psutil.Process, float]] = []
     yield waiting
     left = []
@@ -208,6 +207,10 @@ def disturb(disturbed: Run, executor: str, point: str, victim: str, host: Cluste
     """Kill `victim` as soon as the run is at `point`; then wait for the run to end where it goes on."""
     opened, closers = POINTS[point]
     closed = lambda seen: any(c in seen for c in closers)  # noqa: E731
+    # A driver killed while reading leaves some shards recorded and some not. A worker or a node is lost from the
+    # start: shard_done events are the driver's, and a loaded driver writes them after the tasks have ended.
+    if victim == "driver" and point == "reading":
+        opened = "shard_done"
     disturbed.wait_for(lambda seen: opened in seen and not closed(seen), f"the {point} phase")
     if victim == "driver":
         disturbed.kill()

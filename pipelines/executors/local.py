@@ -158,7 +158,10 @@ class LocalExecutor(Executor):
         self._pool = ProcessPoolExecutor(self._workers, mp_context=context, initializer=_worker_init,
                                          initargs=(self._batches, self._spool, os.getpid()))
         if self.start_method == "fork":  # every worker forks now, before the pool's threads (or the caller's) start
-            self._pool.submit(os.getpid).result()
+            try:
+                self._pool.submit(os.getpid).result()
+            except BrokenProcessPool as broken:  # one died as it started, with nothing of the job's: new workers
+                self._replace(broken)
 
     def _replace(self, broken: BrokenProcessPool) -> None:
         """A worker died (killed by the kernel for its memory, say): the pool terminated the others. Start

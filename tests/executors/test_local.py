@@ -204,6 +204,31 @@ def test_a_worker_that_dies_between_tasks_is_replaced_before_the_next_ones(caplo
     assert "a worker process died" in caplog.text
 
 
+def test_a_worker_that_dies_as_the_pool_starts_is_replaced(tmp_path, monkeypatch, caplog):
+    """The fault matrix killed a worker as `curate run` started its pool: the run failed with a traceback."""
+    from pipelines.executors import local
+
+    first = tmp_path / "first"
+    started = local._worker_init
+
+    def die_once(*args: object) -> None:
+        try:
+            first.touch(exist_ok=False)
+        except FileExistsError:
+            return started(*args)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(local, "_worker_init", die_once)
+    executor = LocalExecutor(2)
+    try:
+        assert executor.start_method == "fork", "the pool starts its workers at once only where it forks"
+        assert executor.submit(sum, [1, 2]).result() == 3
+        assert sorted(executor.stream(numbered, range(3), 2)) == [(i, k) for i in range(3) for k in range(2)]
+    finally:
+        executor.close()
+    assert "a worker process died" in caplog.text
+
+
 def numbered(item: int, n: int) -> Iterator[tuple[int, int]]:
     yield from ((item, k) for k in range(n))
 

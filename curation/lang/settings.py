@@ -41,6 +41,7 @@ class LanguageSettings:
     top_n_grams: Mapping[int, float]  # n -> most share of characters in the most frequent n-gram
     line_punct_thr: float  # FineWeb: least share of lines ending in terminal punctuation (<= 0: off)
     new_line_ratio: float  # FineWeb: most newlines per word
+    char_dup_ratio: float  # FineWeb: most share of characters in lines repeating an earlier one
     min_avg_word_length: float  # Gopher: mean word length bounds, characters
     max_avg_word_length: float
     max_non_alpha_words_ratio: float  # Gopher: least share of words with a letter (datatrove's name)
@@ -135,6 +136,7 @@ def _build(lang: str, script: str, source: str, values: Mapping[str, Any]) -> La
         top_n_grams={int(n): float(f) for n, f in values["top_n_grams"].items()},
         line_punct_thr=float(values["line_punct_thr"]),
         new_line_ratio=float(values["new_line_ratio"]),
+        char_dup_ratio=float(values["char_dup_ratio"]),
         min_avg_word_length=float(values["min_avg_word_length"]),
         max_avg_word_length=float(values["max_avg_word_length"]),
         max_non_alpha_words_ratio=float(values["max_non_alpha_words_ratio"]),

@@ -233,3 +233,17 @@ def test_length_counts_segmented_words_for_languages_without_spaces(corpus: dict
     assert by_lang[1] == plain[1]
     assert run_chain([zh], ["zh"], [Length()]) == [None]
     assert run_chain([zh], [None], [Length()]) == [None]  # no `lang`: the text's script decides (Han)
+
+
+def test_repeated_line_characters_are_bounded_as_fineweb_2_for_every_language_but_english(
+        corpus: dict[str, list[list[str]]]) -> None:
+    """FineWeb-2's pipeline allows 0.1 of the characters in repeated lines (FineWeb English: 0.01)."""
+    def with_a_repeated_line(lang: str) -> str:
+        lines = corpus[lang][0]
+        return "\n".join([*lines, lines[0]])  # one of 13 lines again: ~1/13 of the characters
+
+    de, en = with_a_repeated_line("de"), with_a_repeated_line("en")
+    assert run_chain([de, en, en], ["de", "en", None], [FineWeb()]) == [
+        None, "fineweb:char_dup_ratio", "fineweb:char_dup_ratio"]
+    strict = FineWeb(languages={"de": {"char_dup_ratio": 0.01}})
+    assert run_chain([de], ["de"], [strict]) == ["fineweb:char_dup_ratio"]

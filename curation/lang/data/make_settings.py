@@ -84,7 +84,7 @@ ENGLISH = {
     "reference": "Gopher (Rae et al. 2021, appendix A, table A1) and FineWeb (Penedo et al. 2024): the stages' "
                  "English defaults; stop words: Gopher's eight",
     "language_score": 0.65, "dup_line_frac": 0.3, "line_punct_thr": 0.12, "new_line_ratio": 0.3,
-    "min_avg_word_length": 3, "max_avg_word_length": 10, "max_non_alpha_words_ratio": 0.8,
+    "char_dup_ratio": 0.01, "min_avg_word_length": 3, "max_avg_word_length": 10, "max_non_alpha_words_ratio": 0.8,
     "dup_n_grams": {"5": 0.15, "6": 0.14, "7": 0.13, "8": 0.12, "9": 0.11, "10": 0.1},
     "top_n_grams": {"2": 0.2, "3": 0.18, "4": 0.16},
     "stop_words": ["the", "be", "to", "of", "and", "that", "have", "with"],
@@ -98,6 +98,10 @@ KOREAN_EOJEOL_STOP_WORDS = (  # noqa: SIM905 (a list of words reads better as on
     "수 있는 것 및 등 그 이 더 또한 있다 하는 한 위해 대한 통해 있습니다 합니다 그리고 때문에 같은 이런 모든 어떤 "
     "다른 많은 할 될 된 되는 가장 함께 그러나 하지만 또 잘 다시 없는 있을 아니라 있고 있어 것이 것을 수도 이번 우리"
 ).split()
+
+# What FineWeb-2's pipeline (fineweb-2-pipeline.py) sets alike for every language, beside its configs: the
+# FineWeb quality filter's duplicated line characters at 0.1 ("changed from 0.01 in fineweb english").
+FINEWEB2_PIPELINE = {"char_dup_ratio": 0.1}
 
 NUMERIC_FIELDS = ("language_score", "dup_line_frac", "line_punct_thr", "new_line_ratio", "min_avg_word_length",
                   "max_avg_word_length", "max_non_alpha_words_ratio")
@@ -125,7 +129,7 @@ def settings_of(config: dict) -> dict:
     for field in NGRAM_FIELDS:
         out[field] = {str(n): frac for n, frac in config[field]}
     out["stop_words"] = list(config.get("stopwords") or [])
-    return out
+    return {**out, **FINEWEB2_PIPELINE}
 
 
 def median_settings(configs: list[dict]) -> dict:
@@ -135,7 +139,7 @@ def median_settings(configs: list[dict]) -> dict:
         out[field] = {str(n): round(statistics.median(f for c in configs for m, f in c[field] if m == n), 3)
                       for n in ns}
     out["stop_words"] = []  # no stop words shared by a script: the stop-word rule needs a language
-    return out
+    return {**out, **FINEWEB2_PIPELINE}
 
 
 def main(argv: list[str]) -> None:
@@ -181,7 +185,9 @@ def main(argv: list[str]) -> None:
         "license": "Apache-2.0 (FineWeb-2); derived by curation/lang/data/make_settings.py",
         "method": "languages: the FineWeb-2 subset each lid.176 label maps to (fineweb2: null where it has none); "
                   "scripts: medians over all FineWeb-2 subsets of the script (all subsets where it has none), "
-                  "stop words empty; terminal_punctuation: .!? plus the script's Unicode sentence terminals",
+                  "stop words empty; terminal_punctuation: .!? plus the script's Unicode sentence terminals; "
+                  "char_dup_ratio: 0.1 everywhere but English (FineWeb-2's pipeline, fineweb-2-pipeline.py, sets it "
+                  "for every language; FineWeb English's is 0.01)",
         "fineweb2_configs": len(configs),
         "lid176_labels": len(LID176_TO_FINEWEB2),
         "notes": "language_score is FineWeb-2's minimum GlotLID confidence, not lid.176's; FineWeb-2's word-based "

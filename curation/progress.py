@@ -134,14 +134,12 @@ class _Lines:
     def read(self) -> list[dict[str, Any]]:
         with self.opener(self.path) as named:
             try:
-                f = named.open("rb") if named is not None else None
-            except OSError:
-                f = None
-            if f is None:
+                if named is None:
+                    raise FileNotFoundError(self.path)
+                with named.open("rb") as f:
+                    self._read_from(f)
+            except OSError:  # absent, or not to be read: no rows until it is there again
                 self.offset, self.rows = 0, []
-                return self.rows
-            with f:
-                self._read_from(f)
         return self.rows
 
     def _read_from(self, f: Any) -> None:

@@ -175,6 +175,20 @@ def list_files(pattern: str) -> list[Listed]:
     return sorted((found for found in walk if regex.match(found.uri)), key=lambda found: found.uri)
 
 
+def pattern_root(pattern: str) -> str:
+    """The folder a pattern names its files below, spelled as `canonical` spells them: a named folder itself, a
+    named file's folder, or a wildcard's fixed part ("" for a wildcard in its first part)."""
+    fs, path = resolve(pattern)
+    prefix = pattern.split("://")[0] + "://" if is_remote(pattern) else ""
+    parts = path.split("/")
+    wild = next((i for i, part in enumerate(parts) if _WILDCARD.search(part)), None)
+    if wild is not None:
+        return prefix + "/".join(parts[:wild])
+    if fs.get_file_info(path).type == pafs.FileType.Directory:
+        return prefix + path.rstrip("/")
+    return prefix + path.rsplit("/", 1)[0]
+
+
 def literal_uri(path: str) -> str:
     """A local path as a `file://` URI, which `canonical` keeps as written where it resolves a plain path's links:
     how a link found in a folder reaches its reader as itself, not as its target."""

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
 
-from curation import io
+from curation import io, schema
 from curation.dedup.bloom_dedup import BloomDedup
 from curation.dedup.corpus_stage import CorpusStage
 from curation.dedup.exact_dedup import ExactDedup
@@ -162,6 +162,7 @@ class Recipe(_Strict):
         how = {"executor", "ray", "local", "output"}
         retries = {"__all__": {"read_attempts", "read_backoff_s"}}  # how hard a read is tried, not what it gives
         body = self.model_dump(mode="json", exclude={**dict.fromkeys(how, True), "sources": retries})
+        body["_ids"] = schema.ID_SCHEME
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     def job_dir(self, output: str | None = None) -> str:

@@ -53,9 +53,16 @@ def count_column(stage: str, key: str) -> str:
     return f"_n:{stage}:{key}"
 
 
-def document_id(uri: str, position: int) -> str:
-    """Stable id of the record at `position` of the input at `uri`: reruns give the same ids."""
-    return hashlib.blake2b(utf8_or_raw(f"{uri}#{position}"), digest_size=12).hexdigest()
+# What ids hash. 2: the source's name and the file's path below the source's root (`curation.shards`); 1 hashed
+# the file's absolute path. Part of `Recipe.fingerprint`, so a job of another scheme is never resumed into: its
+# shards, named the other way, would be read again.
+ID_SCHEME = 2
+
+
+def document_id(name: str, position: int) -> str:
+    """Stable id of the record at `position` of the input `name` (`read_shard`: source and file below its root):
+    reruns, and the same files elsewhere, give the same ids."""
+    return hashlib.blake2b(utf8_or_raw(f"{name}#{position}"), digest_size=12).hexdigest()
 
 
 def utf8_or_raw(text: str) -> bytes:

@@ -4,6 +4,11 @@ A symbolic link met while walking a folder or matching a wildcard is never follo
 anywhere (a repository's link to the system's password file). It is a shard of its own, spelled so that it
 reaches `read_shard` as the link itself, which counts it as one `link` skip without opening it, whatever the
 format. A link named in `paths` itself is the user's choice and is read.
+
+A shard's name and its documents' ids derive from the file's path below its source's root (the folder all of
+the source's `paths` name their files below), never from where that root lies: the same data copied or
+mounted elsewhere is the same job (the same ids, so the same tokenizer and mixture samples, and the same
+order of shards).
 """
 
 from __future__ import annotations
@@ -21,25 +26,44 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Shard:
-    name: str  # unique in the job, stable across reruns: source, file stem, hash of the URI
+    name: str  # unique in the job, stable across reruns: source, file stem, hash of the key
     source: str
     uri: str
+    key: str  # the file's path below its source's root: what its documents' ids hash
     size: int = 0  # bytes, as listed
 
 
-def shard_name(source: str, uri: str) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", uri.rsplit("/", 1)[-1])[:60]
+def shard_name(source: str, key: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", key.rsplit("/", 1)[-1])[:60]
     # a file name that is not UTF-8 hashes as its bytes on disk
-    digest = hashlib.blake2b(schema.utf8_or_raw(io.canonical(uri)), digest_size=5).hexdigest()
+    digest = hashlib.blake2b(schema.utf8_or_raw(key), digest_size=5).hexdigest()
     return f"{source}-{stem}-{digest}"
+
+
+def source_root(patterns: list[str]) -> str:
+    """The deepest folder every pattern names its files below ("" where they share none: a local and a remote
+    one). From the patterns alone, not the files they match, so a file added later changes no other key."""
+    roots = [io.pattern_root(p).split("/") for p in patterns]
+    common = 0
+    while all(len(r) > common and r[common] == roots[0][common] for r in roots):
+        common += 1
+    return "/".join(roots[0][:common])
+
+
+def file_key(uri: str, root: str) -> str:
+    """A file's path below `root` (its whole canonical spelling where it lies elsewhere)."""
+    spelled = io.canonical(uri)
+    return spelled[len(root) + 1 :] if root and spelled.startswith(root + "/") else spelled
 
 
 def list_shards(recipe: Recipe) -> list[Shard]:
     shards: dict[str, Shard] = {}
     for source in recipe.sources:
+        root = source_root(source.paths)
         for pattern in source.paths:
             for found in io.list_files(pattern):
                 uri = io.literal_uri(found.uri) if found.link else found.uri
-                name = shard_name(source.name, uri)
-                shards.setdefault(name, Shard(name, source.name, uri, found.size))
+                key = file_key(uri, root)
+                name = shard_name(source.name, key)
+                shards.setdefault(name, Shard(name, source.name, uri, key, found.size))
     return list(shards.values())

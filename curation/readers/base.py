@@ -172,13 +172,13 @@ def link_target(path: str) -> str:
         return "?"
 
 
-def _row(record: Record, source: str, uri: str, shard: str) -> dict[str, Any]:
+def _row(record: Record, source: str, uri: str, shard: str, key: str) -> dict[str, Any]:
     """The row of a record; a document holding a string that cannot be UTF-8 (a lone surrogate, from a JSON
     escape like "\\ud800" or from raw bytes ED A0 80) becomes an `invalid_utf8` reject instead: Arrow
     cannot hold it, and one such record must cost only itself."""
     meta = {"source_uri": _spelled(uri), "position": record.position, **record.meta}
     row = {
-        "id": schema.document_id(uri, record.position),
+        "id": schema.document_id(f"{source}/{key}", record.position),
         "source": source,
         "url": record.url,
         "title": record.title,
@@ -199,7 +199,7 @@ def _row(record: Record, source: str, uri: str, shard: str) -> dict[str, Any]:
             detail = f"field '{field}': {exc.reason} at character {exc.start}"
             reject = Record(record.position, url=record.url, reason="invalid_utf8", detail=detail,
                             raw_bytes=record.raw_bytes)
-            return _row(reject, source, uri, shard)
+            return _row(reject, source, uri, shard, key)
         for name in _STRINGS:  # a reject's own fields: kept, with their surrogates spelled out
             if isinstance(row[name], str):
                 row[name] = row[name].encode("utf-8", "backslashreplace").decode("utf-8")
@@ -283,15 +283,19 @@ def _table(rows: list[dict[str, Any]], seconds: float) -> pa.Table:
 
 
 def read_shard(
-    reader: Reader, uri: str, *, source: str, shard: str, batch_rows: int = 64, max_batch_bytes: int = 32 << 20
+    reader: Reader, uri: str, *, source: str, shard: str, key: str | None = None, batch_rows: int = 64,
+    max_batch_bytes: int = 32 << 20,
 ) -> Iterator[pa.Table]:
     """Batches of one input shard, ending with the end-of-shard marker; never raises on bad input.
 
     Raises `InputReadError` (after the batches read until then, and without the marker) where the input
     could not be read for an I/O reason in `reader.read_attempts` attempts in a row. A symbolic link met in a
     folder (which `curation.shards` spells `file://<link>`: `io.canonical` keeps it, where it resolves a
-    plain path, as a link named in `paths` is) is one `link` skip, never opened."""
+    plain path, as a link named in `paths` is) is one `link` skip, never opened. Ids hash the `source` name,
+    the file's `key` (`Shard.key`: its path below its source's root; default: its whole path) and each record's
+    position."""
     uri = io.canonical(uri)
+    key = uri if key is None else key
     rows: list[dict[str, Any]] = []
     size = 0
     emitted = 0
@@ -306,10 +310,10 @@ def read_shard(
         except (*_FATAL, InputReadError):
             raise
         except BaseException as exc:  # fastwarc raises Rust panics as BaseException
-            rows.append(_row(_failure(position + 1, exc), source, uri, shard))
+            rows.append(_row(_failure(position + 1, exc), source, uri, shard, key))
             break
         position = record.position
-        row = _row(record, source, uri, shard)
+        row = _row(record, source, uri, shard, key)
         row[schema.metric_column("bin", "read")] = record.raw_bytes
         rows.append(row)
         size += record.raw_bytes
@@ -318,7 +322,8 @@ def read_shard(
             yield _table(rows, time.perf_counter() - started)
             rows, size, started = [], 0, time.perf_counter()
     if position == -1 and not rows and _empty(uri):  # a zero-byte file (a failed copy?) is a reject, not silence
-        rows.append(_row(Record(0, reason="unreadable_input", detail="empty file (0 bytes)"), source, uri, shard))
+        empty = Record(0, reason="unreadable_input", detail="empty file (0 bytes)")
+        rows.append(_row(empty, source, uri, shard, key))
     marker = {c: None for c in READ_BATCH_SCHEMA.names}
     marker.update(
         {

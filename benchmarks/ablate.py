@@ -239,6 +239,7 @@ def real_table(results: Results) -> None:
 
 
 def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) -> None:
+    from curation.ablate.mixture_search import fit_verdict
     from curation.ablate.results import read_results
 
     pages = sorted((work / "pages").glob("*.warc.gz")) or build_pages(work / "pages", args.pages)
@@ -262,6 +263,7 @@ def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) ->
     print(f"(c) mixture search over {', '.join(record['sources'])} ({seconds:.0f} s): {fit['proxies']} proxies of "
           f"{args.proxy_tokens:,} tokens, {fit['kind']} fit, leave-one-out Spearman {fit['loo_spearman']:.2f}; "
           f"verified with {args.mixture_tokens:,} tokens x {args.seeds} seeds")
+    print(f"    {fit_verdict(proposal['predicted'], fit['loo_mae'])}")
     measured = record["verification"]["mixtures"]
     for name, m in measured.items():
         weights = record["verified"][name]["shares"]

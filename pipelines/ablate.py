@@ -47,6 +47,7 @@ from curation.ablate.mixture_search import (
     UNIFORM,
     VERIFIED,
     fit,
+    fit_verdict,
     mixture,
     natural_shares,
     propose,
@@ -387,7 +388,7 @@ def fit_search(ablation: Ablation, found: Search, runs: dict[str, dict[int, dict
     say(f"mixture search: {search.regression} fit on {fitted.proxies} proxies, leave-one-out Spearman {rho}; "
         f"proposed {_weights(proposal.weights)} (predicted {record['set']} {search.metric} "
         f"{proposal.predicted[PROPOSED]:.4f}, natural {proposal.predicted[NATURAL]:.4f}, "
-        f"uniform {proposal.predicted[UNIFORM]:.4f})")
+        f"uniform {proposal.predicted[UNIFORM]:.4f}); {fit_verdict(proposal.predicted, fitted.loo_mae)}")
 
 
 def verify_search(ablation: Ablation, recipes: dict[str, Recipe], documents: Job, found: Search, model: str,
@@ -573,6 +574,7 @@ def search_summary(record: dict[str, Any], console: Console) -> None:
                      "-" if "proposed_minus" not in measured else f"{measured['proposed_minus']:+.4f}",
                      "-" if verdict is None else ("yes" if verdict else "no"))
     console.print(grid)
+    console.print(fit_verdict(proposal["predicted"], fitted["loo_mae"]), highlight=False, soft_wrap=True)
     if "verification" in record:
         console.print(f"the proposed mixture's {record['metric']}: {_against(checked, NATURAL)}, "
                       f"{_against(checked, UNIFORM)}; `curate ablate FILE --resume --write-recipe OUT.yaml` writes "

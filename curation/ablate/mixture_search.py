@@ -20,7 +20,9 @@ of their evaluation loss on the weights, and the weights it predicts best, verif
    the fit (RegMix averages its top 100), among those inside the convex hull of the proxies' shares: the fit
    interpolates between trained proxies and is not trusted beyond them. (Without that bound, a fit of 16
    proxies over four real sources proposed 0.9 of a source no proxy had given more than 0.5, and lost to
-   the uniform mixture; `benchmarks/ablate.py`.)
+   the uniform mixture; `benchmarks/ablate.py`.) The fit's predicted gain over the better of the natural and
+   the uniform mixture is set against its leave-one-out error (`fit_verdict`): where it is smaller, the
+   proxies cannot tell the proposal from that mixture, and the user is told so before the verification.
 4. Verification: the proposal, the natural and the uniform mixture trained with the ablation's own
    `training` and seeds, beside its variants (`mixture-proposed`, `mixture-natural`, `mixture-uniform`).
 
@@ -247,6 +249,20 @@ def propose(model: Fit, search: MixtureSearch, natural: dict[str, float], proxie
     at = {PROPOSED: list(weights.values()), NATURAL: list(natural.values()), UNIFORM: uniform}
     return Proposal(weights, {name: float(model.predict(np.array(w))[0]) for name, w in at.items()},
                     len(candidates))
+
+
+def fit_verdict(predicted: dict[str, float], loo_mae: float) -> str:
+    """Whether the fit itself tells the proposal from the better of the natural and the uniform mixture (by its
+    `predicted` scores): a predicted difference within the fit's leave-one-out error is within what it gets wrong
+    on a proxy it did not see, and verification can only find a tie."""
+    best = min((NATURAL, UNIFORM), key=predicted.__getitem__)
+    gain = predicted[best] - predicted[PROPOSED]
+    said = (f"the fit predicts the proposal {abs(gain):.4f} {'below' if gain >= 0 else 'above'} the "
+            f"{best.removeprefix('mixture-')} mixture")
+    if gain > loo_mae:
+        return f"{said}, more than its leave-one-out error ({loo_mae:.4f})"
+    return (f"{said}, within its leave-one-out error ({loo_mae:.4f}): the proxies do not tell the two apart (more "
+            "proxies, larger ones or more seeds per proxy would)")
 
 
 def verification(finals: dict[str, list[float]], factor: float) -> dict[str, Any]:

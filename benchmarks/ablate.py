@@ -20,7 +20,8 @@ evaluation set), wrapped as WARC records (`warc_corpus`). Everything goes under 
 folder); sizes are flags.
 
     python benchmarks/ablate.py [--parts cost,real,mixture] [--tokens 1048576] [--seeds 3] [--pages N]
-                                [--proxies 16] [--proxy-tokens N] [--mixture-tokens N] [--one-by-one 3] [--work DIR]
+                                [--proxies 16] [--proxy-tokens N] [--mixture-tokens N] [--search-seed 0]
+                                [--one-by-one 3] [--work DIR]
 """
 
 from __future__ import annotations
@@ -255,7 +256,8 @@ def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) ->
         "pack": {"seq_len": SEQ_LEN, "shard_rows": 512, "validation": 0.0},
         "training": training(args.mixture_tokens, args.seeds, args.gpu),
         "evaluation": {"sets": [{"name": "articles", "path": str(eval_set)}], "batch_size": 32},
-        "mixture_search": {"proxies": args.proxies, "proxy": {"tokens": args.proxy_tokens}}})  # a seed per proxy
+        "mixture_search": {"proxies": args.proxies, "proxy": {"tokens": args.proxy_tokens},  # a seed per proxy
+                           "seed": args.search_seed}})
     shutil.rmtree(work / "ablations" / "mix", ignore_errors=True)  # an earlier run's results (its jobs are kept)
     seconds = timed([*CURATE, "ablate", str(ablation), "--quiet"], work / "mix.log")
     record = read_results(str(work / "ablations" / "mix")).mixture_search
@@ -288,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--proxies", type=int, default=16)
     p.add_argument("--proxy-tokens", type=int, default=1 << 17, help="tokens per proxy of (c)")
     p.add_argument("--mixture-tokens", type=int, default=1 << 19, help="tokens per verification run of (c)")
+    p.add_argument("--search-seed", type=int, default=0, help="(c): the seed of the proxies' and candidates' mixtures")
     p.add_argument("--skip-one-by-one", action="store_true", help="(a) without the `curate train` comparison")
     p.add_argument("--one-by-one", type=int, default=3, metavar="N",
                    help="(a): the first N runs with `curate train`, the total estimated from them (0: all; "

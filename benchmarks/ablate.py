@@ -275,7 +275,8 @@ def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) ->
     for name in ("mixture-natural", "mixture-uniform"):
         m = measured[name]
         print(f"    proposed minus {name.removeprefix('mixture-')}: {m['proposed_minus']:+.4f} "
-              f"({'beyond' if m['exceeds'] else 'within'} twice the seed spread)")
+              f"({'beyond' if m['exceeds'] else 'within'} twice the seed spread; lower on {m['proposed_lower_on']} "
+              f"of {len(m['values'])} seeds)")
     lowest = record["verification"]["proposal_at_most_others"]
     print(f"    the proposal's loss is {'at most' if lowest else 'NOT at most'} that of both the natural and the "
           "uniform mixture")
@@ -288,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--pages", type=int, default=None, help="an evenly spread subset of the trafilatura pages")
     p.add_argument("--proxies", type=int, default=16)
-    p.add_argument("--proxy-tokens", type=int, default=1 << 17, help="tokens per proxy of (c)")
+    p.add_argument("--proxy-tokens", type=int, default=1 << 18, help="tokens per proxy of (c)")
     p.add_argument("--mixture-tokens", type=int, default=1 << 19, help="tokens per verification run of (c)")
     p.add_argument("--search-seed", type=int, default=0, help="(c): the seed of the proxies' and candidates' mixtures")
     p.add_argument("--skip-one-by-one", action="store_true", help="(a) without the `curate train` comparison")

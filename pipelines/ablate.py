@@ -586,4 +586,6 @@ def _against(measured: dict[str, dict[str, Any]], name: str) -> str:
     other = measured[name]
     side = "at most" if other["proposed_minus"] <= 0 else "ABOVE"
     noise = {None: "one seed", True: "beyond the seed spread", False: "within the seed spread"}[other["exceeds"]]
+    if "proposed_lower_on" in other:  # results of an earlier version have no count
+        noise += f"; lower on {other['proposed_lower_on']} of {len(other['values'])} seeds"
     return f"{side} the {name.removeprefix('mixture-')} mixture's ({other['proposed_minus']:+.4f}, {noise})"

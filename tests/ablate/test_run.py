@@ -200,7 +200,7 @@ def test_the_mixture_search_trains_proxies_fits_them_and_verifies_its_proposal(f
     assert "mixture search over base's sources: held-out loss; quadratic fit on 4 proxies" in printed
     assert "│ mixture-uniform  │ notes 0.500, web 0.500 │" in printed
     assert "the proposed mixture's loss: " in printed and "the natural mixture's (" in printed
-    assert "one seed), " in printed  # one seed: no spread to judge a difference by
+    assert "one seed; lower on " in printed and " of 1 seeds), " in printed  # one seed: no spread to judge by
     assert "the fit predicts the proposal " in printed and " leave-one-out error (" in printed
 
 

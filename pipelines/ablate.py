@@ -383,12 +383,13 @@ def fit_search(ablation: Ablation, found: Search, runs: dict[str, dict[int, dict
     shares = np.array([[p["shares"][s] for s in sources] for p in record["proxies"]])
     fitted = fit(shares, np.array([p["score"] for p in record["proxies"]]), search.regression, search.seed)
     proposal = propose(fitted, search, found.natural, shares)
-    record["fit"], record["proposal"] = fitted.about(), proposal.as_dict()
+    verdict = fit_verdict(proposal.predicted, fitted.loo_mae)
+    record["fit"], record["proposal"] = {**fitted.about(), "verdict": verdict}, proposal.as_dict()
     rho = "-" if fitted.loo_spearman is None else f"{fitted.loo_spearman:.2f}"
     say(f"mixture search: {search.regression} fit on {fitted.proxies} proxies, leave-one-out Spearman {rho}; "
         f"proposed {_weights(proposal.weights)} (predicted {record['set']} {search.metric} "
         f"{proposal.predicted[PROPOSED]:.4f}, natural {proposal.predicted[NATURAL]:.4f}, "
-        f"uniform {proposal.predicted[UNIFORM]:.4f}); {fit_verdict(proposal.predicted, fitted.loo_mae)}")
+        f"uniform {proposal.predicted[UNIFORM]:.4f}); {verdict}")
 
 
 def verify_search(ablation: Ablation, recipes: dict[str, Recipe], documents: Job, found: Search, model: str,

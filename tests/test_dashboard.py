@@ -146,6 +146,10 @@ def test_ablation_page_compares_the_variants_curves(ray_session, tmp_path_factor
         mixture = _between(page, 'id="mixture-panel"', "</table>")
         assert "hidden" not in mixture.split(">", 1)[0] and mixture.count("<tr") == 1 + 3
         assert "quadratic fit on 4 proxies" in mixture
+        natural = re.search(r"<tr><td>mixture-natural</td>.*?</tr>", mixture)[0]
+        assert re.search(r"<td>–</td><td>[01] of 1</td></tr>$", natural), natural  # one seed: no spread
+        verdict = _between(page, 'id="mixture-verdict"', "</p>")
+        assert "the fit predicts the proposal " in verdict and "leave-one-out error (" in verdict
         listed = _between(page, 'id="ablations"', "</table>")
         assert 'data-ablation="tiny"' in listed and "9 / 9" in listed
     finally:

@@ -81,4 +81,6 @@ def test_ablation_results_notebook(ray_session, tmp_path_factory, tmp_path, monk
     base_loss = next(r for r in tiny.result.rows if (r.variant, r.set, r.metric) == ("base", "held-out", "loss"))
     assert re.search(rf"\n\s+base held-out\s+loss\s+1 {base_loss.mean:.4f}", text)  # the table's row
     assert "quadratic fit on 4 proxies" in text and "mixture-proposed  predicted" in text
+    assert "the fit predicts the proposal " in text and re.search(r"mixture-uniform .*, proposal lower on [01] of 1 "
+                                                                   r"seeds\)", text)
     assert images(outputs) >= 2, "curves and the proxies' scores"

@@ -114,9 +114,12 @@ function renderMixture(search) {
     "mixture-uniform": uniform };
   document.querySelector("#mixture tbody").replaceChildren(...Object.entries(given).map(([name, w]) => {
     const m = measured[name] || {};
+    const exceeds = m.exceeds === undefined || m.exceeds === null ? "–" : m.exceeds ? "yes" : "no";
+    const lower = m.proposed_lower_on === undefined ? "–" : `${m.proposed_lower_on} of ${m.values.length}`;
     return row([name, weights(w), num(search.proposal.predicted[name]), num(m.mean), num(m.spread),
-      signed(m.proposed_minus)]);
+      signed(m.proposed_minus), exceeds, lower]);
   }));
+  document.getElementById("mixture-verdict").textContent = fit.verdict || "";
 }
 
 function select(name) {

@@ -60,3 +60,21 @@ stages:
     with fs.open_input_stream(f"{job}/events.jsonl") as f:
         events = [json.loads(line)["event"] for line in f.read().decode().splitlines()]
     assert events[0] == "job_started" and events[-1] == "job_done"
+
+
+def test_object_store_files_are_keyed_below_their_patterns_root(s3, monkeypatch):
+    """As local files are: ids and shard names do not depend on the bucket or prefix the data lies under."""
+    from curation.recipe import parse_recipe
+    from curation.shards import list_shards
+
+    for name, value in s3[1].items():
+        monkeypatch.setenv(name, value)
+    recipe = parse_recipe("""
+name: keys
+sources:
+  - {name: web, format: warc, paths: ["s3://corpus/sample/crawl-*.warc.gz"]}
+  - {name: notes, format: jsonl, paths: ["s3://corpus/sample/*.jsonl.gz"]}
+""")
+    keys = {(s.source, s.key) for s in list_shards(recipe)}
+    assert keys == {("web", p.name) for p in SAMPLE.glob("crawl-*.warc.gz")} | {
+        ("notes", p.name) for p in SAMPLE.glob("*.jsonl.gz")}

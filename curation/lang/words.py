@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 
 from curation.lang.scripts import script_of_text
 from curation.text.columns import as_array
-from curation.text.splitter import Words, WordSplitter
+from curation.text.splitter import Words, WordSplitter, composed
 
 Segment = Callable[[str], list[str]]
 
@@ -329,7 +329,7 @@ class LanguageWords(WordSplitter):
 
     def _ids_of_segments(self, piece: str, segment: Segment) -> tuple[int, ...]:
         """Ids of the segmenter's words of a piece."""
-        words = segment(piece)  # substrings of a whitespace-free piece: no whitespace token to drop
+        words = segment(composed(piece))  # substrings of a whitespace-free piece: no whitespace token to drop
         get = self._word_ids.get
         ids = list(map(get, words))
         if None in ids:  # new words (a word new in this piece may occur twice in it: look it up again)

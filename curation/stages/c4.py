@@ -38,7 +38,14 @@ from pydantic import Field
 from curation.lang.words import SPACES, segmenters
 from curation.stages.base import Resources, first_reason
 from curation.stages.languages import LANG, LanguageFilter, LanguageParams, line_ends, words_of
-from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, segment_sum, whitespace_words
+from curation.text.columns import (
+    LINE_BREAK_RE2,
+    as_array,
+    list_offsets,
+    segment_sum,
+    split_whitespace,
+    whitespace_words,
+)
 
 CITATION_RE2 = r"\[\p{Nd}*\]|\[edit\]|\[citation needed\]"
 # MediaWiki's language-converter markup, `-{text}-` (text shown as written, not converted to another script),
@@ -106,7 +113,7 @@ class C4(LanguageFilter):
         n_docs = len(offsets) - 1
         line_doc = np.repeat(np.arange(n_docs), np.diff(offsets))
         stripped = pc.utf8_trim_whitespace(lines.flatten())
-        words = pc.utf8_split_whitespace(stripped)
+        words = split_whitespace(stripped)
         n_words = whitespace_words(stripped)  # a blank line is one empty piece, no word
         blank = n_words == 0
         long_word = np.zeros(len(n_words), bool)
@@ -207,10 +214,11 @@ def _sentences_per_line(lines: pa.Array, langs: pa.Array | None = None) -> np.nd
     if n == 0:
         return np.zeros(len(starts), np.int64)
     index = np.arange(n)
-    last_word = np.maximum.accumulate(np.where(role == 0, index, -1))
-    last_end = np.maximum.accumulate(np.where(role == 2, index, -1))
+    ordinary = (role == 0) | (role == 3)  # role 3: a word with its sentence terminal attached
+    last_word = np.maximum.accumulate(np.where(ordinary, index, -1))
+    last_end = np.maximum.accumulate(np.where((role == 2) | (role == 3), index, -1))
     line_start = np.repeat(starts, words.counts)
     before = np.maximum(index - 1, 0)
-    new_sentence = ((role == 0) & (index > line_start) & (last_end[before] >= line_start)
-                    & (last_end[before] > last_word[before]))
+    new_sentence = (ordinary & (index > line_start) & (last_end[before] >= line_start)
+                    & (last_end[before] >= last_word[before]))
     return (words.counts > 0).astype(np.int64) + segment_sum(new_sentence.astype(np.int64), words.offsets)

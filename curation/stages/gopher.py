@@ -47,13 +47,17 @@ class GopherQuality(LanguageFilter):
 
     As in datatrove: word counts and mean length skip words made only of punctuation; the symbol
     ratios and the letter share divide by all words; a bullet line starts (after spaces) with "•"
-    or "-"; stop words are matched case-sensitively and counted once each. Any bound set to null is
-    not checked.
+    or "-"; stop words are matched case-sensitively and, in English, counted once each (Gopher: "at least
+    two of the following words"). Any bound set to null is not checked.
 
     Per language (documents with a `lang` other than English): stop words, mean word length bounds
     and the least share of words with a letter come from the language's settings (`stop_words`,
     `min_avg_word_length`, `max_avg_word_length`, `max_non_alpha_words_ratio`: FineWeb-2's per-language
-    values); a language without stop words (a script's fallback) is not judged on them. Where we
+    values); a language without stop words (a script's fallback) is not judged on them. A language's stop
+    words are counted at every occurrence, as datatrove counts them in the pipeline FineWeb-2 chose its lists
+    for: many lists hold one or two function words beside words of Wikipedia's stubs (Tatar's: "and", then
+    "located", "climate", "geography"...), so two distinct ones fail clean text (all of the UDHR's Tatar
+    articles). Where we
     differ from FineWeb-2: the least share of words with a letter is capped at 0.6, since FineWeb-2's
     values fail many clean documents with our word splitting (see `ALPHA_WORDS_CAP`). Documents whose
     language had no settings of its own are counted as `fallback_language`.
@@ -91,7 +95,8 @@ class GopherQuality(LanguageFilter):
             0.8, ge=0, description="Least share of words with a letter (Gopher, appendix A: 80%; datatrove "
             "calls it max_non_alpha_words_ratio).")
         min_stop_words: int | None = Field(
-            2, ge=0, description="Fewest distinct stop words present (Gopher, appendix A: 2).")
+            2, ge=0, description="Fewest stop words present (Gopher, appendix A: 2): distinct ones in English, "
+            "every occurrence in other languages (as FineWeb-2).")
         stop_words: list[str] = Field(
             GOPHER_STOP_WORDS, description="Stop words (Gopher, appendix A: the, be, to, of, and, that, have, "
             "with); case-sensitive. For English documents and documents without `lang`; other languages "
@@ -126,7 +131,7 @@ class GopherQuality(LanguageFilter):
             "gopher_bullet_lines_ratio": _ratio(bullets, n_lines),
             "gopher_ellipsis_lines_ratio": _ratio(ellipsis_lines, n_lines),
             "gopher_alpha_words_ratio": _ratio(with_alpha, n_words),
-            "gopher_stop_words": self._distinct_stop_words(words, langs),
+            "gopher_stop_words": self._stop_words(words, langs),
             **self._bounds(langs),
             f"_{FALLBACK_LANGUAGE}": langs.fallback,
         }
@@ -145,15 +150,17 @@ class GopherQuality(LanguageFilter):
                                                   else None),
         }
 
-    def _distinct_stop_words(self, words: Words, langs: DocumentLanguages) -> np.ndarray:
-        """Distinct stop words of every document, each judged by its language's list."""
+    def _stop_words(self, words: Words, langs: DocumentLanguages) -> np.ndarray:
+        """Stop words of every document, each judged by its language's list: distinct ones by the stage's own
+        (English) list, every occurrence by a language's."""
         n_docs = len(words.counts)
         result = np.zeros(n_docs, np.int64)
         lists = [self.params.stop_words, *(s.stop_words for s in langs.groups)]
         word_group = langs.group[words.doc_index] if len(lists) > 1 else None
         for index, stop_words in enumerate(lists, start=-1):
             selected = slice(None) if word_group is None else word_group == index
-            result += _distinct_words(words, stop_words, words.ids[selected], words.doc_index[selected], n_docs)
+            result += _count_words(words, stop_words, words.ids[selected], words.doc_index[selected], n_docs,
+                                   distinct=index < 0)
         return result
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -197,13 +204,17 @@ Danish, Basque, Armenian, Marathi. 0.6 keeps all of them and still drops documen
 numbers and symbols (tables, listings, code), the rule's target. English keeps Gopher's 0.8."""
 
 
-def _distinct_words(words: Words, wanted: Sequence[str], ids: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
-    """How many distinct words of `wanted` each document holds (`ids`, `doc`: its words and their documents)."""
+def _count_words(words: Words, wanted: Sequence[str], ids: np.ndarray, doc: np.ndarray, n_docs: int,
+                 distinct: bool) -> np.ndarray:
+    """How many words of `wanted` (each counted once if `distinct`) each document holds (`ids`, `doc`: its words
+    and their documents)."""
     splitter = words.splitter
     wanted_ids = np.array(sorted({i for w in wanted if (i := splitter.word_id(w)) is not None}), np.int64)
     if not len(wanted_ids) or not len(ids):
         return np.zeros(n_docs, np.int64)
     hit = np.isin(ids, wanted_ids)
+    if not distinct:
+        return np.bincount(doc[hit], minlength=n_docs).astype(np.int64)
     pairs = np.unique(doc[hit] * len(wanted_ids) + np.searchsorted(wanted_ids, ids[hit]))
     return np.bincount(pairs // len(wanted_ids), minlength=n_docs).astype(np.int64)
 

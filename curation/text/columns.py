@@ -42,12 +42,20 @@ def as_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.fill_null(column.cast(pa.large_string()), "")
 
 
+ETHIOPIC_WORDSPACE = "\u1361"  # traditional Ethiopic writing separates words with it, not with a space
+
+
+def split_whitespace(texts: pa.Array | pa.ChunkedArray) -> pa.ListArray:
+    """`utf8_split_whitespace`, the Ethiopic wordspace counted as the space it stands for."""
+    return pc.utf8_split_whitespace(pc.replace_substring(as_array(texts), ETHIOPIC_WORDSPACE, " "))
+
+
 def whitespace_words(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Whitespace-separated words of each text (int64; null, empty and blank texts have 0).
 
     Not the list lengths of `utf8_split_whitespace`: it gives an empty piece for an empty text and
     at each end of a text that starts or ends with whitespace ("" is 1 piece, "   " 3, " a " 3).
     """
-    pieces = pc.utf8_split_whitespace(as_array(texts))
+    pieces = split_whitespace(texts)
     words = pc.greater(pc.binary_length(pieces.flatten()), 0).to_numpy(zero_copy_only=False)
     return segment_sum(words.astype(np.int64), list_offsets(pieces))

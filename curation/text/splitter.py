@@ -33,6 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curation.text.columns import split_whitespace
+
 # Unicode's Sentence_Terminal characters (".", "!", "?", "。", "।", ...): FineWeb's line-end test
 # and the sentence boundaries of C4's sentence count (datatrove's TERMINAL_PUNCTUATION; spaCy's
 # sentencizer uses nearly the same list).
@@ -413,10 +415,14 @@ def _split_affixes(piece: str, special: dict[str, tuple[str, ...]]) -> tuple[str
 
 def _sentence_role(word: str) -> int:
     """2: a sentence terminal ("." "!" "?"), 1: other punctuation, 0: anything else (spaCy's
-    sentencizer starts a sentence at the first role-0 word after a role-2 one)."""
+    sentencizer starts a sentence at the first role-0 word after a role-2 one), 3: a word that ends with a
+    terminal spaCy's rules leave attached (Ethiopic "ነው።", Armenian "է" with U+0589: their blocks count as letters),
+    which ends its sentence as a role-2 word after it would. ASCII terminals stay inside "U.S." as in spaCy."""
     if word in _SENTENCE_END:
         return 2
-    return 1 if all(unicodedata.category(c)[0] == "P" for c in word) else 0
+    if all(unicodedata.category(c)[0] == "P" for c in word):
+        return 1
+    return 3 if word[-1] in _SENTENCE_END and not word[-1].isascii() else 0
 
 
 @dataclass
@@ -492,7 +498,7 @@ class WordSplitter:
         ids = self._piece_ids.get(piece)
         if ids is None:
             get = self._word_ids.get
-            ids = tuple(get(w) if w in self._word_ids else self._add_word(w) for w in split_piece(piece))
+            ids = tuple(get(w) if w in self._word_ids else self._add_word(w) for w in split_piece(composed(piece)))
             self._piece_ids[piece] = ids
         return ids
 
@@ -505,7 +511,7 @@ class WordSplitter:
         texts = pc.fill_null(texts, "")
         if isinstance(texts, pa.ChunkedArray):
             texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.large_string())
-        pieces = pc.utf8_split_whitespace(texts)
+        pieces = split_whitespace(texts)
         n_pieces = pc.list_value_length(pieces).to_numpy(zero_copy_only=False).astype(np.int64)
         encoded = pc.dictionary_encode(pieces.flatten())
         piece_ids = [self._ids_of_piece(p) for p in encoded.dictionary.to_pylist()]
@@ -530,6 +536,13 @@ def _expand(piece_ids: list[tuple[int, ...]], indices: np.ndarray, n_pieces: np.
     piece_ends = np.concatenate([[0], np.cumsum(counts)])
     offsets = piece_ends[np.concatenate([[0], np.cumsum(n_pieces)])]
     return Words(ids, offsets.astype(np.int64), splitter)
+
+
+def composed(piece: str) -> str:
+    """`piece` in Unicode's composed form (NFC). Text in decomposed form (NFD: macOS, Vietnamese typed with
+    combining tone marks, Hangul as jamo) has the same words as its composed twin, so every word-based rule,
+    stop and flagged words included, judges the two alike."""
+    return piece if piece.isascii() or unicodedata.is_normalized("NFC", piece) else unicodedata.normalize("NFC", piece)
 
 
 WORDS = WordSplitter()

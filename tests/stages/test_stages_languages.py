@@ -247,3 +247,64 @@ def test_repeated_line_characters_are_bounded_as_fineweb_2_for_every_language_bu
         None, "fineweb:char_dup_ratio", "fineweb:char_dup_ratio"]
     strict = FineWeb(languages={"de": {"char_dup_ratio": 0.01}})
     assert run_chain([de], ["de"], [strict]) == ["fineweb:char_dup_ratio"]
+
+
+def test_decomposed_text_is_judged_as_its_composed_twin(corpus: dict[str, list[list[str]]]) -> None:
+    """Text in Unicode's decomposed form (NFD: Vietnamese typed with combining tone marks, as the UDHR's
+    Vietnamese is; Korean as jamo, as macOS writes it) has the same words, scores and decisions."""
+    import unicodedata
+
+    texts = ["\n".join(corpus[lang][0]) for lang in ("vi", "ko", "ru", "de")]
+    decomposed = [unicodedata.normalize("NFD", t) for t in texts]
+    assert all(d != t for d, t in zip(decomposed, texts, strict=True))
+    langs = ["vi", "ko", "ru", "de"]
+    scores = [GopherQuality().score(pa.table({"text": pa.array(t, pa.large_string()), "lang": pa.array(langs)}))
+              for t in (texts, decomposed)]
+    for column in ("gopher_words", "gopher_mean_word_length", "gopher_stop_words"):
+        assert np.array_equal(scores[0][column], scores[1][column]), column
+    assert scores[0]["gopher_stop_words"].min() >= 2
+    assert run_chain(decomposed, langs) == run_chain(texts, langs) == [None] * 4
+
+
+def test_a_languages_stop_words_count_at_every_occurrence_and_englishs_once_each() -> None:
+    """FineWeb-2 chose its lists for datatrove's count (every occurrence): Tatar's holds one function word
+    ("һәм", and) beside words of Wikipedia's stubs. English keeps Gopher's two distinct words."""
+    tatar = ("Һәр кеше азат һәм үз абруе һәм хокуклары ягыннан тиң булып туа. Аларга акыл һәм вөҗдан бирелгән "
+             "һәм бер-берсенә карата туганнарча мөнәсәбәттә булырга тиешләр. ")
+    english = ("People are born free and equal in dignity and rights. Everyone is endowed by reason and "
+               "conscience and should act kindly towards others in a spirit brotherly and fair. ")
+    texts, langs = [tatar * 4, english * 4], ["tt", "en"]
+    scores = GopherQuality().score(pa.table({"text": pa.array(texts, pa.large_string()), "lang": pa.array(langs)}))
+    assert scores["gopher_stop_words"].tolist() == [16, 1]  # "һәм" 4 times a copy; "and" once, though 20 times
+    assert run_chain(texts, langs, [GopherQuality()]) == [
+        None, "gopher_quality:too_few_stop_words"]
+
+
+def test_the_ethiopic_wordspace_separates_words_as_a_space_does() -> None:
+    """Amharic written the traditional way puts a wordspace (U+1361) where modern text puts a space: the
+    UDHR's Amharic, whose 12-paragraph documents were each one "word" a line (dropped by C4) before."""
+    from curation.stages import LangId
+
+    article_1 = ("የሰው፡ልጅ፡ሁሉ፡ሲወለድ፡ነጻና፡በክብርና፡በመብትም፡እኩልነት፡ያለው፡ነው።፡የተፈጥሮ፡ማስተዋልና፡ሕሊና፡ስላለው፡"
+                 "አንዱ፡ሌላውን፡በወንድማማችነት፡መንፈስ፡መመልከት፡ይገባዋል።")
+    traditional = "\n".join([article_1] * 2)
+    modern = traditional.replace("፡", " ")
+    stages: list[DocumentFilter] = [Length(), GopherQuality(), C4(terminal_punct=False, min_words_per_line=3)]
+    for stage in stages:
+        scores = [stage.score(pa.table({"text": pa.array([t], pa.large_string()), "lang": pa.array(["am"])}))
+                  for t in (traditional, modern)]
+        assert {k: v.tolist() for k, v in scores[0].items()} == {k: v.tolist() for k, v in scores[1].items()}
+    assert scores[0]["c4_sentences"].tolist() == [4]  # two lines of two sentences, "።" attached to its word
+    langid = LangId(min_score=0.0)
+    langid.setup()
+    assert langid.identify([article_1]).lang.tolist() == ["am"]
+
+
+def test_a_full_stop_left_on_its_word_still_ends_the_sentence() -> None:
+    """spaCy's rules leave the Armenian and Ethiopic full stops on their word (their blocks count as letters):
+    C4 still counts the sentences they end; English "U.S." ends none, as in spaCy."""
+    lines = ["Բոլոր մարդիկ ծնվում են ազատ\u0589 Նրանք օժտված են բանականությամբ\u0589 Նրանք պետք է վարվեն\u0589",
+             "የሰው ልጅ ሁሉ ሲወለድ ነጻ ነው። አንዱ ሌላውን መመልከት ይገባዋል።",
+             "The U.S. team won. Mr. Smith played well in the final game."]
+    table = pa.table({"text": pa.array(lines, pa.large_string()), "lang": pa.array(["hy", "am", "en"])})
+    assert C4(terminal_punct=False, min_words_per_line=1).score(table)["c4_sentences"].tolist() == [3, 2, 2]

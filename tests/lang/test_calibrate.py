@@ -120,6 +120,21 @@ def test_jsonl_with_a_language_given(testdata, tmp_path):
     assert not out.exists()  # English is the stages' own params: nothing to write
 
 
+def test_the_share_of_characters_in_repeated_lines_is_calibrated(testdata, tmp_path):
+    # A third of the reference repeats its first two sentences at its end: ~14% of its characters are in
+    # repeated lines, over German's shipped 0.1 (fineweb's char_dup_ratio), so the shipped settings drop them.
+    docs = [t + "\n" + "\n".join(t.split("\n")[:2]) if i % 3 == 0 else t for i, t in enumerate(windows(testdata, "de"))]
+    path = tmp_path / "de.jsonl"
+    path.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in docs), "utf-8")
+    out = tmp_path / "s.yaml"
+    assert main(["calibrate", str(path), "--lang", "de", "--keep", "0.95", "--out", str(out)]) == 0
+    written = yaml.safe_load(out.read_text("utf-8"))
+    assert 0.1 < written["stages"]["fineweb"]["languages"]["de"]["char_dup_ratio"] < 0.25
+    measured = written["calibration"]["languages"]["de"]
+    # after: all but a few, which Gopher's share of characters in repeated lines (0.2, not per language) drops
+    assert measured["kept_before"] < 0.7 and measured["kept_after"] > 0.9
+
+
 SETTINGS = """\
 stages:
   gopher_quality:

@@ -36,7 +36,7 @@ lint: $(STAMP)
 
 BENCHMARKS := extraction_quality read_extract_throughput memory_scaling langid_accuracy quality_agreement \
 	toxicity pii_precision dedup_minhash_speed dedup_quality dedup_bloom dedup_scale decontamination \
-	tokens_pack pack_pipeline loader_throughput service_load code_filters code_throughput train_gpu peer_fineweb fuzz_readers reader_bombs ablate
+	tokens_pack pack_pipeline loader_throughput service_load code_filters code_throughput train_gpu peer_fineweb fuzz_readers reader_bombs ablate flagged_languages
 
 bench: $(STAMP)
 	for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python benchmarks/$$b.py || exit 1; done

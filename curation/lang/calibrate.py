@@ -10,13 +10,13 @@ quantile of its statistic that keeps the chosen share of the reference documents
 `keep` is the least share of each language's reference documents that all calibrated bounds together keep: every
 bound sits at the same tail quantile of its statistic, the tail chosen so that the bounds together keep `keep` or
 just more (as close as the reference's size allows: on 89 documents and 16 bounds a step is a few per cent; on
-704 German web pages `keep` 0.9 gave 90.3%), since with 16 bounds each at `keep` alone far fewer documents would
+707 German web pages `keep` 0.9 gave 90.5%), since with 16 bounds each at `keep` alone far fewer documents would
 pass. The rules without a per-language setting (word counts, bullet and ellipsis lines, C4's sentences...) are
 the stages' own for every language and are not calibrated: document length depends on how the reference was cut
-into documents, not on the language. What is written is measured: the stages
-are run again with the written settings, and the share that all their rules keep is reported beside the share
-the shipped settings kept, with the drops of the rules not calibrated listed apart (a reference that such a rule
-drops much of says which recipe setting to look at).
+into documents, not on the language. What is written is measured: the stages are run again with the written
+settings, and the share that all their rules keep is reported beside the share the shipped settings kept, with
+the drops of the rules not calibrated listed apart (a reference that such a rule drops much of says which recipe
+setting to look at).
 
 Calibrated: Gopher quality's mean word length bounds and least share of words with a letter, Gopher
 repetition's duplicate-line share and n-gram fractions, FineWeb's line punctuation share, newlines per word and

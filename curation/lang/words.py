@@ -14,7 +14,7 @@ their dictionaries (nothing is downloaded at run time):
 | th                        | pythainlp `newmm-safe`                       | the same                         |
 | km                        | khmer-nltk                                   | the same                         |
 | lo                        | laonlp                                       | the same                         |
-| my                        | pyidaungsu's word CRF (model in its wheel)   | the same (datatrove's BurmeseTokenizer) |
+| my                        | pyidaungsu's word CRF (model in its wheel)   | the same (datatrove's)           |
 | bo                        | syllables with their tsheg (botok downloads its dictionary at first use) | botok |
 | everything else           | the English splitter (`curation.text.splitter`) | spaCy/NLTK/Stanza per language |
 

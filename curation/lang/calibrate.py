@@ -18,11 +18,17 @@ settings, and the share that all their rules keep is reported beside the share t
 the drops of the rules not calibrated listed apart (a reference that such a rule drops much of says which recipe
 setting to look at).
 
+Stop words: where the shipped list leaves more of the reference without Gopher's two stop words than `keep`
+allows (FineWeb-2 took each list from frequent words of the language, often on Wikipedia: lists of one function
+word beside stub words, or of Korean morphemes), a list is written from the reference: its words (with a letter)
+found in the most documents, as many as it takes for `keep` of the documents to hold two (8 at least, 64 at most),
+and the stages are judged with it.
+
 Calibrated: Gopher quality's mean word length bounds and least share of words with a letter, Gopher
 repetition's duplicate-line share and n-gram fractions, FineWeb's line punctuation share, newlines per word and
-share of characters in repeated lines, and langid's `min_score` where the documents carry the langid stage's
-`lang_score`. English is judged by the stages' own params, not per-language settings: it is reported, not
-calibrated.
+share of characters in repeated lines, Gopher quality's stop words where the shipped list fails the reference
+(above), and langid's `min_score` where the documents carry the langid stage's `lang_score`. English is judged
+by the stages' own params, not per-language settings: it is reported, not calibrated.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from curation import io, schema
 from curation.job import document_files, recorded_shards
 from curation.lang.settings import settings_for
 from curation.lang.settings_file import LANGUAGES, MIN_SCORE, STAGES_KEY, settings_file_model
+from curation.lang.words import split as split_words
 from curation.readers import READERS, read_shard
 from curation.recipe import parse_yaml_model
 from curation.stages.base import DocumentFilter
@@ -58,6 +65,8 @@ BATCH = 256  # documents scored at once
 DIGITS = 3  # bounds are written rounded outwards to this many decimals (as FineWeb-2's are)
 EXACT_TAILS, SCANNED_TAILS = 1000, 400  # tails tried per language (see `_tail`)
 ENGLISH = frozenset({"en", "eng"})
+STOP_WORDS, MAX_STOP_WORDS = 8, 64  # a list written from the reference: its fewest and most words (Gopher: 8)
+STOP_WORDS_REASON = f"{GopherQuality.name}:too_few_stop_words"
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,8 @@ class LanguageResult:
     kept_before: float  # measured: the share the stages keep with the shipped settings
     kept_after: float  # ... with the calibrated ones
     drops_after: Counter  # "stage:reason" -> documents, with the calibrated settings
+    stop_words: list[str] | None = None  # written from the reference (None: the shipped list stays)
+    stop_words_failed: float = 0.0  # the share of the reference the shipped list left under two stop words
 
 
 @dataclass
@@ -151,6 +162,9 @@ class Calibration:
                     stages.setdefault(stage, {MIN_SCORE: {}})[MIN_SCORE][result.lang] = settings[MIN_SCORE]
                 else:
                     stages.setdefault(stage, {LANGUAGES: {}})[LANGUAGES][result.lang] = settings
+            if result.stop_words:
+                own = stages.setdefault(GopherQuality.name, {LANGUAGES: {}})[LANGUAGES].setdefault(result.lang, {})
+                own["stop_words"] = result.stop_words
         calibration = {
             "by": "curate calibrate", "keep": self.keep,
             "languages": {r.lang: {"documents": r.documents, "tail": round(r.tail, 5),
@@ -223,16 +237,41 @@ def _calibrate_language(lang: str, texts: list[str], lang_scores: list[float | N
     bounds = [b for b in (*BOUNDS, LANGID_BOUND) if b.statistic in stats and np.isfinite(stats[b.statistic]).any()]
     tail = _tail(lang, bounds, stats, keep)
     values = _values(bounds, stats, tail)
-    _, kept_after, drops = _judge(lang, texts, lang_scores, {b: v for b, v in values.items() if v is not None})
+    failed = float(np.mean(stats["gopher_stop_words"] < (GopherQuality().params.min_stop_words or 0)))
+    stop_words = _frequent_words(lang, texts, keep) if failed > 1 - keep else None
+    _, kept_after, drops = _judge(lang, texts, lang_scores, {b: v for b, v in values.items() if v is not None},
+                                  stop_words)
     return LanguageResult(lang, len(texts), tail, _kept(lang, bounds, stats, tail),
-                          {b: (b.shipped(lang), v) for b, v in values.items()}, kept_before, kept_after, drops)
+                          {b: (b.shipped(lang), v) for b, v in values.items()}, kept_before, kept_after, drops,
+                          stop_words, failed)
 
 
-def _judge(lang: str, texts: list[str], lang_scores: list[float | None], bounds: dict[Bound, float]
-           ) -> tuple[dict[str, np.ndarray], float, Counter]:
-    """The documents' statistics, and the share the stages keep with `bounds` over the shipped settings
-    (and the drops by stage and reason), each stage run as a recipe would build it with these settings."""
+def _frequent_words(lang: str, texts: list[str], keep: float) -> list[str]:
+    """The shortest run, from `STOP_WORDS` to `MAX_STOP_WORDS` words, of the words with a letter found in the most
+    documents (ties: the first met) with which `keep` of the documents hold Gopher's two stop words."""
+    words = split_words(texts, [lang] * len(texts))
+    letter = (words.feature("alpha") == 1) & (words.feature("symbol") == 0)
+    ids, doc = words.ids[letter], words.doc_index[letter]
+    base = int(ids.max(initial=0)) + 1
+    in_documents = np.bincount(np.unique(doc * base + ids) % base, minlength=base)
+    ranked = np.argsort(-in_documents, kind="stable")[:min(MAX_STOP_WORDS, int((in_documents > 0).sum()))]
+    rank = np.full(base, len(ranked))
+    rank[ranked] = np.arange(len(ranked))
+    counts = np.zeros((len(texts), len(ranked) + 1), np.int64)  # occurrences per document and word rank
+    np.add.at(counts, (doc, rank[ids]), 1)
+    enough = (np.cumsum(counts[:, :-1], axis=1) >= 2).mean(axis=0)  # with the first k + 1 words
+    reached = np.flatnonzero(enough >= keep)
+    size = max(STOP_WORDS, int(reached[0]) + 1 if len(reached) else len(ranked))
+    return [words.splitter.vocab[i] for i in ranked[:size]]
+
+
+def _judge(lang: str, texts: list[str], lang_scores: list[float | None], bounds: dict[Bound, float],
+           stop_words: list[str] | None = None) -> tuple[dict[str, np.ndarray], float, Counter]:
+    """The documents' statistics, and the share the stages keep with `bounds` (and `stop_words`) over the
+    shipped settings (and the drops by stage and reason), each stage run as a recipe would build it."""
     overrides = _by_stage(bounds)
+    if stop_words:
+        overrides.setdefault(GopherQuality.name, {})["stop_words"] = stop_words
     stages: list[DocumentFilter] = [kind(languages={lang: overrides[kind.name]} if kind.name in overrides else {})
                                     for kind in CALIBRATED_STAGES]
     reasons = np.full(len(texts), None, dtype=object)
@@ -348,9 +387,13 @@ def summary(calibration: Calibration) -> str:
                 continue
             note = f"  (the stage caps it at {bound.ceiling:g})" if bound.ceiling and after > bound.ceiling else ""
             lines.append(f"  {bound.name:<42} {shown:>8} -> {after:g}{note}")
-        for calibrated, what in ((True, "by calibrated bounds"), (False, "by rules not calibrated per language")):
-            drops = [f"{why} {n}" for why, n in r.drops_after.most_common()
-                     if (why in CALIBRATED_REASONS) == calibrated]
+        if r.stop_words:
+            lines.append(f"  {'gopher_quality.stop_words':<42} the shipped list left {r.stop_words_failed:.1%} under "
+                         f"two: the {len(r.stop_words)} words in most documents: {' '.join(r.stop_words[:12])}"
+                         f"{' ...' if len(r.stop_words) > 12 else ''}")
+        reasons = CALIBRATED_REASONS | ({STOP_WORDS_REASON} if r.stop_words else set())
+        for calibrated, what in ((True, "by calibrated settings"), (False, "by rules not calibrated per language")):
+            drops = [f"{why} {n}" for why, n in r.drops_after.most_common() if (why in reasons) == calibrated]
             if drops:
                 lines.append(f"  dropped {what}: {', '.join(drops)}")
     lines += [f"{code}: not calibrated: {why}" for code, why in sorted(calibration.skipped.items())]

@@ -22,6 +22,7 @@ from curation.lang.calibrate import read_reference
 from curation.recipe import RecipeError, load_recipe, parse_recipe
 from curation.schema import REASON, documents_table
 from curation.stages import STAGES
+from curation.stages.gopher import GopherQuality
 from curation.stages.langid import LangId
 from pipelines.cli import main
 
@@ -97,6 +98,7 @@ def test_calibration_keeps_the_chosen_share_of_the_reference_when_the_stages_run
     assert set(written["stages"]["langid"]["min_score"]) == set(LANGS)  # the documents carry langid's scores
     zh = written["stages"]["gopher_quality"]["languages"]["zh"]
     assert 1 < zh["min_avg_word_length"] < zh["max_avg_word_length"] < 5  # segmented words, tighter than shipped
+    assert "stop_words" not in zh and "stop_words" not in written["stages"]["gopher_quality"]["languages"]["de"]
     docs = documents(job)
     assert sorted(set(docs.column("lang").to_pylist())) == list(LANGS)
 
@@ -133,6 +135,24 @@ def test_the_share_of_characters_in_repeated_lines_is_calibrated(testdata, tmp_p
     measured = written["calibration"]["languages"]["de"]
     # after: all but a few, which Gopher's share of characters in repeated lines (0.2, not per language) drops
     assert measured["kept_before"] < 0.7 and measured["kept_after"] > 0.9
+
+
+def test_stop_words_are_written_from_the_reference_where_the_shipped_list_fails_it(testdata, tmp_path, capsys):
+    # Shona in three-sentence documents: FineWeb-2's list finds two stop words in under a third of them
+    lines = [s for s in (testdata / "langid" / "sentences" / "sn.txt").read_text("utf-8").splitlines() if s.strip()]
+    docs = ["\n".join(lines[i:i + 3]) for i in range(len(lines) - 2)]
+    path = tmp_path / "sn.jsonl"
+    path.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in docs), "utf-8")
+    out = tmp_path / "s.yaml"
+    assert main(["calibrate", str(path), "--lang", "sn", "--keep", "0.9", "--out", str(out)]) == 0
+    assert "gopher_quality.stop_words" in capsys.readouterr().out
+    written = yaml.safe_load(out.read_text("utf-8"))
+    stop_words = written["stages"]["gopher_quality"]["languages"]["sn"]["stop_words"]
+    assert 8 <= len(stop_words) <= 64 and "uye" in stop_words  # "and"
+    table = pa.table({"text": pa.array(docs, pa.large_string()), "lang": pa.array(["sn"] * len(docs))})
+    under_two = {name: float(np.mean(stage.score(table)["gopher_stop_words"] < 2)) for name, stage in (
+        ("shipped", GopherQuality()), ("written", GopherQuality(languages={"sn": {"stop_words": stop_words}})))}
+    assert under_two["shipped"] > 0.6 and under_two["written"] <= 1 - 0.9, under_two  # keep: 0.9
 
 
 SETTINGS = """\

@@ -388,9 +388,10 @@ def summary(calibration: Calibration) -> str:
             note = f"  (the stage caps it at {bound.ceiling:g})" if bound.ceiling and after > bound.ceiling else ""
             lines.append(f"  {bound.name:<42} {shown:>8} -> {after:g}{note}")
         if r.stop_words:
-            lines.append(f"  {'gopher_quality.stop_words':<42} the shipped list left {r.stop_words_failed:.1%} under "
-                         f"two: the {len(r.stop_words)} words in most documents: {' '.join(r.stop_words[:12])}"
-                         f"{' ...' if len(r.stop_words) > 12 else ''}")
+            shipped = (f"the shipped list left {r.stop_words_failed:.1%} under two"
+                       if settings_for(r.lang)[0].stop_words else "no list shipped")
+            lines.append(f"  {'gopher_quality.stop_words':<42} {shipped}: the {len(r.stop_words)} words in most "
+                         f"documents: {' '.join(r.stop_words[:12])}{' ...' if len(r.stop_words) > 12 else ''}")
         reasons = CALIBRATED_REASONS | ({STOP_WORDS_REASON} if r.stop_words else set())
         for calibrated, what in ((True, "by calibrated settings"), (False, "by rules not calibrated per language")):
             drops = [f"{why} {n}" for why, n in r.drops_after.most_common() if (why in reasons) == calibrated]

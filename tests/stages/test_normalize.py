@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from pathlib import Path
 
 from curation import schema
 from curation.apply import run_stage
@@ -38,3 +39,17 @@ def test_empty_documents_are_dropped_and_switches_work():
     raw = "a  b\u0301"
     untouched = run_stage(Normalize(form="none", collapse_whitespace=False), documents_table([raw]))
     assert untouched.column("text").to_pylist() == [raw]
+
+
+def test_zawgyi_encoded_burmese_is_dropped_and_unicode_burmese_kept():
+    # The UDHR's Burmese (Unicode) and the same text in the Zawgyi encoding, as pyidaungsu's converter writes it
+    import pyidaungsu
+
+    unicode_text = (Path(__file__).parents[1] / "lang" / "udhr_my.txt").read_text(encoding="utf-8")
+    zawgyi_text = pyidaungsu.cvt2zg(unicode_text)
+    assert zawgyi_text != unicode_text
+    texts = [unicode_text, zawgyi_text, "An English line with ကို one Burmese word."]
+    out = run_stage(Normalize(), documents_table(texts))
+    assert out.column(schema.REASON).to_pylist() == [None, "zawgyi", None]
+    kept = run_stage(Normalize(zawgyi="keep"), documents_table(texts))
+    assert kept.column(schema.REASON).to_pylist() == [None, None, None]

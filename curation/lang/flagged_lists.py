@@ -124,14 +124,14 @@ ORDINARY: dict[str, tuple[str, ...]] = {
     # Miss, adult, passion, milk, egg, nature/sex, maiden, ancestors, second child, vampire, hooligan, dirty,
     # idiot, fool, dummy, lazybones, bedbug, stinky fish, livestock, old mother, your boss, your whole family,
     # pheasant, dove, seven (financial), to do (traditional), rotten, cheap, stiffness, a game portal, private
-    # server, Feixi county, sausage, willow flowers, knockout drug, gambler, pest, backrest, kid, to fire a cannon,
-    # to shoot down a plane, rear courtyard, jade pestle, shellfish, traitor, to force; and the clinical and news
+    # server, Feixi county, sausage, willow flowers, knockout drug, gambler, pest, backrest, kid, jade pestle,
+    # shellfish, traitor, to force; and the clinical and news
     # words (rape, prostitution, brothel, comfort women, the genitals, breast, sperm, menstruation, excrement,
     # urination, intercourse, mating, erotica, obscenity)
     "zh": ("小姐", "成人", "激情", "奶", "乳", "卵", "卵子", "性", "处女", "祖宗", "老二", "吸血鬼", "流氓", "肮脏",
            "白痴", "白癡", "笨蛋", "傻子", "呆子", "懒人", "懒虫", "懒鬼", "懒猪", "臭虫", "臭鱼", "牲口", "老母",
            "你老闆", "你全家", "野鸡", "鳩", "柒", "幹", "爛", "賤", "刚度", "九游", "私服", "肥西", "粉腸", "花柳",
-           "迷药", "赌鬼", "讨厌鬼", "靠背", "小屁孩", "打炮", "打飞机", "后庭", "玉杵", "贝肉", "奸", "姦", "逼",
+           "迷药", "赌鬼", "讨厌鬼", "靠背", "小屁孩", "玉杵", "贝肉", "奸", "姦", "逼",
            "强奸", "轮奸", "卖淫", "妓女", "妓院", "嫖娼", "嫖客", "招妓", "军妓", "乳房", "乳头", "阴道", "阴茎",
            "陰莖", "阴部", "阴毛", "阴唇", "阴核", "阴户", "外阴", "阳具", "阳萎", "龟头", "包皮", "性器", "性无能",
            "精子", "月经", "射精", "大便", "撒尿", "屁股", "交配", "性交", "性爱", "情色", "淫秽"),

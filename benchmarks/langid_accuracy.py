@@ -39,6 +39,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -116,9 +117,9 @@ def sentences_report(root: Path, lingua_all: bool) -> None:
     flat = [t.replace("\n", " ") for t in texts]
     fasttext_only._model.predict(flat[:200])
     _, raw_rate, raw_wall = timed(lambda: np.array(fasttext_only._model.predict(flat, k=1)[0]), len(texts))
-    fasttext_only.identify(array)
+    fasttext_opinion = fasttext_only.identify(array)  # warm-up, kept for `kept_report`
     ft, ft_rate, ft_wall = timed(lambda: fasttext_only.identify(array).lang, len(texts))
-    ours.identify(array)  # warm-up: lingua loads the n-gram models a language needs on first use
+    ours_opinion = ours.identify(array)  # warm-up: lingua loads the n-gram models a language needs on first use
     # Timed on a fresh stage: lingua's models stay loaded in the process, but the detectors the stage builds
     # per candidate set are not cached yet, as on a worker's first batch (a second pass over the same
     # sentences would find every one of them built).
@@ -183,15 +184,14 @@ def sentences_report(root: Path, lingua_all: bool) -> None:
     for name, acc in (("fastText alone", acc_ft), ("ours", acc_ou), ("lingua all (high)", acc_li)):
         below = [f"{c} {acc[c]:.2f}" for c in supported if acc[c] < 0.9]
         print(f"below 90% (supported), {name}: {', '.join(below) or 'none'}")
-    kept_report(array, gold, supported, fasttext_only, ours)
+    kept_report(gold, supported, {"fastText alone": (fasttext_only, fasttext_opinion), "ours": (ours, ours_opinion)})
     serbian_latin_report(root, fasttext_only, ours)
 
 
-def kept_report(texts: pa.Array, gold: np.ndarray, supported: list[str], fasttext_only: LangId, ours: LangId) -> None:
+def kept_report(gold: np.ndarray, supported: list[str], opinions: dict[str, tuple[LangId, Any]]) -> None:
     """What a user keeps of clean text: `langid: {keep: [its language]}` at the default `min_score: auto`."""
     kept = {}
-    for name, stage in (("fastText alone", fasttext_only), ("ours", ours)):
-        opinion = stage.identify(texts)
+    for name, (stage, opinion) in opinions.items():
         ok = (opinion.lang == gold) & (opinion.score >= stage.min_scores(opinion.lang))
         kept[name] = macro(per_language(np.where(ok, gold, None), gold), supported)
     print(f"clean sentences kept by `keep: [their language]` at `min_score: auto`, macro over the supported "

@@ -237,7 +237,7 @@ def _calibrate_language(lang: str, texts: list[str], lang_scores: list[float | N
     bounds = [b for b in (*BOUNDS, LANGID_BOUND) if b.statistic in stats and np.isfinite(stats[b.statistic]).any()]
     tail = _tail(lang, bounds, stats, keep)
     values = _values(bounds, stats, tail)
-    failed = float(np.mean(stats["gopher_stop_words"] < (GopherQuality().params.min_stop_words or 0)))
+    failed = float(np.mean(stats["gopher_stop_words"] < (GopherQuality.Params().min_stop_words or 0)))
     stop_words = _frequent_words(lang, texts, keep) if failed > 1 - keep else None
     _, kept_after, drops = _judge(lang, texts, lang_scores, {b: v for b, v in values.items() if v is not None},
                                   stop_words)

@@ -9,18 +9,21 @@ on the Leipzig corpora plus character rules) reaches ~0.95 but labels ~700 sente
 all its languages (and holds ~1.3 GB of models). We run fastText on everything and ask lingua only where
 fastText is unsure or names a language with close neighbours (~40% of benchmark sentences, fewer on long
 web documents), each time on a few candidate languages. On the benchmark: 0.959 macro accuracy over the
-67 languages lid.176 knows (0.958 on the even-numbered sentences the constants were chosen on, 0.959 on
-the odd-numbered ones held out; fastText alone 0.891, lingua alone 0.949) at ~5-6k sentences/s per
+67 languages lid.176 knows (0.959 on the even-numbered sentences the constants were chosen on, 0.959 on
+the odd-numbered ones held out; fastText alone 0.891, lingua alone 0.949) at ~6-8k sentences/s per
 core, ~1/4 of fastText's rate. On held-out text in 124 languages (the UDHR's translations,
 `benchmarks/langid_accuracy.py --udhr`): 0.808 of 12-paragraph documents (fastText alone 0.745); 1.000 in
 the 67 languages lingua models (0.846), 0.583 in the 57 others (0.625: Irish, Swahili and the like, which
 fastText cannot rank, still take some Scottish Gaelic, Sorbian, Haitian, Quechua, Venetian). Text is
 composed (NFC) first: decomposed Vietnamese read as Tsonga, Korean jamo as Chinese.
-Bosnian and Malay stay weak (0.29 and 0.28; lingua alone: 0.36 and 0.32):
-lingua calls more than half of the Bosnian sentences Croatian and tells Malay from Indonesian little
-better than chance (many of the benchmark's Malay sentences read as Indonesian: blog slang, `merilis`,
-`Diposting oleh`), and fastText's Latin-script `sr`, which the group route keeps (3.), takes another
-quarter of the Bosnian sentences.
+Bosnian and Malay sentences stay weak (0.30 and 0.27; lingua alone: 0.36 and 0.32): lingua calls more than
+half of the Bosnian sentences Croatian, fastText's Latin-script `sr` takes another quarter, and one sentence
+seldom holds a word that tells the standards apart (`curation.lang.close_words`, 3. below). Documents do: with
+those words, 7 of the benchmark's 8 Bosnian 12-sentence documents are labelled `bs` (4 without them), and the
+UDHR's Serbian in Latin script is `sr` in all of its 4 (1 without). The benchmark's Malay is another matter: its
+sentences write Indonesian's `karena`, `bahwa`, `yaitu` more often than Malay's `kerana`, `bahawa`, `iaitu`
+(15 such words to 5, where the Indonesian sentences hold 24 to 0; blog slang, `merilis`, `Diposting oleh`), and
+all 8 of its documents are labelled `id`.
 
 1. Script first. The dominant Unicode script of the text's letters (counted columnar with numpy) is
    checked against the scripts of the model's labels. Text in a script the model has no language for
@@ -35,7 +38,11 @@ quarter of the Bosnian sentences.
    group's total stays fastText's. Group members lingua does not model in that script keep fastText's
    probability: lingua's Serbian is Cyrillic, and without this rule every Latin-script Serbian text would
    become Croatian or Bosnian (the benchmark, whose Serbian is Cyrillic, would not notice; it prints the
-   transliterated case).
+   transliterated case). Where the leader is Bosnian, Croatian or Serbian, or Malay or Indonesian, the words
+   that tell these standards apart (`curation.lang.close_words`: `tisuća`/`hiljada`, ijekavian `vrijeme`/ekavian
+   `vreme`, `kerana`/`karena`...) then re-split their share: each adds `MARKER_LOG_ODDS` to the log-odds of the
+   languages writing it (naive Bayes at ten times as frequent, the least a word needed to be listed). n-gram
+   models share nearly every n-gram across these standards; the words are what differs.
 4. Unsure route. Otherwise, when fastText's top probability is below `UNSURE_BELOW`, lingua in
    low-accuracy mode (trigram models, 4-5x faster) weighs the languages it models among fastText's top
    10 (from `NAMED_MIN_P`), plus the languages fastText cannot rank: those it has no label for (Zulu,
@@ -92,6 +99,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator, model_validator
 
+from curation.lang.close_words import group_of, marker_votes
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
 
@@ -118,6 +126,8 @@ UNSURE_BELOW = 0.8  # fastText top probability below which the unsure route asks
 UNSURE_FASTTEXT_WEIGHT = 0.4  # fastText's weight in the linear opinion pool of the unsure route
 NAMED_MIN_P = 0.01  # fastText probability from which lingua weighs a named language (0: same on the even half)
 RARE_LABEL_MAX = 10_000  # training lines of a fastText label below which lingua always weighs that language too
+MARKER_LOG_ODDS = math.log(10)  # log-odds one word of `curation.lang.close_words` adds to the languages writing it:
+#                                  naive Bayes at the smallest frequency ratio a word needed to be listed
 FINALIST_RATIO_MIN = 0.2  # the unsure route's runner-up, relative to its leader, from which the two are re-judged
 FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone; 0.5: -0.0006)
 TOP_K = 10  # fastText labels kept per text for pooling: beyond 10 the probabilities are negligible
@@ -143,6 +153,21 @@ def _agreed(best: str, pooled: float, top: str, top_p: float) -> float:
     Agreeing is no evidence against the label; the pooled share of a label lingua splits with a close neighbour
     (Indonesian with Malay) would otherwise fail `min_score` on text fastText alone passes."""
     return max(pooled, top_p) if best == top else pooled
+
+
+def _weigh_words(text: str, pooled: dict[str, float]) -> None:
+    """Each word one standard writes and its neighbours do not adds `MARKER_LOG_ODDS` to its languages'
+    log-odds, within the pooled leader's group; the group's total share stays the pool's."""
+    leader = max(pooled, key=pooled.__getitem__)
+    group = group_of(leader)
+    if group is None:
+        return
+    votes = marker_votes(text, group)
+    if not any(votes.values()):
+        return
+    share = sum(pooled.get(c, 0.0) for c in group)
+    logs = {c: math.log(pooled.get(c, 0.0) + _FASTTEXT_FLOOR) + MARKER_LOG_ODDS * votes[c] for c in group}
+    pooled.update({c: share * p for c, p in _softmax(logs).items()})
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -693,6 +718,7 @@ class LangId(DocumentFilter):
         if len(judged) > 1 and top_p < GROUP_SURE_ABOVE and sum(dist.get(c, 0.0) for c in group) >= GROUP_MASS_MIN:
             pooled = self._resplit(text, judged, dist, GROUP_FASTTEXT_EXPONENT)
             pooled.update({c: dist.get(c, 0.0) for c in group - judged})
+            _weigh_words(text, pooled)
             best = max(pooled, key=pooled.__getitem__)
             return best, _agreed(best, pooled[best], top, top_p), "group"
         if top_p >= UNSURE_BELOW or script not in self._lingua_script:

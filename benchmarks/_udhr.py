@@ -50,7 +50,12 @@ def declarations(package: Path, codes: frozenset[str]) -> list[Declaration]:
         lang = next(iter(langs)) if len(langs) == 1 else ""
         if int(stage) < 4 or "-" in bcp47 or lang not in codes or lang in found:
             continue
-        page = (package / "declaration" / f"{code}.html").read_text(encoding="utf-8")
-        texts = (html.unescape(re.sub(r"<[^>]+>", "", p)).strip() for p in _PARAGRAPH.findall(page))
-        found[lang] = Declaration(lang, name, tuple(t for t in texts if t))
+        found[lang] = Declaration(lang, name, paragraphs(package, code))
     return [found[lang] for lang in sorted(found)]
+
+
+def paragraphs(package: Path, code: str) -> tuple[str, ...]:
+    """The paragraphs of one declaration, by its file name in the package (`hrv`, `srp_latn`)."""
+    page = (package / "declaration" / f"{code}.html").read_text(encoding="utf-8")
+    texts = (html.unescape(re.sub(r"<[^>]+>", "", p)).strip() for p in _PARAGRAPH.findall(page))
+    return tuple(t for t in texts if t)

@@ -26,7 +26,11 @@ the script exits 0 with a message when it is absent):
 3. `webtext/dolma_ccnet/*.jsonl.gz`: documents whose `metadata.language` (CCNet's lid.176.bin label) is
    present: agreement with ours, and the correlation of our `lang_score` with CCNet's `language_score`.
 
-Run from the project root: `.venv/bin/python benchmarks/langid_accuracy.py [--lingua-all]`.
+4. With `--udhr` (see `_udhr.py`): the UDHR's translations, held out, as 12-paragraph documents and single
+   paragraphs, ours against fastText alone; and the close standards (Latin-script Bosnian, Croatian, Latin-script
+   Serbian, Slovene, Indonesian, Malay) with and without the words of `curation.lang.close_words`.
+
+Run from the project root: `.venv/bin/python benchmarks/langid_accuracy.py [--lingua-all] [--udhr PATH]`.
 """
 
 from __future__ import annotations
@@ -44,14 +48,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from curation.stages import langid
 from curation.stages.langid import LID176_LABELS, LangId, bundled_outputs, normalize_label
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
-    from _udhr import declarations
+    from _udhr import declarations, paragraphs
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks._data import data_root
-    from benchmarks._udhr import declarations
+    from benchmarks._udhr import declarations, paragraphs
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -293,6 +298,31 @@ def udhr_report(package: Path, ours: LangId) -> None:
     print(f"  documents, ours below fastText alone: {', '.join(worse) or 'none'}")
 
 
+# UDHR translations into the close standards `curation.lang.close_words` tells apart, and their neighbours (the
+# Latin-script Bosnian and Serbian are not among `declarations`, which take each language's default script)
+_CLOSE_STANDARDS = (("bos_latn", "bs"), ("hrv", "hr"), ("srp_latn", "sr"), ("slv", "sl"), ("ind", "id"),
+                    ("mly_latn", "ms"))
+
+
+def close_standards_report(package: Path, ours: LangId) -> None:
+    """Documents of 12 and of 4 paragraphs labelled with their language, with and without the close-standard words."""
+    print("\n== UDHR, close standards: documents labelled with their language, with the words of "
+          "curation.lang.close_words / without them (MARKER_LOG_ODDS 0)")
+    for code, lang in _CLOSE_STANDARDS:
+        found = paragraphs(package, code)
+        cells = []
+        for size in (12, 4):
+            docs = ["\n".join(found[k:k + size]) for k in range(0, len(found) - size + 1, size)]
+            with_words = int(np.sum(ours.identify(docs).lang == lang))
+            saved, langid.MARKER_LOG_ODDS = langid.MARKER_LOG_ODDS, 0.0
+            try:
+                without = int(np.sum(ours.identify(docs).lang == lang))
+            finally:
+                langid.MARKER_LOG_ODDS = saved
+            cells.append(f"{size:2d} paragraphs {with_words:2d} / {without:2d} of {len(docs):2d}")
+        print(f"  {code:9s} {lang}: " + ", ".join(cells))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lingua-all", action="store_true", help="lingua (high) on all 7,500 sentences, not 1/4")
@@ -310,6 +340,7 @@ def main() -> int:
     ccnet_report(root, stage)
     if args.udhr:
         udhr_report(args.udhr, stage)
+        close_standards_report(args.udhr, stage)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Words that tell close languages apart: where standard Bosnian, Croatian and Serbian, or Malay and Indonesian, differ.
+"""Words that tell close standards apart: Bosnian, Croatian and Serbian; Malay and Indonesian; Bokmål and Nynorsk.
 
 Character n-gram models (lid.176, lingua) cannot separate these: the languages share almost every n-gram, and
 their training text (Wikipedia, Leipzig news) mixes the standards. What does separate them is a closed set of
@@ -15,8 +15,9 @@ reads as Bosnian here, as it does to the models. Malay/Indonesian: Wikipedia's "
 and Indonesian" (`kerana`/`karena`, `bahawa`/`bahwa`, `-iti`/`-itas`, month and day names...), each word kept
 only where wordfreq 3.1.1's Zipf frequency in its language exceeds the other's by at least 1 (ten times as
 frequent; a one-off check, wordfreq is not a dependency: `terdapat`, `rapat`, `besok`, `pejabat`,
-`pemerintah` and others failed it). Only lower-case words of a few letters and up: names and topics (country,
-currency, city names) are left out, so that Malay text about Indonesia is not read as Indonesian.
+`pemerintah` and others failed it). Bokmål/Nynorsk: the two written standards' forms of the commonest words
+(Språkrådet's norms; `ikke`/`ikkje`, `jeg`/`eg`, `hva`/`kva`, `fra`/`frå`, `en`/`ein`...). Names and topics
+(country, currency, city names) are left out, so that Malay text about Indonesia is not read as Indonesian.
 """
 
 from __future__ import annotations
@@ -76,6 +77,16 @@ _SOURCES: tuple[tuple[frozenset[str], str], ...] = (
         čovjeka čovjeku vrijednost vrijednosti mjera mjere mjeru mjerama primjena primjene primjenu savjet savjeta
         savjetu savjest vjeru djeteta mjesec mjeseca tijelo tijela sjever sjeverni lijek svjedok svjedoci sjedište
         sjednica sjednice ocjena ocjene promjena promjene smjer bijeli bijela vijek vijeka djelovanje djelatnost"""),
+    # Nynorsk, not Bokmål: function words and common words whose Nynorsk form is the only standard one
+    (frozenset({"nn"}), """
+        ikkje eg kva korleis kvifor kven noko nokon nokre mykje berre dei frå òg ho heile sjølv fleire vere vore
+        eit ein difor saman kyrkje veke vatn medan sidan utan fekk gjekk vart meir anna tidlegare seinare vidare
+        framleis eigen eige eigne einaste heim skule viss kvar"""),
+    # Bokmål, not Nynorsk
+    (frozenset({"nb"}), """
+        ikke jeg hva hvordan hvorfor hvem noe noen mye bare fra også hun hele selv flere være vært et en derfor
+        sammen kirke uke vann mens siden uten fikk gikk ble mer annet tidligere senere videre fremdeles egen eget
+        egne eneste hjem skole hvis hver hvor nå"""),
     (frozenset({"ms"}), """
         kerana bahawa iaitu sahaja wang selepas kenderaan polis syarikat universiti kualiti aktiviti komuniti
         fasiliti identiti peratus bilion sebarang mesyuarat kakitangan telefon televisyen pelancongan hospital
@@ -88,7 +99,7 @@ _SOURCES: tuple[tuple[frozenset[str], str], ...] = (
         mobil sepeda ponsel kemarin aja kayak bikin"""),
 )
 # The groups whose languages the words tell apart (a word votes only inside its own group).
-GROUPS: tuple[frozenset[str], ...] = (frozenset({"bs", "hr", "sr"}), frozenset({"id", "ms"}))
+GROUPS: tuple[frozenset[str], ...] = (frozenset({"bs", "hr", "sr"}), frozenset({"id", "ms"}), frozenset({"nb", "nn"}))
 
 
 @cache

@@ -8,8 +8,8 @@ little training data (Somali, Yoruba). lingua (github.com/pemistahl/lingua-py, n
 on the Leipzig corpora plus character rules) reaches ~0.95 but labels ~700 sentences/s per core with
 all its languages (and holds ~1.3 GB of models). We run fastText on everything and ask lingua only where
 fastText is unsure or names a language with close neighbours (~40% of benchmark sentences, fewer on long
-web documents), each time on a few candidate languages. On the benchmark: 0.959 macro accuracy over the
-67 languages lid.176 knows (0.959 on the even-numbered sentences the constants were chosen on, 0.959 on
+web documents), each time on a few candidate languages. On the benchmark: 0.9596 macro accuracy over the
+67 languages lid.176 knows (0.9594 on the even-numbered sentences the constants were chosen on, 0.9597 on
 the odd-numbered ones held out; fastText alone 0.891, lingua alone 0.949) at ~6-8k sentences/s per
 core, ~1/4 of fastText's rate. On held-out text in 124 languages (the UDHR's translations,
 `benchmarks/langid_accuracy.py --udhr`): 0.808 of 12-paragraph documents (fastText alone 0.745); 1.000 in
@@ -18,7 +18,7 @@ fastText cannot rank, still take some Scottish Gaelic, Sorbian, Haitian, Quechua
 composed (NFC) first: decomposed Vietnamese read as Tsonga, Korean jamo as Chinese.
 Bosnian and Malay sentences stay weak (0.30 and 0.27; lingua alone: 0.36 and 0.32): lingua calls more than
 half of the Bosnian sentences Croatian, fastText's Latin-script `sr` takes another quarter, and one sentence
-seldom holds a word that tells the standards apart (`curation.lang.close_words`, 3. below). Documents do: with
+seldom holds a word that tells the standards apart (`curation.lang.close_words`, 6. below). Documents do: with
 those words, 7 of the benchmark's 8 Bosnian 12-sentence documents are labelled `bs` (4 without them), and the
 UDHR's Serbian in Latin script is `sr` in all of its 4 (1 without). The benchmark's Malay is another matter: its
 sentences write Indonesian's `karena`, `bahwa`, `yaitu` more often than Malay's `kerana`, `bahawa`, `iaitu`
@@ -38,11 +38,7 @@ all 8 of its documents are labelled `id`.
    group's total stays fastText's. Group members lingua does not model in that script keep fastText's
    probability: lingua's Serbian is Cyrillic, and without this rule every Latin-script Serbian text would
    become Croatian or Bosnian (the benchmark, whose Serbian is Cyrillic, would not notice; it prints the
-   transliterated case). Where the leader is Bosnian, Croatian or Serbian, or Malay or Indonesian, the words
-   that tell these standards apart (`curation.lang.close_words`: `tisuća`/`hiljada`, ijekavian `vrijeme`/ekavian
-   `vreme`, `kerana`/`karena`...) then re-split their share: each adds `MARKER_LOG_ODDS` to the log-odds of the
-   languages writing it (naive Bayes at ten times as frequent, the least a word needed to be listed). n-gram
-   models share nearly every n-gram across these standards; the words are what differs.
+   transliterated case).
 4. Unsure route. Otherwise, when fastText's top probability is below `UNSURE_BELOW`, lingua in
    low-accuracy mode (trigram models, 4-5x faster) weighs the languages it models among fastText's top
    10 (from `NAMED_MIN_P`), plus the languages fastText cannot rank: those it has no label for (Zulu,
@@ -64,7 +60,14 @@ all 8 of its documents are labelled `id`.
    Over the whole script that mode would cost ~2 ms a sentence; over two languages ~0.13 ms. In the group
    route, texts of 120 characters or more are likewise cut into pieces under 120 characters whose lingua
    likelihoods are multiplied, so that the group is judged on 1- to 5-grams too.
-6. The label is the argmax and `lang_score` its pooled probability, but never less than fastText's own
+6. Close standards. In both routes, where the pooled leader is Bosnian, Croatian or Serbian, Malay or
+   Indonesian, or Bokmål or Nynorsk, the words that tell these standards apart (`curation.lang.close_words`:
+   `tisuća`/`hiljada`, ijekavian `vrijeme`/ekavian `vreme`, `kerana`/`karena`, `ikke`/`ikkje`...) re-split
+   their share: each adds `MARKER_LOG_ODDS` to the log-odds of the languages writing it (naive Bayes, a word
+   taken as ten times as frequent in its languages as in the others: the least a Malay or Indonesian word had
+   to be to be listed). n-gram models share nearly every n-gram across these standards; the words are what
+   differs.
+7. The label is the argmax and `lang_score` its pooled probability, but never less than fastText's own
    probability when the label is fastText's: a second opinion that agrees is no evidence against the label
    (lingua splitting the id/ms share used to put 21 of 100 clean Indonesian sentences, labelled `id` by
    both, under FineWeb-2's Indonesian `min_score`; with fastText alone 69 were kept, with ours 61, now 79).
@@ -127,7 +130,7 @@ UNSURE_FASTTEXT_WEIGHT = 0.4  # fastText's weight in the linear opinion pool of 
 NAMED_MIN_P = 0.01  # fastText probability from which lingua weighs a named language (0: same on the even half)
 RARE_LABEL_MAX = 10_000  # training lines of a fastText label below which lingua always weighs that language too
 MARKER_LOG_ODDS = math.log(10)  # log-odds one word of `curation.lang.close_words` adds to the languages writing it:
-#                                  naive Bayes at the smallest frequency ratio a word needed to be listed
+#                                  naive Bayes at the least frequency ratio a word needed to be listed (set, not tuned)
 FINALIST_RATIO_MIN = 0.2  # the unsure route's runner-up, relative to its leader, from which the two are re-judged
 FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone; 0.5: -0.0006)
 TOP_K = 10  # fastText labels kept per text for pooling: beyond 10 the probabilities are negligible
@@ -739,6 +742,7 @@ class LangId(DocumentFilter):
         pooled.update({c: w * dist.get(c, 0.0) + (1 - w) * opinion.get(c, 0.0) for c in gainers})
         if len(text) < HIGH_ACCURACY_MAX_CHARS:
             self._rejudge_finalists(text, pooled, gainers)
+        _weigh_words(text, pooled)
         best = max(pooled, key=pooled.__getitem__)
         return best, _agreed(best, pooled[best], top, top_p), "unsure"
 

@@ -7,7 +7,7 @@ import math
 from curation.lang.close_words import _SOURCES, GROUPS, marker_table, marker_votes
 from curation.stages.langid import MARKER_LOG_ODDS, _weigh_words
 
-SERBO_CROATIAN, MALAY_INDONESIAN = GROUPS
+SERBO_CROATIAN, MALAY_INDONESIAN, NORWEGIAN = GROUPS
 
 
 def test_votes_count_each_standards_words_case_and_punctuation_aside() -> None:
@@ -46,3 +46,8 @@ def test_each_word_shifts_the_odds_within_the_leaders_group_and_keeps_its_share(
     unchanged = {"hr": 0.6, "bs": 0.4}
     _weigh_words("no marker words here", unchanged)
     assert unchanged == {"hr": 0.6, "bs": 0.4}
+
+
+def test_bokmal_and_nynorsk_function_words() -> None:
+    assert marker_votes("Eg veit ikkje kva ho sa frå starten.", NORWEGIAN) == {"nn": 5, "nb": 0}  # eg ikkje kva ho frå
+    assert marker_votes("Jeg vet ikke hva hun sa.", NORWEGIAN) == {"nb": 4, "nn": 0}

@@ -3,8 +3,8 @@
 Character n-gram models (lid.176, lingua) cannot separate these: the languages share almost every n-gram, and
 their training text (Wikipedia, Leipzig news) mixes the standards. What does separate them is a closed set of
 words each standard writes differently (Tiedemann & Ljubesic 2012, "Efficient discrimination between closely
-related languages", found such lexical "blacklists" the most accurate features for bs/hr/sr). `langid` counts
-them in the group route (see there) and each occurrence shifts the odds among the group's languages.
+related languages", found such lexical "blacklists" the most accurate features for bs/hr/sr). Where `langid`'s
+pooled leader is one of a group's languages it counts them, and each occurrence shifts the odds within the group.
 
 Sources. Bosnian/Croatian/Serbian: the standard-language differences listed in Wikipedia's "Differences between
 standard Bosnian, Croatian and Serbian" (vocabulary: `tisuća`/`hiljada`, `tijekom`/`tokom`, `sustav`/`sistem`,
@@ -23,11 +23,6 @@ frequent; a one-off check, wordfreq is not a dependency: `terdapat`, `rapat`, `b
 from __future__ import annotations
 
 from functools import cache
-
-
-def _words(text: str) -> list[str]:
-    return text.split()
-
 
 # (languages whose standard writes these words, the words)
 _SOURCES: tuple[tuple[frozenset[str], str], ...] = (
@@ -107,7 +102,7 @@ def marker_table() -> dict[str, frozenset[str]]:
     """word -> the languages whose standard writes it (`juni` is Bosnian, Serbian and Indonesian)."""
     table: dict[str, frozenset[str]] = {}
     for languages, words in _SOURCES:
-        for word in _words(words):
+        for word in words.split():
             table[word] = table.get(word, frozenset()) | languages
     return table
 

@@ -28,7 +28,8 @@ the script exits 0 with a message when it is absent):
 
 4. With `--udhr` (see `_udhr.py`): the UDHR's translations, held out, as 12-paragraph documents and single
    paragraphs, ours against fastText alone; and the close standards (Latin-script Bosnian, Croatian, Latin-script
-   Serbian, Slovene, Indonesian, Malay) with and without the words of `curation.lang.close_words`.
+   Serbian, Slovene, Indonesian, Malay, Bokmål, Nynorsk, Danish) with and without the words of
+   `curation.lang.close_words`.
 
 Run from the project root: `.venv/bin/python benchmarks/langid_accuracy.py [--lingua-all] [--udhr PATH]`.
 """

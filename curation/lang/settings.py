@@ -46,6 +46,7 @@ class LanguageSettings:
     max_avg_word_length: float
     max_non_alpha_words_ratio: float  # Gopher: least share of words with a letter (datatrove's name)
     terminal_punctuation: str  # characters that end a sentence in this script
+    short_line_length: int = 30  # FineWeb: a short line has at most this many characters (English's 30, scaled)
 
 
 _FIELDS = {f.name for f in dataclasses.fields(LanguageSettings)}
@@ -141,6 +142,7 @@ def _build(lang: str, script: str, source: str, values: Mapping[str, Any]) -> La
         max_avg_word_length=float(values["max_avg_word_length"]),
         max_non_alpha_words_ratio=float(values["max_non_alpha_words_ratio"]),
         terminal_punctuation=terminals,
+        short_line_length=int(values.get("short_line_length", 30)),
     )
 
 

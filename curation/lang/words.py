@@ -375,3 +375,15 @@ def segmenters(texts: pa.Array | pa.ChunkedArray | Sequence[str | None],
 def segment(text: str, lang: str | None = None) -> list[str]:
     """The words of one text in language `lang` (None: by its script), for tests and inspection."""
     return LANGUAGE_WORDS.words(text, lang)
+
+
+def chars_per_word(texts: Sequence[str], lang: str | None) -> float:
+    """Characters (spaces included) per word of `texts` in language `lang`, words as the filters split them
+    (punctuation marks not counted as words); 0.0 for text without words. What makes a length in characters
+    (FineWeb's short line) mean the same in every language."""
+    lines = pa.array([t for t in texts if t and t.strip()], pa.large_string())
+    if not len(lines):
+        return 0.0
+    words = LANGUAGE_WORDS.split(lines, pa.array([lang] * len(lines), pa.string()))
+    wordlike = int((1 - words.feature("symbol")).sum())
+    return float(pc.sum(pc.utf8_length(lines)).as_py()) / wordlike if wordlike else 0.0

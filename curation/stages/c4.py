@@ -24,6 +24,10 @@ of a language other than English ends in its script's terminal punctuation (`ter
 pieces, and sentences are counted over segmented words; Thai, Lao and Tibetan write no sentence
 terminal, so there a space between two pieces ends a sentence (as pythainlp's sentence splitter
 mostly does). English is judged exactly as without languages.
+
+Layout (`prose_only`, `curation.text.layout`): an article's code blocks, tables and headings are kept as they are
+(indentation too) and judged by no rule: no line of code is removed for its missing full stop, and its curly
+brackets drop no page; nor do they count as sentences. A page that is mostly code or tables is judged whole.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from curation.text.columns import (
     split_whitespace,
     whitespace_words,
 )
+from curation.text.layout import line_kinds, set_aside
 
 CITATION_RE2 = r"\[\p{Nd}*\]|\[edit\]|\[citation needed\]"
 # MediaWiki's language-converter markup, `-{text}-` (text shown as written, not converted to another script),
@@ -112,7 +117,11 @@ class C4(LanguageFilter):
         offsets = list_offsets(lines)
         n_docs = len(offsets) - 1
         line_doc = np.repeat(np.arange(n_docs), np.diff(offsets))
-        stripped = pc.utf8_trim_whitespace(lines.flatten())
+        original = lines.flatten()
+        stripped = pc.utf8_trim_whitespace(original)
+        # code, tables and headings of an article: kept as they are, judged by no line or page rule
+        aside = set_aside(original, offsets, line_kinds(original, offsets)) if p.prose_only else np.zeros(
+            len(original), bool)
         words = split_whitespace(stripped)
         n_words = whitespace_words(stripped)  # a blank line is one empty piece, no word
         blank = n_words == 0
@@ -142,12 +151,12 @@ class C4(LanguageFilter):
             ends = line_ends(line, langs, line_doc, _ENGLISH_TERMINAL_RE2, also="\"'")
             no_punct = ~ends | has(r"\.\.\.$", regex=True)
         few = n_words < (p.min_words_per_line or 0)
-        eligible = ~long_word & ~no_punct & ~few
+        eligible = ~long_word & ~no_punct & ~few & ~aside
         lorem = eligible & has("lorem ipsum") if p.lorem_ipsum else np.zeros_like(eligible)
         js = eligible & ~lorem & has("javascript") if p.javascript else np.zeros_like(eligible)
         curly = eligible & ~lorem & ~js & has("{", ignore_case=False) if p.curly_bracket else np.zeros_like(eligible)
         policy = eligible & ~lorem & ~js & ~curly & has(POLICY_RE2, regex=True) if p.policy else np.zeros_like(eligible)
-        kept = eligible & ~lorem & ~js & ~curly & ~policy
+        kept = (eligible & ~lorem & ~js & ~curly & ~policy) | aside
 
         page_rule = np.zeros(n_docs, np.int64)  # 1: lorem ipsum first, 2: curly bracket first
         hits = np.flatnonzero(lorem | curly)
@@ -155,7 +164,7 @@ class C4(LanguageFilter):
             docs, first = np.unique(line_doc[hits], return_index=True)
             page_rule[docs] = np.where(lorem[hits[first]], 1, 2)
 
-        kept_lines = line.filter(pa.array(kept))
+        kept_lines = (pc.if_else(pa.array(aside), original, line) if aside.any() else line).filter(pa.array(kept))
         kept_offsets = np.concatenate([[0], np.cumsum(segment_sum(kept.astype(np.int64), offsets))])
         sentences = np.zeros(n_docs, np.int64)
         if p.min_sentences is not None and len(kept_lines):
@@ -165,11 +174,13 @@ class C4(LanguageFilter):
             by_space = np.flatnonzero(np.isin(line_kind[kept], list(_SPACE_ENDS_SENTENCE)))
             if len(by_space):
                 per_line[by_space] = np.maximum(whitespace_words(kept_lines.take(pa.array(by_space))), 1)
+            per_line[aside[kept]] = 0
             sentences = segment_sum(per_line, kept_offsets)
+        judged = ~blank & ~aside
         removed = {
-            "long_word": long_word & ~blank,
-            "no_terminal_punct": ~long_word & no_punct & ~blank,
-            "few_words": ~long_word & ~no_punct & few & ~blank,
+            "long_word": long_word & judged,
+            "no_terminal_punct": ~long_word & no_punct & judged,
+            "few_words": ~long_word & ~no_punct & few & judged,
             "javascript": js,
             "policy": policy,
         }

@@ -10,8 +10,14 @@ newlines per word come from its settings (`line_punct_thr`, `new_line_ratio`: Fi
 the punctuation rule off where its value is 0, e.g. German and Thai), so do the duplicated line characters
 (`char_dup_ratio`: 0.1 for every language but English, as FineWeb-2's pipeline sets it, against FineWeb's 0.01
 for English), and a line ends a sentence if it ends in its script's `terminal_punctuation`. The short-line
-rule stays the stage's own for every language: FineWeb-2 turned it off, which on issue 20's benchmark keeps
-0.5% more real non-English pages and lets menus of short lines through (2 of 150).
+rule stays on for every language (FineWeb-2 turned it off, which on real non-English pages keeps 0.5% more of
+them and lets menus of short lines through, 2 of 150), its bound in characters the language's
+(`short_line_length`: FineWeb's 30 scaled by the language's characters per word, so that a short line says as
+little in Chinese, 10 characters, as in English).
+
+Layout (`prose_only`, `curation.text.layout`): code blocks, tables and headings are left out of every ratio, and a
+list item that reads as a sentence (long, with punctuation inside) counts as a line ending one and not as a short
+line, so an article of bullet lists and code is judged on its prose; a list of link titles is not.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from pydantic import Field
 
 from curation.stages.base import Resources, first_reason, ratio
 from curation.stages.languages import FALLBACK_LANGUAGE, LanguageFilter, LanguageParams, line_ends, words_of
-from curation.text.columns import as_array, list_offsets, re2_class, segment_sum
+from curation.text.columns import list_offsets, re2_class, segment_sum
+from curation.text.layout import line_kinds, sentence_like
 from curation.text.repetition import duplicate_parts
 from curation.text.splitter import SENTENCE_TERMINALS
 
@@ -63,8 +70,10 @@ class FineWeb(LanguageFilter):
             "(FineWeb: false).")
         max_short_line_ratio: float | None = Field(
             0.67, ge=0, le=1, description="Drop if more lines are short than this share (FineWeb: 0.67).")
-        short_line_length: int = Field(30, ge=0, description="A short line has at most this many characters "
-                                       "(FineWeb: 30).")
+        short_line_length: int = Field(
+            30, ge=0, description="A short line has at most this many characters (FineWeb: 30). English's; other "
+            "languages' are their settings' `short_line_length`: 30 scaled by their characters per word (Chinese "
+            "10, Japanese 9, Korean 22, Finnish 43).")
         max_char_dup_ratio: float | None = Field(
             0.01, ge=0, description="Drop if more characters are in lines repeating an earlier line "
             "(FineWeb: 0.01).")
@@ -73,7 +82,7 @@ class FineWeb(LanguageFilter):
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         p = self.params
-        text = as_array(batch.column("text"))
+        text = self.judged_text(batch)
         lines = pc.split_pattern(text, "\n")
         offsets = list_offsets(lines)
         flat = lines.flatten()
@@ -81,8 +90,13 @@ class FineWeb(LanguageFilter):
         n_lines = segment_sum(nonblank.astype(np.int64), offsets)
         langs = self.languages_of(batch)
         line_doc = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+        short_length = langs.per_document(p.short_line_length, lambda s: s.short_line_length)[line_doc]
         ends = line_ends(flat, langs, line_doc, _ENDS_SENTENCE) & nonblank
-        short = (pc.utf8_length(flat).to_numpy(zero_copy_only=False) <= p.short_line_length) & nonblank
+        short = (pc.utf8_length(flat).to_numpy(zero_copy_only=False) <= short_length) & nonblank
+        if p.prose_only:  # a list item that reads as a sentence counts as one, whatever it ends in
+            sentences = sentence_like(flat, line_kinds(flat, offsets), short_length)
+            ends |= sentences
+            short &= ~sentences
         kept_offsets = np.concatenate([[0], np.cumsum(n_lines)]).astype(np.int32)
         nonblank_lines = pa.ListArray.from_arrays(pa.array(kept_offsets), flat.filter(pa.array(nonblank)))
         dup_chars = duplicate_parts(nonblank_lines)[2]

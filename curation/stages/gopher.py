@@ -30,7 +30,7 @@ from curation.stages.languages import (
     LanguageParams,
     words_of,
 )
-from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, segment_sum
+from curation.text.columns import LINE_BREAK_RE2, list_offsets, segment_sum
 from curation.text.repetition import duplicate_parts, ngram_repetition
 from curation.text.splitter import Words
 
@@ -103,7 +103,7 @@ class GopherQuality(LanguageFilter):
             "use their own (`languages: {xx: {stop_words: [...]}}` to change them).")
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
-        text = as_array(batch.column("text"))
+        text = self.judged_text(batch)
         words = words_of(batch, text)
         langs = self.languages_of(batch)
         offsets = words.offsets
@@ -287,7 +287,7 @@ class GopherRepetition(LanguageFilter):
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         p = self.params
-        text = as_array(batch.column("text"))
+        text = self.judged_text(batch)
         chars = pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.int64)
         paragraphs = pc.split_pattern_regex(pc.utf8_trim_whitespace(text), r"\n{2,}")
         n_para, dup_para, dup_para_chars = duplicate_parts(paragraphs)

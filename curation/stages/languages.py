@@ -22,6 +22,7 @@ from curation.lang.settings import LanguageSettings, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, StageParams
 from curation.text.columns import as_array, re2_class
+from curation.text.layout import prose_text
 from curation.text.splitter import WORDS, Words, warm_up
 
 LANG = "lang"
@@ -50,6 +51,12 @@ class LanguageParams(DocumentFilter.Params):
         "every language but English) -> {setting: value}, settings named as in `curation.lang.settings."
         "LanguageSettings` (e.g. `stop_words`, `min_avg_word_length`, `dup_n_grams`). English is judged by "
         "the stage's own params, not by this map.")
+
+    prose_only: bool = Field(
+        True,
+        description="Judge a document's prose: code blocks, tables and headings (`curation.text.layout`) are left "
+        "out of the statistics and kept in the document, unless they hold most of it (70% of its characters or "
+        "more: then every line is judged). false: every line is judged, as datatrove's filters do.")
 
     @field_validator("languages")
     @classmethod
@@ -144,6 +151,11 @@ class LanguageFilter(DocumentFilter):
 
     def setup(self) -> None:
         warm_up()  # the word splitter's rules, built once per worker rather than in its first batch
+
+    def judged_text(self, batch: pa.Table) -> pa.Array:
+        """The text the rules judge: with `prose_only`, each document without the layout lines it sets aside."""
+        text = as_array(batch.column("text"))
+        return prose_text(text) if self.params.prose_only else text
 
     def languages_of(self, batch: pa.Table) -> DocumentLanguages:
         """`document_languages` with this filter's `languages` params and the settings it met before."""

@@ -119,6 +119,8 @@ WRITTEN_STOP_WORDS = {
 # FineWeb quality filter's duplicated line characters at 0.1 ("changed from 0.01 in fineweb english").
 FINEWEB2_PIPELINE = {"char_dup_ratio": 0.1}
 
+ENGLISH_SHORT_LINE = 30  # FineWeb's short line, characters
+
 NUMERIC_FIELDS = ("language_score", "dup_line_frac", "line_punct_thr", "new_line_ratio", "min_avg_word_length",
                   "max_avg_word_length", "max_non_alpha_words_ratio")
 NGRAM_FIELDS = ("dup_n_grams", "top_n_grams")
@@ -158,6 +160,20 @@ def median_settings(configs: list[dict]) -> dict:
     return {**out, **FINEWEB2_PIPELINE}
 
 
+def short_line_lengths(folder: Path) -> dict[str, int]:
+    """FineWeb's short-line bound (30 characters, English's) per language with sentences in `folder`
+    (`<code>.txt`, one sentence a line: the Leipzig sentences of the test data): 30 times the language's
+    characters per word over English's, words as the filters split them (a Chinese line says in 10 characters
+    what an English one says in 30)."""
+    from curation.lang.words import chars_per_word
+
+    per_word = {p.stem: chars_per_word(p.read_text(encoding="utf-8").splitlines(), p.stem)
+                for p in sorted(folder.glob("*.txt"))}
+    if "en" not in per_word:
+        return {}
+    return {code: round(ENGLISH_SHORT_LINE * value / per_word["en"]) for code, value in per_word.items() if value}
+
+
 def main(argv: list[str]) -> None:
     folder = config_dir(argv)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 1,929 files in seconds, not half a minute
@@ -184,14 +200,21 @@ def main(argv: list[str]) -> None:
         if code not in languages and subset is not None:
             languages[code] = {"fineweb2": subset, "script": subset.split("_")[1], "from": "lingua",
                                **settings_of(configs[subset])}
+    lengths = short_line_lengths(folder.parents[1] / "langid" / "sentences")
+    for code, entry in languages.items():
+        if code in lengths:
+            entry["short_line_length"] = lengths[code]
     by_script: dict[str, list[dict]] = {}
     for name, config in configs.items():
         by_script.setdefault(name.split("_")[1], []).append(config)
     scripts = {}
     for script in sorted({*by_script, *SCRIPT_TERMINALS}):
         pool = by_script.get(script) or list(configs.values())
+        measured = [e["short_line_length"] for e in languages.values()
+                    if e.get("script") == script and "short_line_length" in e]
         scripts[script] = {
             **median_settings(pool),
+            "short_line_length": round(statistics.median(measured)) if measured else ENGLISH_SHORT_LINE,
             "terminal_punctuation": BASE_TERMINALS + SCRIPT_TERMINALS.get(script, ""),
             "fineweb2_subsets": len(by_script.get(script, [])),
         }
@@ -202,14 +225,17 @@ def main(argv: list[str]) -> None:
                   "scripts: medians over all FineWeb-2 subsets of the script (all subsets where it has none), "
                   "stop words empty; terminal_punctuation: .!? plus the script's Unicode sentence terminals; "
                   "char_dup_ratio: 0.1 everywhere but English (FineWeb-2's pipeline, fineweb-2-pipeline.py, sets it "
-                  "for every language; FineWeb English's is 0.01)",
+                  "for every language; FineWeb English's is 0.01); short_line_length: FineWeb's 30 characters "
+                  "scaled by the language's characters per word over English's on the Leipzig sentences of the test "
+                  "data (langid/sentences), its script's median where it has none, 30 without either",
         "fineweb2_configs": len(configs),
         "lid176_labels": len(LID176_TO_FINEWEB2),
         "notes": "language_score is FineWeb-2's minimum GlotLID confidence, not lid.176's; FineWeb-2's word-based "
                  "settings (stop words, word lengths, n-gram fractions) were computed with its own word tokenizers "
                  "(datatrove word_tokenizers.py: spaCy/jieba for zh, spaCy/Sudachi mode A for ja, Kiwi morphemes for "
                  "ko, pythainlp newmm for th, khmer-nltk, laonlp, botok for bo)",
-        "default": {**median_settings(list(configs.values())), "terminal_punctuation": BASE_TERMINALS},
+        "default": {**median_settings(list(configs.values())), "terminal_punctuation": BASE_TERMINALS,
+                    "short_line_length": ENGLISH_SHORT_LINE},
         "languages": languages,
         "scripts": scripts,
     }

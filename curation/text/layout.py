@@ -1,0 +1,131 @@
+"""What each line of a document is: prose, a list item, or layout (code, a table row, a heading).
+
+The line-based quality rules (C4's, FineWeb's, Gopher's) were written to find pages that are not prose: menus,
+link lists, code-like boilerplate. A technical article also holds code blocks, tables and headings, and such a
+rule, counting those lines as failed prose, drops the whole article (issue 31: a Chinese article on LLM training
+lost to C4's curly bracket for quoting code, another to FineWeb's line punctuation for its lists). So the rules
+judge a document's prose and leave its layout lines out of their statistics, while the document keeps them.
+
+Kinds are recognised per line, columnar (RE2 over every line of a batch at once):
+- code: a line inside a fenced block (``` or ~~~, Markdown's, as trafilatura's Markdown output and most
+  technical sites write them), or a line shaped like code in any language: ending in an opening or closing
+  bracket or `;`, starting with a keyword of a statement (`def f(`, `import x`, `return`, `#include`, `const x =`),
+  a shell or REPL prompt (`$ `, `>>> `), a command (`pip install`), an assignment or call standing alone
+  (`model = Foo(...)`, `trainer.train()`), or indented code (four spaces or a tab, then code's symbols), as
+  plain-text extraction leaves a <pre> block;
+- table: a row of `|`-separated cells (Markdown's, trafilatura's) or of tab-separated ones, and Markdown's rule
+  line under a table's header;
+- heading: a Markdown heading (`## 2.1 Data`);
+- list item: a bullet (`-`, `*`, `•`, ...) or a number (`1.`, `2)`, a full-width bracketed number, `四、`)
+  followed by its text. List items stay in the prose: a filter may weigh them on their own (see `sentence_like`).
+
+A document keeps its layout lines out of the statistics only while its prose (and list items) hold at least
+`PROSE_SHARE_MIN` of its characters: a page that is mostly code or tables is no article quoting code, and is
+judged whole, as before, by the rules written for such pages.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, segment_sum
+
+PROSE, LIST, HEADING, TABLE, CODE = 0, 1, 2, 3, 4
+LAYOUT = (HEADING, TABLE, CODE)
+PROSE_SHARE_MIN = 0.3
+"""Least share of a document's characters in prose or list lines for its layout lines to be set aside."""
+
+FENCE_RE2 = r"^\s*(```|~~~)"
+HEADING_RE2 = r"^\s{0,3}#{1,6}\s+\S"
+TABLE_RE2 = r"^\s*\|.*\|\s*$|^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$|^[^\t]*\t[^\t]*\t"
+LIST_RE2 = (r"^\s*([-*+•·▪‣◦●○■□▶►–]\s+|\d{1,3}[.)]\s+|\d{1,3}[、．]|[（(]\d{1,3}[)）]\s*|"
+            r"[一二三四五六七八九十]{1,3}[、．]|[a-z][.)]\s+)\S")
+# Code: each alternative is a shape prose lines do not take. Keywords are matched case-sensitively, so that a
+# sentence starting "For example:" or "Import duties..." stays prose.
+CODE_RE2 = "|".join((
+    r"(\{|\}[;,)]*|\);|\];|^\s*[)\]}]+[;,]?)\s*$",  # ends in an opening/closing bracket or a statement's `;`
+    r"^\s*(def|class|async def)\s+\w+\s*[(:]",
+    r"^\s*(import\s+[\w.]+(\s+as\s+\w+)?\s*$|from\s+[\w.]+\s+import\s)",
+    r"^\s*(if|elif|for|while|with|try|except|else|finally)\b[^\p{Han}\p{Hiragana}\p{Katakana}]*:\s*$",
+    r"^\s*(return|raise|yield|await)\b[^.!?。！？]*$",
+    r"^\s*(#include|#define|#!/|using namespace|package\s+[\w.]+;|@\w+(\(|$))",
+    r"^\s*(const|let|var|val|auto|int|float|double|char|bool|void|public|private|protected|static|func|fn)\s+"
+    r"[\w<>\[\]*&:]+\s*(=|\(|:|;|<|\{)",
+    r"^\s*(\$|>>>|\.\.\.|In \[\d+\]:|PS>|C:\\>)\s",
+    r"^\s*(pip3?|conda|python3?|git|cd|export|docker|curl|wget|sudo|apt(-get)?|npm|yarn|make|bash|sh|torchrun|"
+    r"deepspeed|accelerate|huggingface-cli|nvidia-smi|mkdir|ls|cp|mv|rm|cat|chmod)\s+[-\w./~$\"']",
+    r"^\s*[A-Za-z_][\w.]*(\[[^\]]*\])*\s*(=|\+=|-=|\*=|/=|:=)\s*[^=\s]"
+    r"[^\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]*$",  # an assignment, no CJK text on it
+    r"^\s*[A-Za-z_][\w.]*\(.*\)\s*[;,]?\s*$",  # a call standing alone: `trainer.train()`
+    r"^(    |\t)\s*\S.*[=(){}\[\];<>]",  # indented, with code's symbols
+))
+_PUNCT_INSIDE_RE2 = r"[,;:，、；：。.!?！？]"
+
+
+def line_kinds(lines: pa.Array, offsets: np.ndarray) -> np.ndarray:
+    """The kind of every line (int8, the constants above); `lines` are the documents' lines, flat and
+    unstripped, `offsets` where each document's lines start (length: documents + 1)."""
+    lines = as_array(lines)
+
+    def matches(pattern: str) -> np.ndarray:
+        return pc.match_substring_regex(lines, pattern).to_numpy(zero_copy_only=False)
+
+    kind = np.full(len(lines), PROSE, np.int8)
+    if not len(lines):
+        return kind
+    kind[matches(LIST_RE2)] = LIST
+    kind[matches(CODE_RE2)] = CODE
+    kind[matches(HEADING_RE2)] = HEADING
+    kind[matches(TABLE_RE2)] = TABLE
+    fence = matches(FENCE_RE2)
+    if fence.any():  # inside a fenced block: an odd number of fences before the line in its document
+        seen = np.cumsum(fence, dtype=np.int64)
+        before = seen - fence
+        doc_start = np.repeat(np.concatenate([[0], seen])[offsets[:-1]], np.diff(offsets))
+        kind[fence | ((before - doc_start) % 2 == 1)] = CODE
+    return kind
+
+
+def set_aside(lines: pa.Array, offsets: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """Which lines a filter leaves out of its statistics: layout lines of documents whose prose holds at least
+    `PROSE_SHARE_MIN` of their characters (bool per line)."""
+    layout = np.isin(kinds, LAYOUT)
+    if not layout.any():
+        return layout
+    length = pc.utf8_length(pc.utf8_trim_whitespace(as_array(lines))).to_numpy(zero_copy_only=False).astype(np.int64)
+    total = segment_sum(length, offsets)
+    prose = segment_sum(np.where(layout, 0, length), offsets)
+    enough = prose >= PROSE_SHARE_MIN * np.maximum(total, 1)
+    return layout & np.repeat(enough, np.diff(offsets))
+
+
+def prose_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Each document's text without the lines `set_aside` leaves out (the original text where there is none)."""
+    texts = as_array(texts)
+    lines = pc.split_pattern_regex(texts, LINE_BREAK_RE2)
+    offsets = list_offsets(lines)
+    flat = lines.flatten()
+    aside = set_aside(flat, offsets, line_kinds(flat, offsets))
+    if not aside.any():
+        return texts
+    keep = ~aside
+    kept_offsets = np.concatenate([[0], np.cumsum(segment_sum(keep.astype(np.int64), offsets))]).astype(np.int64)
+    kept = pa.LargeListArray.from_arrays(pa.array(kept_offsets), flat.filter(pa.array(keep)))
+    joined = pc.binary_join(kept, pa.scalar("\n", flat.type))
+    touched = pa.array(segment_sum(aside.astype(np.int64), offsets) > 0)
+    return pc.if_else(touched, joined, texts)
+
+
+def sentence_like(lines: pa.Array, kinds: np.ndarray, short: np.ndarray) -> np.ndarray:
+    """List items that read as sentences whatever they end in: longer than a short line (`short`, per line)
+    and holding punctuation inside, or longer than two short lines. A list of link titles or menu entries
+    has neither; a technical article's bullets (a clause, a comma, another clause) have one or both."""
+    items = kinds == LIST
+    if not items.any():
+        return items
+    length = pc.utf8_length(pc.utf8_trim_whitespace(as_array(lines))).to_numpy(zero_copy_only=False)
+    inside = pc.match_substring_regex(as_array(lines), _PUNCT_INSIDE_RE2 + r".").to_numpy(zero_copy_only=False)
+    with np.errstate(invalid="ignore"):
+        return items & (((length > short) & inside) | (length > 2 * short))

@@ -24,6 +24,10 @@ word beside stub words, or of Korean morphemes), a list is written from the refe
 found in the most documents, as many as it takes for `keep` of the documents to hold two (8 at least, 64 at most),
 and the stages are judged with it.
 
+Short lines: FineWeb's short-line bound is a length in characters, and a line of the same words is 10 characters
+in Chinese where it is 30 in English; it is written as English's 30 scaled by the reference's characters per word
+over English's (`curation.lang.settings.scaled_short_line`), the way the shipped values were measured.
+
 Calibrated: Gopher quality's mean word length bounds and least share of words with a letter, Gopher
 repetition's duplicate-line share and n-gram fractions, FineWeb's line punctuation share, newlines per word and
 share of characters in repeated lines, Gopher quality's stop words where the shipped list fails the reference
@@ -49,8 +53,9 @@ import yaml
 
 from curation import io, schema
 from curation.job import document_files, recorded_shards
-from curation.lang.settings import settings_for
+from curation.lang.settings import scaled_short_line, settings_for
 from curation.lang.settings_file import LANGUAGES, MIN_SCORE, STAGES_KEY, settings_file_model
+from curation.lang.words import chars_per_word
 from curation.lang.words import split as split_words
 from curation.readers import READERS, read_shard
 from curation.recipe import parse_yaml_model
@@ -142,6 +147,7 @@ class LanguageResult:
     kept_after: float  # ... with the calibrated ones
     drops_after: Counter  # "stage:reason" -> documents, with the calibrated settings
     stop_words: list[str] | None = None  # written from the reference (None: the shipped list stays)
+    short_line_length: tuple[int, int] | None = None  # FineWeb's short line: shipped, and from the reference
     stop_words_failed: float = 0.0  # the share of the reference the shipped list left under two stop words
 
 
@@ -162,9 +168,8 @@ class Calibration:
                     stages.setdefault(stage, {MIN_SCORE: {}})[MIN_SCORE][result.lang] = settings[MIN_SCORE]
                 else:
                     stages.setdefault(stage, {LANGUAGES: {}})[LANGUAGES][result.lang] = settings
-            if result.stop_words:
-                own = stages.setdefault(GopherQuality.name, {LANGUAGES: {}})[LANGUAGES].setdefault(result.lang, {})
-                own["stop_words"] = result.stop_words
+            for stage, written in _written(result).items():
+                stages.setdefault(stage, {LANGUAGES: {}})[LANGUAGES].setdefault(result.lang, {}).update(written)
         calibration = {
             "by": "curate calibrate", "keep": self.keep,
             "languages": {r.lang: {"documents": r.documents, "tail": round(r.tail, 5),
@@ -239,11 +244,23 @@ def _calibrate_language(lang: str, texts: list[str], lang_scores: list[float | N
     values = _values(bounds, stats, tail)
     failed = float(np.mean(stats["gopher_stop_words"] < (GopherQuality.Params().min_stop_words or 0)))
     stop_words = _frequent_words(lang, texts, keep) if failed > 1 - keep else None
-    _, kept_after, drops = _judge(lang, texts, lang_scores, {b: v for b, v in values.items() if v is not None},
-                                  stop_words)
-    return LanguageResult(lang, len(texts), tail, _kept(lang, bounds, stats, tail),
-                          {b: (b.shipped(lang), v) for b, v in values.items()}, kept_before, kept_after, drops,
-                          stop_words, failed)
+    short_line = (settings_for(lang)[0].short_line_length, scaled_short_line(chars_per_word(texts, lang)))
+    result = LanguageResult(lang, len(texts), tail, _kept(lang, bounds, stats, tail),
+                            {b: (b.shipped(lang), v) for b, v in values.items()}, kept_before, 0.0, Counter(),
+                            stop_words=stop_words, stop_words_failed=failed, short_line_length=short_line)
+    _, result.kept_after, result.drops_after = _judge(
+        lang, texts, lang_scores, {b: v for b, v in values.items() if v is not None}, _written(result))
+    return result
+
+
+def _written(result: LanguageResult) -> dict[str, dict[str, Any]]:
+    """stage -> settings calibrated from the reference itself rather than from a statistic's quantile."""
+    written: dict[str, dict[str, Any]] = {}
+    if result.stop_words:
+        written[GopherQuality.name] = {"stop_words": result.stop_words}
+    if result.short_line_length:
+        written[FineWeb.name] = {"short_line_length": result.short_line_length[1]}
+    return written
 
 
 def _frequent_words(lang: str, texts: list[str], keep: float) -> list[str]:
@@ -266,12 +283,12 @@ def _frequent_words(lang: str, texts: list[str], keep: float) -> list[str]:
 
 
 def _judge(lang: str, texts: list[str], lang_scores: list[float | None], bounds: dict[Bound, float],
-           stop_words: list[str] | None = None) -> tuple[dict[str, np.ndarray], float, Counter]:
-    """The documents' statistics, and the share the stages keep with `bounds` (and `stop_words`) over the
-    shipped settings (and the drops by stage and reason), each stage run as a recipe would build it."""
+           written: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, np.ndarray], float, Counter]:
+    """The documents' statistics, and the share the stages keep with `bounds` (and the `written` settings) over
+    the shipped settings (and the drops by stage and reason), each stage run as a recipe would build it."""
     overrides = _by_stage(bounds)
-    if stop_words:
-        overrides.setdefault(GopherQuality.name, {})["stop_words"] = stop_words
+    for stage, settings in (written or {}).items():
+        overrides.setdefault(stage, {}).update(settings)
     stages: list[DocumentFilter] = [kind(languages={lang: overrides[kind.name]} if kind.name in overrides else {})
                                     for kind in CALIBRATED_STAGES]
     reasons = np.full(len(texts), None, dtype=object)
@@ -392,6 +409,9 @@ def summary(calibration: Calibration) -> str:
                        if settings_for(r.lang)[0].stop_words else "no list shipped")
             lines.append(f"  {'gopher_quality.stop_words':<42} {shipped}: the {len(r.stop_words)} words in most "
                          f"documents: {' '.join(r.stop_words[:12])}{' ...' if len(r.stop_words) > 12 else ''}")
+        if r.short_line_length:
+            lines.append(f"  {'fineweb.short_line_length':<42} {r.short_line_length[0]:>8} -> "
+                         f"{r.short_line_length[1]} (30 characters scaled by the reference's characters per word)")
         reasons = CALIBRATED_REASONS | ({STOP_WORDS_REASON} if r.stop_words else set())
         for calibrated, what in ((True, "by calibrated settings"), (False, "by rules not calibrated per language")):
             drops = [f"{why} {n}" for why, n in r.drops_after.most_common() if (why in reasons) == calibrated]

@@ -25,6 +25,8 @@ from typing import Any
 from curation.lang.scripts import script_of_text
 
 DEFAULT_SCRIPT = "Latn"
+SHORT_LINE = 30
+"""FineWeb's short line, in characters: English's, and every language's without a measure of its own."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class LanguageSettings:
     max_avg_word_length: float
     max_non_alpha_words_ratio: float  # Gopher: least share of words with a letter (datatrove's name)
     terminal_punctuation: str  # characters that end a sentence in this script
-    short_line_length: int = 30  # FineWeb: a short line has at most this many characters (English's 30, scaled)
+    short_line_length: int = SHORT_LINE  # FineWeb: a short line's most characters (`scaled_short_line`)
 
 
 _FIELDS = {f.name for f in dataclasses.fields(LanguageSettings)}
@@ -87,6 +89,14 @@ def _lookup(code: str) -> str | None:
     if code in table:
         return code
     return _by_iso639_3().get(code)
+
+
+def scaled_short_line(chars_per_word: float, english_chars_per_word: float | None = None) -> int:
+    """FineWeb's short-line bound for a language of `chars_per_word` (`curation.lang.words.chars_per_word`):
+    English's 30 characters times its characters per word over English's (on the Leipzig sentences unless
+    given), so that a short line holds as few words in every language: Chinese 10, Finnish 43."""
+    english = english_chars_per_word or _data()["english_chars_per_word"]
+    return max(1, round(SHORT_LINE * chars_per_word / english))
 
 
 def script_of_language(lang: str) -> str | None:
@@ -142,7 +152,7 @@ def _build(lang: str, script: str, source: str, values: Mapping[str, Any]) -> La
         max_avg_word_length=float(values["max_avg_word_length"]),
         max_non_alpha_words_ratio=float(values["max_non_alpha_words_ratio"]),
         terminal_punctuation=terminals,
-        short_line_length=int(values.get("short_line_length", 30)),
+        short_line_length=int(values.get("short_line_length", SHORT_LINE)),
     )
 
 

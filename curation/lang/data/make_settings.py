@@ -21,6 +21,8 @@ from pathlib import Path
 
 import yaml
 
+from curation.lang.settings import SHORT_LINE, scaled_short_line
+
 # lid.176 label -> FineWeb-2 subsets to try, in order (ISO 639-3 + ISO 15924 script).
 LID176_TO_FINEWEB2: dict[str, list[str]] = {
     "en": ["eng_Latn"], "ru": ["rus_Cyrl"], "de": ["deu_Latn"], "fr": ["fra_Latn"], "it": ["ita_Latn"],
@@ -119,8 +121,6 @@ WRITTEN_STOP_WORDS = {
 # FineWeb quality filter's duplicated line characters at 0.1 ("changed from 0.01 in fineweb english").
 FINEWEB2_PIPELINE = {"char_dup_ratio": 0.1}
 
-ENGLISH_SHORT_LINE = 30  # FineWeb's short line, characters
-
 NUMERIC_FIELDS = ("language_score", "dup_line_frac", "line_punct_thr", "new_line_ratio", "min_avg_word_length",
                   "max_avg_word_length", "max_non_alpha_words_ratio")
 NGRAM_FIELDS = ("dup_n_grams", "top_n_grams")
@@ -160,18 +160,13 @@ def median_settings(configs: list[dict]) -> dict:
     return {**out, **FINEWEB2_PIPELINE}
 
 
-def short_line_lengths(folder: Path) -> dict[str, int]:
-    """FineWeb's short-line bound (30 characters, English's) per language with sentences in `folder`
-    (`<code>.txt`, one sentence a line: the Leipzig sentences of the test data): 30 times the language's
-    characters per word over English's, words as the filters split them (a Chinese line says in 10 characters
-    what an English one says in 30)."""
+def chars_per_word_by_language(folder: Path) -> dict[str, float]:
+    """Characters per word of each language with sentences in `folder` (`<code>.txt`, one sentence a line: the
+    Leipzig sentences of the test data), words as the filters split them."""
     from curation.lang.words import chars_per_word
 
-    per_word = {p.stem: chars_per_word(p.read_text(encoding="utf-8").splitlines(), p.stem)
-                for p in sorted(folder.glob("*.txt"))}
-    if "en" not in per_word:
-        return {}
-    return {code: round(ENGLISH_SHORT_LINE * value / per_word["en"]) for code, value in per_word.items() if value}
+    return {p.stem: chars_per_word(p.read_text(encoding="utf-8").splitlines(), p.stem)
+            for p in sorted(folder.glob("*.txt"))}
 
 
 def main(argv: list[str]) -> None:
@@ -200,10 +195,11 @@ def main(argv: list[str]) -> None:
         if code not in languages and subset is not None:
             languages[code] = {"fineweb2": subset, "script": subset.split("_")[1], "from": "lingua",
                                **settings_of(configs[subset])}
-    lengths = short_line_lengths(folder.parents[1] / "langid" / "sentences")
+    per_word = chars_per_word_by_language(folder.parents[1] / "langid" / "sentences")
+    english_per_word = round(per_word.get("en", 0.0), 3)
     for code, entry in languages.items():
-        if code in lengths:
-            entry["short_line_length"] = lengths[code]
+        if per_word.get(code) and english_per_word:
+            entry["short_line_length"] = scaled_short_line(per_word[code], english_per_word)
     by_script: dict[str, list[dict]] = {}
     for name, config in configs.items():
         by_script.setdefault(name.split("_")[1], []).append(config)
@@ -214,7 +210,7 @@ def main(argv: list[str]) -> None:
                     if e.get("script") == script and "short_line_length" in e]
         scripts[script] = {
             **median_settings(pool),
-            "short_line_length": round(statistics.median(measured)) if measured else ENGLISH_SHORT_LINE,
+            "short_line_length": round(statistics.median(measured)) if measured else SHORT_LINE,
             "terminal_punctuation": BASE_TERMINALS + SCRIPT_TERMINALS.get(script, ""),
             "fineweb2_subsets": len(by_script.get(script, [])),
         }
@@ -234,8 +230,9 @@ def main(argv: list[str]) -> None:
                  "settings (stop words, word lengths, n-gram fractions) were computed with its own word tokenizers "
                  "(datatrove word_tokenizers.py: spaCy/jieba for zh, spaCy/Sudachi mode A for ja, Kiwi morphemes for "
                  "ko, pythainlp newmm for th, khmer-nltk, laonlp, botok for bo)",
+        "english_chars_per_word": english_per_word or None,
         "default": {**median_settings(list(configs.values())), "terminal_punctuation": BASE_TERMINALS,
-                    "short_line_length": ENGLISH_SHORT_LINE},
+                    "short_line_length": SHORT_LINE},
         "languages": languages,
         "scripts": scripts,
     }

@@ -1,0 +1,115 @@
+"""Rules judge prose, not layout: an article's code, tables and headings are kept and left out of the statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curation.lang.calibrate import Reference, calibrate
+from curation.lang.settings import settings_for
+from curation.stages.c4 import C4
+from curation.stages.fineweb import FineWeb
+from curation.stages.gopher import GopherQuality, GopherRepetition
+from curation.text.columns import list_offsets
+from curation.text.layout import CODE, HEADING, LIST, PROSE, TABLE, line_kinds, prose_text
+
+PROSE_EN = [
+    "Training a language model starts with the data, and most of the work goes into cleaning it.",
+    "We describe each step below, with the code we ran, so that the results can be reproduced.",
+    "The loop above runs one optimizer step per batch, and the loss should fall within a few hundred steps.",
+    "Mixed precision halves the memory the activations take, which lets the same machine fit larger batches.",
+    "Finally the checkpoint is written with the optimizer state, so that a stopped run can resume where it was.",
+]
+CODE_BLOCK = [
+    "```python",
+    "def train(model, loader):",
+    "    for batch in loader:",
+    "        loss = model(batch)  # {'loss': ...}",
+    "        loss.backward()",
+    "```",
+]
+TABLE_ROWS = ["| model | parameters |", "|---|---|", "| GPT-2 | 1.5B |", "| LLaMA | 7B |"]
+
+
+def _kinds(text: str) -> list[int]:
+    lines = pc.split_pattern(pa.array([text]), "\n")
+    return line_kinds(lines.flatten(), list_offsets(lines)).tolist()
+
+
+def _judge(stage, texts: list[str], lang: str | None = None) -> list[str | None]:
+    table = pa.table({"text": texts} if lang is None else {"text": texts, "lang": [lang] * len(texts)})
+    return stage.ready().process(table).reasons.to_pylist()
+
+
+def test_each_kind_of_line_is_recognised_and_prose_that_looks_like_code_is_not():
+    text = "\n".join([
+        "For example: the model is small.", "Import duties rose in May.", "return to the main page.",
+        "The result (see above) is good.", "## 2.1 Data", "- clean the text, then count it", "1. first step",
+        "三、训练分词器", "| a | b |", "pip install torch", ">>> import torch", "model = AutoModel.from_pretrained(x)",
+        "trainer.train()", "if (x) {", "}", "    y = f(x);", "```", "anything inside a fence", "```",
+    ])
+    assert _kinds(text) == [PROSE, PROSE, PROSE, PROSE, HEADING, LIST, LIST, LIST, TABLE, CODE, CODE, CODE, CODE,
+                            CODE, CODE, CODE, CODE, CODE, CODE]
+
+
+def test_an_article_quoting_code_keeps_its_code_and_is_not_dropped_for_a_curly_bracket():
+    article = "\n".join([*PROSE_EN[:2], *CODE_BLOCK, *PROSE_EN[2:], *TABLE_ROWS])
+    assert _judge(C4(prose_only=False, terminal_punct=False), [article]) == ["curly_bracket"]  # the recipes' C4
+    processed = C4(terminal_punct=False).ready().process(pa.table({"text": [article]}))
+    assert processed.reasons.to_pylist() == [None]
+    kept = processed.table.column("text")[0].as_py()
+    for line in CODE_BLOCK + TABLE_ROWS:
+        assert line in kept.split("\n")  # indentation and all
+    assert C4(keep_scores=True, terminal_punct=False).ready().process(pa.table({"text": [article]})).table.column(
+        "c4_sentences")[0].as_py() == len(PROSE_EN)  # the prose's sentences only
+
+
+def test_a_page_that_is_mostly_code_is_judged_whole():
+    script = "\n".join([PROSE_EN[0], *(f"var x{i} = document.getElementById('a{i}'); if (x{i}) {{ x{i}.hide(); }}"
+                                       for i in range(12))])
+    assert _judge(C4(terminal_punct=False), [script]) == ["curly_bracket"]
+    assert prose_text(pa.array([script])).to_pylist() == [script]
+
+
+def test_bullet_lists_that_read_as_sentences_pass_line_punctuation_and_link_lists_do_not():
+    bullets = [f"- Step {i}: the data is cleaned, deduplicated and tokenized before the model sees it"
+               for i in range(9)]
+    article = "\n".join([PROSE_EN[0], *bullets])
+    links = "\n".join([PROSE_EN[0], *(f"- Cheap flights to city {i}" for i in range(9))])
+    assert _judge(FineWeb(prose_only=False), [article]) == ["line_punct_ratio"]
+    assert _judge(FineWeb(), [article, links]) == [None, "line_punct_ratio"]
+
+
+def test_headings_code_and_tables_do_not_count_as_short_lines():
+    article = "\n".join(["# Training", PROSE_EN[0], "## Data", PROSE_EN[1], *CODE_BLOCK, "## Results", PROSE_EN[2],
+                         *TABLE_ROWS, "## Notes", PROSE_EN[3]])
+    assert _judge(FineWeb(prose_only=False), [article]) == ["short_line_ratio"]
+    assert _judge(FineWeb(), [article]) == [None]
+    for stage in (GopherQuality(min_words=20), GopherRepetition()):
+        assert _judge(stage, [article]) == [None]
+
+
+CHINESE_LINES = [  # 12-16 characters a line: short for English's 30, not for Chinese's 10
+    "大模型训练需要大量的高质量数据。", "数据清洗是其中最重要的一步。", "我们先去掉重复的网页和广告。",
+    "然后按语言和质量给文档打分。", "质量低的文档会被过滤掉。", "最后把文档切分成词元并打包。",
+]
+
+
+def test_the_short_line_bound_is_the_languages():
+    assert settings_for("zh")[0].short_line_length == 10
+    assert settings_for("ja")[0].short_line_length < settings_for("ko")[0].short_line_length < 30
+    assert settings_for("fi")[0].short_line_length > 30
+    text = "\n".join(CHINESE_LINES)
+    assert _judge(FineWeb(), [text], lang="zh") == [None]
+    assert _judge(FineWeb(languages={"zh": {"short_line_length": 30}}), [text], lang="zh") == ["short_line_ratio"]
+
+
+def test_calibrate_writes_the_short_line_bound_from_the_references_words():
+    texts = ["\n".join(np.roll(CHINESE_LINES, i).tolist()) for i in range(60)]
+    result = calibrate(Reference(text=texts, lang=["zh"] * 60, lang_score=[None] * 60), keep=0.9).languages[0]
+    shipped, written = result.short_line_length
+    assert shipped == 10
+    assert 5 <= written <= 15  # these lines: ~1.5-2 characters a word, as real Chinese
+    assert calibrate(Reference(text=texts, lang=["zh"] * 60, lang_score=[None] * 60)).settings()[
+        "stages"]["fineweb"]["languages"]["zh"]["short_line_length"] == written

@@ -53,6 +53,7 @@ class FineWeb(LanguageFilter):
 
     name = "fineweb"
     resources = Resources(cpus=1.0)
+    size_scores: ClassVar[tuple[str, ...]] = ("_lines",)
     count_keys: ClassVar[tuple[str, ...]] = (FALLBACK_LANGUAGE,)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "fw_line_punct_ratio": pa.float64(),

@@ -65,6 +65,7 @@ class GopherQuality(LanguageFilter):
 
     name = "gopher_quality"
     resources = Resources(cpus=1.0)
+    size_scores: ClassVar[tuple[str, ...]] = ("gopher_words",)
     count_keys: ClassVar[tuple[str, ...]] = (FALLBACK_LANGUAGE,)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "gopher_words": pa.int64(),

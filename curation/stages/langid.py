@@ -105,6 +105,7 @@ from pydantic import Field, field_validator, model_validator
 from curation.lang.close_words import group_of, marker_votes
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
+from curation.stages.parts import mixed_languages
 
 
 def _words(text: str) -> list[str]:
@@ -466,7 +467,16 @@ class LangIdParams(DocumentFilter.Params):
         False,
         description="Also label each paragraph (each non-blank line of `text`, as extractors such as trafilatura "
         "write one paragraph per line) into `lang_paragraphs`: a list of {start, end, lang, score}, with start "
-        "and end character offsets into `text`. The document's `lang` stays the whole text's label.",
+        "and end character offsets into `text`. A document whose paragraphs hold two languages or more, each at "
+        "least 20% of their characters, is mixed (`curation.stages.parts`): its `lang` is the language of most "
+        "of them, its `lang_score` its paragraphs' scores weighed by their characters, it is kept when every one "
+        "of its languages is (`keep`), and the filters after it judge each language's paragraphs by that "
+        "language's rules. Otherwise `lang` stays the whole text's label.",
+    )
+    mixed_documents: Literal["keep", "drop"] = Field(
+        "keep",
+        description="With `per_paragraph`: `drop` drops documents in several languages (`lang_mixed`), for a "
+        "recipe that keeps only whole documents of one language.",
     )
     second_opinion: bool = Field(
         True,
@@ -822,16 +832,45 @@ class LangId(DocumentFilter):
         """`score` then `keep`, each drop with its detail (the script, or the language and its score)."""
         opinion = self.identify(batch.column("text"))
         scores = self._scores(opinion)
+        mixed: dict[int, list[str]] = {}
+        if self.params.per_paragraph:
+            scores["_paragraphs"] = paragraphs = self.paragraphs(batch.column("text"))
+            mixed = self._label_mixed(scores, paragraphs.to_pylist())
         mask, reasons = self.keep(scores)
         details = np.full(len(mask), None, dtype=object)
+        for i, languages in mixed.items():
+            if self.params.mixed_documents == "drop":
+                mask[i], reasons[i] = False, "lang_mixed"
+            elif mask[i] and self._keep is not None and not set(languages) <= self._keep:
+                mask[i], reasons[i] = False, "lang_not_kept"
+            if not mask[i]:
+                details[i] = "mixed " + "+".join(languages)
         for i in np.flatnonzero(~mask):
+            if details[i] is not None:
+                continue
             if reasons[i] == "lang_unknown":
                 details[i] = f"script {opinion.script[i]}" if opinion.script[i] else "no letters"
             else:
                 details[i] = f"{opinion.lang[i]} {opinion.score[i]:.2f}"
         return self.judged(batch, scores, mask, reasons, details=pa.array(details, type=pa.string()))
 
+    @staticmethod
+    def _label_mixed(scores: dict[str, np.ndarray], spans_of: list[list[dict[str, Any]]]) -> dict[int, list[str]]:
+        """Mixed documents (`curation.stages.parts`) labelled by their paragraphs: `lang` the language of most of
+        their characters, `lang_score` their paragraphs' scores weighed by characters; document -> its languages."""
+        mixed = {}
+        for i, spans in enumerate(spans_of):
+            languages = mixed_languages(spans)
+            if languages:
+                mixed[i] = languages
+                sizes = np.array([s["end"] - s["start"] for s in spans], np.float64)
+                scores["lang"][i] = languages[0]
+                scores["lang_score"][i] = float(np.dot(sizes, [s["score"] for s in spans]) / max(sizes.sum(), 1))
+        return mixed
+
     def added_columns(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
         """`output_columns`: the label whatever `keep_scores` says (later stages read it)."""
-        return {column: self.paragraphs(batch.column("text")) if column == "lang_paragraphs"
+        paragraphs = scores.get("_paragraphs")
+        return {column: (self.paragraphs(batch.column("text")) if paragraphs is None else paragraphs)
+                if column == "lang_paragraphs"
                 else pa.array(scores[column], type=dtype) for column, dtype in self.output_columns.items()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +20,8 @@ from pydantic import Field, field_validator
 from curation.lang.scripts import script_of_text
 from curation.lang.settings import LanguageSettings, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
-from curation.stages.base import DocumentFilter, StageParams
+from curation.stages.base import DocumentFilter, Processed, StageParams
+from curation.stages.parts import document_totals, fold, language_parts
 from curation.text.columns import as_array, re2_class
 from curation.text.layout import prose_text
 from curation.text.splitter import WORDS, Words, warm_up
@@ -144,6 +145,7 @@ class LanguageFilter(DocumentFilter):
     """
 
     Params = LanguageParams
+    size_scores: ClassVar[tuple[str, ...]] = ()  # scores of a document's size: a mixed one's summed over its parts
 
     def __init__(self, params: StageParams | None = None, /, **keys: Any) -> None:
         super().__init__(params, **keys)
@@ -151,6 +153,16 @@ class LanguageFilter(DocumentFilter):
 
     def setup(self) -> None:
         warm_up()  # the word splitter's rules, built once per worker rather than in its first batch
+
+    def process(self, batch: pa.Table) -> Processed:
+        """Judged as every filter is; a document in several languages part by part (`curation.stages.parts`)."""
+        parts = language_parts(batch)
+        if parts is None:
+            return super().process(batch)
+        scores, text = self.scores_and_text(parts.table)
+        document_totals(scores, parts, self.size_scores)
+        judged = self.judged(parts.table, scores, *self.keep(scores), text=text)
+        return fold(batch, parts, judged)
 
     def judged_text(self, batch: pa.Table) -> pa.Array:
         """The text the rules judge: with `prose_only`, each document without the layout lines it sets aside."""

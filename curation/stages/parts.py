@@ -1,0 +1,144 @@
+"""Documents in several languages, judged part by part: each language's paragraphs by that language's rules.
+
+A page alternating Chinese and English paragraphs, labelled by its whole text, was judged entirely by one
+language's words and thresholds (issue 31: half of such documents dropped as `too_few_alpha_words`, English's rule
+read over Chinese words). Where the langid stage labels paragraphs (`per_paragraph: true`, the `lang_paragraphs`
+column), a document whose paragraphs hold two or more languages, each at least `MIXED_SHARE_MIN` of its paragraph
+characters, is mixed: a filter whose thresholds follow the language (`LanguageFilter`) judges each language's
+paragraphs, joined in their order, as a part with that language's `lang`, and the document is kept when its kept
+parts hold at least `KEPT_SHARE_MIN` of its paragraph characters; a dropped one carries the reason of its largest
+dropped part. Rules of a document's size (too few words or sentences) are about the document, not its parts: the
+statistics they read (a filter's `size_scores`) are summed over its parts, and every part is judged with its
+document's total. Its scores (with `keep_scores`) are its largest part's, its tallies the sum of its parts'. Its text
+is left as it was: a filter that rewrites documents (C4's line removal) does not rewrite a mixed one, so its
+paragraph offsets stay true for the stages after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curation.stages.base import Processed
+
+PARAGRAPHS = "lang_paragraphs"
+LANG = "lang"
+MIXED_SHARE_MIN = 0.2
+KEPT_SHARE_MIN = 0.5
+
+
+def paragraph_languages(spans: list[dict[str, Any]] | None) -> dict[str, int]:
+    """Characters per language of a document's labelled paragraphs, most first (`unknown` left out)."""
+    chars: dict[str, int] = {}
+    for span in spans or ():
+        lang = span.get("lang")
+        if lang and lang != "unknown":
+            chars[lang] = chars.get(lang, 0) + max(0, int(span["end"]) - int(span["start"]))
+    return dict(sorted(chars.items(), key=lambda item: -item[1]))
+
+
+def mixed_languages(spans: list[dict[str, Any]] | None) -> list[str]:
+    """The languages of a mixed document, most characters first; [] for a document in one language."""
+    chars = paragraph_languages(spans)
+    total = sum(chars.values())
+    if not total:
+        return []
+    major = [lang for lang, n in chars.items() if n >= MIXED_SHARE_MIN * total]
+    return major if len(major) > 1 else []
+
+
+@dataclass
+class Parts:
+    """A batch with every mixed document replaced by its language parts."""
+
+    table: pa.Table
+    doc: np.ndarray  # int64 per row: its document in the batch
+    chars: np.ndarray  # int64 per row: its paragraph characters (a part's vote)
+    mixed: np.ndarray  # bool per document
+
+
+def language_parts(batch: pa.Table) -> Parts | None:
+    """The batch split into language parts, or None where no document of it is mixed."""
+    if PARAGRAPHS not in batch.column_names or LANG not in batch.column_names:
+        return None
+    spans_of = batch.column(PARAGRAPHS).to_pylist()
+    texts = batch.column("text").to_pylist()
+    rows: list[int] = []
+    part_text: list[str | None] = []
+    part_lang: list[str | None] = []
+    chars: list[int] = []
+    mixed = np.zeros(batch.num_rows, bool)
+    for doc, (spans, text) in enumerate(zip(spans_of, texts, strict=True)):
+        languages = mixed_languages(spans) if text is not None and _spans_fit(spans, len(text)) else []
+        if not languages:
+            rows.append(doc)
+            part_text.append(None)
+            part_lang.append(None)
+            chars.append(len(text or ""))
+            continue
+        mixed[doc] = True
+        for lang in languages:
+            pieces = [text[s["start"]:s["end"]] for s in spans if s.get("lang") == lang]
+            rows.append(doc)
+            part_text.append("\n".join(pieces))
+            part_lang.append(lang)
+            chars.append(sum(len(p) for p in pieces))
+    if not mixed.any():
+        return None
+    doc_index = np.array(rows, np.int64)
+    table = batch.take(pa.array(doc_index))
+    is_part = pa.array([t is not None for t in part_text])
+    for name, values in (("text", part_text), (LANG, part_lang)):
+        column = table.column(name)
+        replaced = pc.if_else(is_part, pa.array(values, column.type), column)
+        table = table.set_column(table.schema.get_field_index(name), name, replaced)
+    return Parts(table, doc_index, np.array(chars, np.int64), mixed)
+
+
+def _spans_fit(spans: list[dict[str, Any]] | None, length: int) -> bool:
+    return bool(spans) and all(0 <= int(s["start"]) <= int(s["end"]) <= length for s in spans)
+
+
+def document_totals(scores: dict[str, np.ndarray], parts: Parts, names: tuple[str, ...]) -> None:
+    """Each of the `names` scores of every part replaced by its document's total (in place)."""
+    for name in names:
+        values = np.asarray(scores[name])
+        scores[name] = _sum_by(values, parts.doc, len(parts.mixed))[parts.doc].astype(values.dtype)
+
+
+def fold(batch: pa.Table, parts: Parts, judged: Processed) -> Processed:
+    """`judged` (the parts, judged) folded back into one row per document of `batch` (module doc)."""
+    n = batch.num_rows
+    reasons = np.array(judged.reasons.to_pylist(), dtype=object)
+    kept_chars = np.bincount(parts.doc, weights=np.where(reasons == None, parts.chars, 0), minlength=n)  # noqa: E711
+    total = np.bincount(parts.doc, weights=parts.chars, minlength=n)
+    # each document's representative row: its only row, or its largest part (its largest dropped part if dropped)
+    order = np.lexsort((-parts.chars, parts.doc))
+    first = order[np.unique(parts.doc[order], return_index=True)[1]]
+    dropped = np.flatnonzero(reasons != None)  # noqa: E711
+    largest_dropped = np.full(n, -1, np.int64)
+    if len(dropped):
+        by_size = dropped[np.lexsort((-parts.chars[dropped], parts.doc[dropped]))]
+        docs, at = np.unique(parts.doc[by_size], return_index=True)
+        largest_dropped[docs] = by_size[at]
+    keeps = np.where(parts.mixed, kept_chars >= KEPT_SHARE_MIN * np.maximum(total, 1), reasons[first] == None)  # noqa: E711
+    chosen = np.where(keeps | (largest_dropped < 0), first, largest_dropped)
+    table = judged.table.take(pa.array(chosen))
+    for name in ("text", LANG):  # a mixed document keeps its own text and label
+        index = table.schema.get_field_index(name)
+        table = table.set_column(index, name, pc.if_else(pa.array(parts.mixed), batch.column(name).combine_chunks()
+                                                         .cast(table.schema.field(name).type), table.column(name)))
+    out_reasons = pa.array(np.where(keeps, None, reasons[chosen]), pa.string())
+    details = judged.details.take(pa.array(chosen)) if judged.details is not None else None
+    counts = {key: _sum_by(values, parts.doc, n) for key, values in (judged.counts or {}).items()} or None
+    return Processed(table, out_reasons, details, counts)
+
+
+def _sum_by(values: np.ndarray, doc: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, np.asarray(values).dtype)
+    np.add.at(out, doc, values)
+    return out

@@ -1,0 +1,73 @@
+"""Documents in several languages: paragraphs labelled, each language's part judged by its own rules."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from curation.stages.c4 import C4
+from curation.stages.gopher import GopherQuality
+from curation.stages.langid import LangId
+
+ZH = ["大规模语言模型的训练通常分为预训练和微调两个阶段。预训练阶段需要海量的文本数据，"
+      "模型在这些数据上学习语言的统计规律。",
+      "数据的质量直接决定了模型的能力。因此，在训练之前，我们需要对网页数据进行清洗，去掉广告、导航栏和重复的内容。",
+      "去重是数据清洗中非常重要的一步。常见的方法包括精确去重和基于最小哈希的模糊去重，后者可以发现近似重复的网页。",
+      "分词器的选择也会影响训练效率。对于中英文混合的语料，我们通常训练一个共享的词表，并保证两种语言都有足够的覆盖。"]
+EN = ["Large language models are usually trained in two stages, pre-training and fine-tuning, and the first needs the "
+      "most data.",
+      "The quality of that data decides much of what the model can do, so web pages are cleaned before training "
+      "begins.",
+      "Deduplication matters as much as filtering: exact hashes find copies, and MinHash finds pages that are nearly "
+      "the same.",
+      "The tokenizer matters too. For a corpus in Chinese and English, one shared vocabulary must cover both languages "
+      "well."]
+MIXED = "\n".join(p for pair in zip(ZH, EN, strict=True) for p in pair)
+
+
+@pytest.fixture(scope="module")
+def labelled() -> pa.Table:
+    return LangId(keep=["zh", "en"], per_paragraph=True).ready().process(pa.table({"text": [MIXED]})).table
+
+
+def _reasons(stage, table: pa.Table) -> list[str | None]:
+    return stage.ready().process(table).reasons.to_pylist()
+
+
+def test_each_paragraph_is_labelled_and_the_document_takes_the_language_of_most_of_it(labelled):
+    spans = labelled.column("lang_paragraphs")[0].as_py()
+    assert [s["lang"] for s in spans] == ["zh", "en"] * 4
+    assert [MIXED[s["start"]:s["end"]] for s in spans] == [p for pair in zip(ZH, EN, strict=True) for p in pair]
+    assert labelled.column("lang").to_pylist() == ["en"]  # English holds most of its characters
+    assert labelled.column("lang_score")[0].as_py() > 0.9  # the paragraphs' scores, not the split whole text's
+
+
+def test_a_recipe_may_keep_only_documents_all_of_whose_languages_it_keeps_or_only_whole_ones():
+    table = pa.table({"text": [MIXED, EN[0] + "\n" + EN[1]]})
+    only_en = LangId(keep=["en"], per_paragraph=True).ready().process(table)
+    assert only_en.reasons.to_pylist() == ["lang_not_kept", None]
+    assert only_en.details.to_pylist()[0] == "mixed en+zh"
+    whole = LangId(keep=["zh", "en"], per_paragraph=True, mixed_documents="drop").ready().process(table)
+    assert whole.reasons.to_pylist() == ["lang_mixed", None]
+
+
+def test_each_part_is_judged_by_its_own_languages_settings(labelled):
+    strict_zh = {"zh": {"max_avg_word_length": 1.0}}  # no Chinese part passes this
+    assert _reasons(GopherQuality(languages=strict_zh), labelled) == [None]  # the English part holds most of it
+    assert _reasons(GopherQuality(languages=strict_zh), labelled.drop_columns(["lang_paragraphs"])) == [None]
+    assert _reasons(GopherQuality(max_mean_word_length=2), labelled) == ["long_mean_word_length"]  # English's own
+    # judged as one Chinese document, its English words fail Chinese's bounds; as parts, each passes its own
+    as_chinese = labelled.drop_columns(["lang_paragraphs"]).set_column(
+        labelled.schema.get_field_index("lang"), "lang", pa.array(["zh"]))
+    assert _reasons(GopherQuality(languages={"zh": {"max_avg_word_length": 2.5}}), as_chinese) == [
+        "long_mean_word_length"]
+    assert _reasons(GopherQuality(languages={"zh": {"max_avg_word_length": 2.5}}), labelled) == [None]
+
+
+def test_rules_of_a_documents_size_count_all_of_its_parts(labelled):
+    # 5 English sentences and 8 Chinese ones: each part alone has fewer than 10
+    assert _reasons(C4(terminal_punct=False, min_sentences=10), labelled) == [None]
+    assert _reasons(C4(terminal_punct=False, min_sentences=14), labelled) == ["too_few_sentences"]
+    kept = C4(terminal_punct=False).ready().process(labelled).table
+    assert kept.column("text").to_pylist() == [MIXED]  # a mixed document's text is left as it was
+    assert kept.column("lang").to_pylist() == ["en"]

@@ -104,7 +104,7 @@ class FineWeb(LanguageFilter):
         newlines = pc.count_substring(text, "\n").to_numpy(zero_copy_only=False)
         chars = pc.utf8_length(text).to_numpy(zero_copy_only=False) - newlines
         needs_words = p.max_new_line_ratio is not None or bool(langs.groups)
-        words = words_of(batch, text).counts if needs_words else np.zeros(len(newlines), np.int64)
+        words = words_of(batch, self.judged_words(text)).counts if needs_words else np.zeros(len(newlines), np.int64)
         scores = {
             "fw_line_punct_ratio": ratio(segment_sum(ends.astype(np.int64), offsets), n_lines),
             "fw_short_line_ratio": ratio(segment_sum(short.astype(np.int64), offsets), n_lines),

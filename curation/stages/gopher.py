@@ -105,7 +105,7 @@ class GopherQuality(LanguageFilter):
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         text = self.judged_text(batch)
-        words = words_of(batch, text)
+        words = words_of(batch, self.judged_words(text))
         langs = self.languages_of(batch)
         offsets = words.offsets
         n_words = words.counts
@@ -296,7 +296,7 @@ class GopherRepetition(LanguageFilter):
         langs = self.languages_of(batch)
         top_bounds = _ngram_bounds(p.max_top_ngram_char_frac, langs, lambda s: s.top_n_grams)
         dup_bounds = _ngram_bounds(p.max_dup_ngram_char_frac, langs, lambda s: s.dup_n_grams)
-        top, dup = ngram_repetition(words_of(batch, text), list(top_bounds), list(dup_bounds))
+        top, dup = ngram_repetition(words_of(batch, self.judged_words(text)), list(top_bounds), list(dup_bounds))
         scores = {
             "dup_para_frac": _ratio(dup_para, n_para),
             "dup_para_char_frac": _ratio(dup_para_chars, chars),

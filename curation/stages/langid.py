@@ -105,7 +105,9 @@ from pydantic import Field, field_validator, model_validator
 from curation.lang.close_words import group_of, marker_votes
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
-from curation.stages.parts import mixed_languages
+from curation.stages.parts import mixed_languages, paragraph_languages
+from curation.text.columns import as_array, list_offsets
+from curation.text.layout import CODE, TABLE, line_kinds
 
 
 def _words(text: str) -> list[str]:
@@ -778,14 +780,17 @@ class LangId(DocumentFilter):
             pooled.update(self._resplit(text, frozenset(leaders), pooled, FINALIST_EXPONENT))
 
     def paragraphs(self, texts: pa.Array | pa.ChunkedArray) -> pa.Array:
-        """`lang_paragraphs`: each non-blank line of each text with its offsets and label."""
+        """`lang_paragraphs`: each non-blank line of each text but its code and tables, with offsets and label."""
         spans: list[tuple[int, int, int]] = []  # (document, start, end)
         pieces: list[str] = []
-        for doc, text in enumerate(pc.fill_null(texts, "").to_pylist()):
+        values = as_array(texts)
+        lines = pc.split_pattern(values, "\n")
+        layout = np.isin(line_kinds(lines.flatten(), list_offsets(lines)), (CODE, TABLE)).tolist()[::-1]
+        for doc, text in enumerate(values.to_pylist()):
             start = 0
             for line in text.split("\n"):
                 end = start + len(line)
-                if line.strip():
+                if not layout.pop() and line.strip():  # code and tables are in no language
                     spans.append((doc, start, end))
                     pieces.append(line)
                 start = end + 1
@@ -856,15 +861,19 @@ class LangId(DocumentFilter):
 
     @staticmethod
     def _label_mixed(scores: dict[str, np.ndarray], spans_of: list[list[dict[str, Any]]]) -> dict[int, list[str]]:
-        """Mixed documents (`curation.stages.parts`) labelled by their paragraphs: `lang` the language of most of
-        their characters, `lang_score` their paragraphs' scores weighed by characters; document -> its languages."""
+        """Documents labelled by their paragraphs where those are mixed (`curation.stages.parts`) or hold most
+        characters in another language than the whole text's label (an article's code read as English): `lang` the
+        language of most of their characters, `lang_score` their paragraphs' scores weighed by characters.
+        Returns the mixed documents: document -> its languages."""
         mixed = {}
         for i, spans in enumerate(spans_of):
             languages = mixed_languages(spans)
+            main = next(iter(paragraph_languages(spans)), None)
             if languages:
                 mixed[i] = languages
+            if languages or (main is not None and main != scores["lang"][i]):
                 sizes = np.array([s["end"] - s["start"] for s in spans], np.float64)
-                scores["lang"][i] = languages[0]
+                scores["lang"][i] = main
                 scores["lang_score"][i] = float(np.dot(sizes, [s["score"] for s in spans]) / max(sizes.sum(), 1))
         return mixed
 

@@ -23,7 +23,7 @@ from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, Processed, StageParams
 from curation.stages.parts import document_totals, fold, language_parts
 from curation.text.columns import as_array, re2_class
-from curation.text.layout import prose_text
+from curation.text.layout import bare_words, prose_text
 from curation.text.splitter import WORDS, Words, warm_up
 
 LANG = "lang"
@@ -168,6 +168,10 @@ class LanguageFilter(DocumentFilter):
         """The text the rules judge: with `prose_only`, each document without the layout lines it sets aside."""
         text = as_array(batch.column("text"))
         return prose_text(text) if self.params.prose_only else text
+
+    def judged_words(self, text: pa.Array) -> pa.Array:
+        """The text whose words the rules count: with `prose_only`, `text` without Markdown's marks."""
+        return bare_words(text) if self.params.prose_only else text
 
     def languages_of(self, batch: pa.Table) -> DocumentLanguages:
         """`document_languages` with this filter's `languages` params and the settings it met before."""

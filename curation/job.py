@@ -400,7 +400,11 @@ def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, remove
         out = _ParquetFile(final, kept.schema)
         out.write(kept)
         out.commit()
-    dropped = table.filter(gone).join(removed, "id")
+    dropped = table.filter(gone)  # the removals' columns by id (Arrow's join takes no list column, `lang_paragraphs`)
+    at = pc.index_in(dropped.column("id"), value_set=removed.column("id"))
+    for name in removed.column_names:
+        if name != "id":
+            dropped = dropped.append_column(name, removed.column(name).take(at))
     names = {"stage": schema.STAGE, "reason": schema.REASON, "detail": schema.DETAIL}
     dropped = dropped.rename_columns([names.get(c, c) for c in dropped.column_names])
     files: dict[tuple[str, str], _ParquetFile] = {}

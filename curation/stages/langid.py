@@ -107,7 +107,7 @@ from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
 from curation.stages.parts import mixed_languages, paragraph_languages
 from curation.text.columns import as_array, list_offsets
-from curation.text.layout import CODE, TABLE, line_kinds
+from curation.text.layout import CODE, TABLE, line_kinds, prose_text
 
 
 def _words(text: str) -> list[str]:
@@ -578,6 +578,9 @@ class LangId(DocumentFilter):
             if code != UNKNOWN:
                 scripts.update(label_scripts(code, label_script))
         self._scripts = frozenset(scripts)
+        self._label_scripts = {label: frozenset(label_scripts(code, label_script))
+                               for label, (code, label_script) in zip(raw, normalized, strict=True)}
+        self._label_of = {code: label for label, code in reversed(self._codes.items())}
         self._lingua: dict[tuple[frozenset[str], str], Any] = {}
         self._lingua_fixed: frozenset[tuple[frozenset[str], str]] = frozenset()
         self._lingua_codes: dict[str, Any] = {}
@@ -695,7 +698,7 @@ class LangId(DocumentFilter):
         if len(rows) == 0:
             return _Opinion(lang, score, ft_lang, ft_score, route, script)
         values = flat.take(pa.array(rows)).to_pylist() if len(rows) < n else flat.to_pylist()
-        labels, probs = self._model.predict(values, k=TOP_K)
+        labels, probs = self._in_script(values, script[rows])
         codes = self._codes
         top = np.array([codes[row[0]] for row in labels], dtype=object)
         top_p = np.array([row[0] for row in probs], dtype=np.float32)
@@ -712,6 +715,32 @@ class LangId(DocumentFilter):
             if second is not None:
                 lang[i], score[i], route[i] = second
         return _Opinion(lang, score, ft_lang, ft_score, route, script)
+
+    def _in_script(self, values: list[str], scripts: np.ndarray) -> tuple[list, list]:
+        """fastText's top labels of each text, in a script other than Latin only those of languages written in it:
+        on a short text its labels can be any language ("旅游", travel, read as English; a Chinese headline as
+        Breton), and a second opinion then pools the wrong ones too. Where none of them is, lingua restricted to
+        the script's languages names it (fastText's labels stay where lingua models no language of the script).
+        Latin-script text keeps every label: romanised Serbian, Hindi or Russian is written that way."""
+        labels, probs = (list(out) for out in self._model.predict(values, k=TOP_K))
+        of = self._label_scripts
+        wider = []
+        for j, script in enumerate(scripts):
+            row = labels[j]
+            if script == "Latn":  # romanised text of other scripts' languages is real (Latin-script Serbian)
+                continue
+            fits = [k for k, label in enumerate(row) if script in of[label]]
+            if not fits:
+                wider.append(j)
+            elif len(fits) < len(row):
+                labels[j], probs[j] = tuple(row[k] for k in fits), np.asarray(probs[j])[fits]
+        for j in wider:  # none of the ten is in its script: lingua over the script's languages, where it has them
+            modelled = frozenset(c for c in self._lingua_by_script.get(scripts[j], ()) if c in self._label_of)
+            if modelled:
+                opinion = self._lingua_opinion(values[j], modelled, "high")
+                best = max(opinion, key=opinion.__getitem__)
+                labels[j], probs[j] = (self._label_of[best],), np.array([opinion[best]], np.float32)
+        return labels, probs
 
     def _second_opinion(
         self, text: str, script: str, top: str, top_p: float, labels: Sequence[str], probs: Sequence[float]
@@ -801,7 +830,7 @@ class LangId(DocumentFilter):
         return pa.array(out, self.paragraph_type)
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
-        return self._scores(self.identify(batch.column("text")))
+        return self._scores(self.identify(prose_text(batch.column("text"))))
 
     @staticmethod
     def _scores(opinion: _Opinion) -> dict[str, np.ndarray]:
@@ -834,8 +863,9 @@ class LangId(DocumentFilter):
         return np.array([threshold(c) for c in codes.tolist()], np.float32)[index]
 
     def process(self, batch: pa.Table) -> Processed:
-        """`score` then `keep`, each drop with its detail (the script, or the language and its score)."""
-        opinion = self.identify(batch.column("text"))
+        """`score` then `keep`, each drop with its detail (the script, or the language and its score). The text
+        read is its prose: an article's code blocks and tables are in no language (`curation.text.layout`)."""
+        opinion = self.identify(prose_text(batch.column("text")))
         scores = self._scores(opinion)
         mixed: dict[int, list[str]] = {}
         if self.params.per_paragraph:

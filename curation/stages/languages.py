@@ -56,8 +56,8 @@ class LanguageParams(DocumentFilter.Params):
     prose_only: bool = Field(
         True,
         description="Judge a document's prose: code blocks, tables and headings (`curation.text.layout`) are left "
-        "out of the statistics and kept in the document, unless they hold most of it (70% of its characters or "
-        "more: then every line is judged). false: every line is judged, as datatrove's filters do.")
+        "out of the statistics and kept in the document, unless they hold nearly all of it (90% of its characters "
+        "or more: then every line is judged). false: every line is judged, as datatrove's filters do.")
 
     @field_validator("languages")
     @classmethod

@@ -11,8 +11,8 @@ Kinds are recognised per line, columnar (RE2 over every line of a batch at once)
   technical sites write them), or a line shaped like code in any language: ending in an opening or closing
   bracket or `;`, starting with a keyword of a statement (`def f(`, `import x`, `return`, `#include`, `const x =`),
   a shell or REPL prompt (`$ `, `>>> `), a command (`pip install`), an assignment or call standing alone
-  (`model = Foo(...)`, `trainer.train()`), or indented code (four spaces or a tab, then code's symbols), as
-  plain-text extraction leaves a <pre> block;
+  (`model = Foo(...)`, `trainer.train()`), or an indented line (four spaces or a tab, not a list item: Markdown's
+  indented code block, and what plain-text extraction leaves of a <pre> block);
 - table: a row of `|`-separated cells (Markdown's, trafilatura's) or of tab-separated ones, and Markdown's rule
   line under a table's header;
 - heading: a Markdown heading (`## 2.1 Data`);
@@ -20,8 +20,10 @@ Kinds are recognised per line, columnar (RE2 over every line of a batch at once)
   followed by its text. List items stay in the prose: a filter may weigh them on their own (see `sentence_like`).
 
 A document keeps its layout lines out of the statistics only while its prose (and list items) hold at least
-`PROSE_SHARE_MIN` of its characters: a page that is mostly code or tables is no article quoting code, and is
-judged whole, as before, by the rules written for such pages.
+`PROSE_SHARE_MIN` of its characters: a page of code or tables with a line of prose is no article quoting code,
+and is judged whole, as before, by the rules written for such pages. A tutorial's section of two sentences and a
+long example is judged on its prose, which must still pass every rule of size (Gopher's 50 words, C4's five
+sentences) on its own.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, segmen
 
 PROSE, LIST, HEADING, TABLE, CODE = 0, 1, 2, 3, 4
 LAYOUT = (HEADING, TABLE, CODE)
-PROSE_SHARE_MIN = 0.3
+PROSE_SHARE_MIN = 0.1
 """Least share of a document's characters in prose or list lines for its layout lines to be set aside."""
 
 FENCE_RE2 = r"^\s*(```|~~~)"
@@ -45,7 +47,7 @@ LIST_RE2 = (r"^\s*([-*+•·▪‣◦●○■□▶►–]\s+|\d{1,3}[.)]\s+|\d
 # Code: each alternative is a shape prose lines do not take. Keywords are matched case-sensitively, so that a
 # sentence starting "For example:" or "Import duties..." stays prose.
 CODE_RE2 = "|".join((
-    r"(\{|\}[;,)]*|\);|\];|^\s*[)\]}]+[;,]?)\s*$",  # ends in an opening/closing bracket or a statement's `;`
+    r"(\{|\(|\[|\}[;,)]*|\);|\];)\s*$|^\s*[)\]}]",  # ends opening a bracket or a statement, starts closing one
     r"^\s*(def|class|async def)\s+\w+\s*[(:]",
     r"^\s*(import\s+[\w.]+(\s+as\s+\w+)?\s*$|from\s+[\w.]+\s+import\s)",
     r"^\s*(if|elif|for|while|with|try|except|else|finally)\b[^\p{Han}\p{Hiragana}\p{Katakana}]*:\s*$",
@@ -56,11 +58,11 @@ CODE_RE2 = "|".join((
     r"^\s*(\$|>>>|\.\.\.|In \[\d+\]:|PS>|C:\\>)\s",
     r"^\s*(pip3?|conda|python3?|git|cd|export|docker|curl|wget|sudo|apt(-get)?|npm|yarn|make|bash|sh|torchrun|"
     r"deepspeed|accelerate|huggingface-cli|nvidia-smi|mkdir|ls|cp|mv|rm|cat|chmod)\s+[-\w./~$\"']",
-    r"^\s*[A-Za-z_][\w.]*(\[[^\]]*\])*\s*(=|\+=|-=|\*=|/=|:=)\s*[^=\s]"
+    r"^\s*[A-Za-z_][\w.]*(\[[^\]]*\])*(\s*,\s*[A-Za-z_][\w.]*)*\s*(=|\+=|-=|\*=|/=|:=)\s*[^=\s]"
     r"[^\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]*$",  # an assignment, no CJK text on it
     r"^\s*[A-Za-z_][\w.]*\(.*\)\s*[;,]?\s*$",  # a call standing alone: `trainer.train()`
-    r"^(    |\t)\s*\S.*[=(){}\[\];<>]",  # indented, with code's symbols
 ))
+INDENTED_RE2 = r"^(    |\t)\s*\S"  # Markdown's indented code block, and a <pre> block's lines in extracted text
 _PUNCT_INSIDE_RE2 = r"[,;:，、；：。.!?！？]"
 # Markdown's marks inside a line, and list markers: layout too, which word rules must not count as words that
 # hold no letter (a documentation page's `code`, [links](url) and **bold** took English prose under Gopher's 80%)
@@ -83,8 +85,9 @@ def line_kinds(lines: pa.Array, offsets: np.ndarray) -> np.ndarray:
     kind = np.full(len(lines), PROSE, np.int8)
     if not len(lines):
         return kind
-    kind[matches(LIST_RE2)] = LIST
-    kind[matches(CODE_RE2)] = CODE
+    listed = matches(LIST_RE2)
+    kind[listed] = LIST
+    kind[matches(CODE_RE2) | (matches(INDENTED_RE2) & ~listed)] = CODE
     kind[matches(HEADING_RE2)] = HEADING
     kind[matches(TABLE_RE2)] = TABLE
     fence = matches(FENCE_RE2)

@@ -67,7 +67,7 @@ def test_an_article_quoting_code_keeps_its_code_and_is_not_dropped_for_a_curly_b
 
 def test_a_page_that_is_mostly_code_is_judged_whole():
     script = "\n".join([PROSE_EN[0], *(f"var x{i} = document.getElementById('a{i}'); if (x{i}) {{ x{i}.hide(); }}"
-                                       for i in range(12))])
+                                       for i in range(30))])
     assert _judge(C4(terminal_punct=False), [script]) == ["curly_bracket"]
     assert prose_text(pa.array([script])).to_pylist() == [script]
 

@@ -317,3 +317,25 @@ def test_two_langid_stages_each_judge_their_sources_and_keep_the_others_labels()
         {"source": "web", "lang": "en", schema.STAGE: None, schema.REASON: None},
         {"source": "web", "lang": "fr", schema.STAGE: "langid", schema.REASON: "lang_not_kept"},
     ]
+
+
+def test_a_text_in_a_script_is_labelled_by_a_language_written_in_it(stage: LangId):
+    # real menu entries and headlines of a Chinese news page (xinhuanet.com, in the test data's pages):
+    # fastText's own top labels were en, mk, br, pl
+    headlines = ["体育", "旅游", "一带一路", "时政", '驱走"心灵感冒"远离抑郁焦虑', "护士长：除夕“回娘家” 至今却未见妈妈",
+                 "风雪夜里的“不归人”"]
+    assert stage.identify(headlines).lang.tolist() == ["zh"] * len(headlines)
+    # Latin script keeps every label: romanised text of a language written in another script exists
+    assert stage.identify(["Sva ljudska bića rađaju se slobodna i jednaka u dostojanstvu i pravima."]).lang[0] in {
+        "sr", "hr", "bs"}
+
+
+def test_code_in_a_document_is_not_read_as_its_language(stage: LangId):
+    prose = ("大规模语言模型的训练通常分为预训练和微调两个阶段，预训练阶段需要海量的文本数据。"
+             "在这个例子中，我们使用 Booster 来包装模型和优化器，这样就可以方便地切换不同的并行策略。"
+             "下面的代码展示了最常见的用法，读者可以根据自己的硬件条件修改插件的参数。")
+    code = "\n".join(["```python", "from colossalai.booster import Booster", "booster = Booster(plugin=plugin)",
+                      "model, optimizer, _, _, _ = booster.boost(model, optimizer)", "```"] * 3)
+    out = stage.process(pa.table({"text": [prose + "\n" + code]})).table
+    assert out.column("lang").to_pylist() == ["zh"]
+    assert out.column("lang_score")[0].as_py() > 0.9

@@ -30,6 +30,10 @@ What runs:
      memo cleared; spaCy's tokenizer cache already holds the words of step 1), the second shows
      the steady state of a long-running worker. The per-filter figures of step 1 start cold too.
 
+Ours judge every line here (`prose_only: false`), as datatrove does: the benchmark checks that the semantics are
+the same. `--prose-only` runs ours as shipped, code, tables and headings left out of the statistics
+(`curation.text.layout`): the agreement then says how many real pages that changes.
+
 datatrove lives in its own virtual environment (`benchmarks/.venv-datatrove`, created by
 `benchmarks/datatrove_env.sh` when missing), never in the project's.
 
@@ -162,12 +166,16 @@ def ensure_datatrove() -> Path:
     return python
 
 
+PROSE_ONLY = [False]  # `--prose-only`: ours as shipped (layout set aside), not datatrove's semantics
+
+
 def our_stages(stop_words: list[str], keep_scores: bool = False) -> dict:
+    keys = {"keep_scores": keep_scores, "prose_only": PROSE_ONLY[0]}
     return {
-        "gopher_repetition": GopherRepetition(keep_scores=keep_scores),
-        "gopher_quality": GopherQuality(stop_words=stop_words, keep_scores=keep_scores),
-        "c4": C4(terminal_punct=False, keep_scores=keep_scores),
-        "fineweb": FineWeb(keep_scores=keep_scores),
+        "gopher_repetition": GopherRepetition(**keys),
+        "gopher_quality": GopherQuality(stop_words=stop_words, **keys),
+        "c4": C4(terminal_punct=False, **keys),
+        "fineweb": FineWeb(**keys),
     }
 
 
@@ -284,9 +292,13 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="an evenly spread subset of N documents")
     ap.add_argument("--show", type=int, default=8, help="disagreements to list")
     ap.add_argument("--stop-words", choices=["en+de", "en"], default="en+de")
+    ap.add_argument("--prose-only", action="store_true",
+                    help="our filters as shipped, code, tables and headings set aside (default: every line judged, "
+                    "datatrove's semantics, which this benchmark checks)")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "curation-quality-agreement"
                     / "texts.jsonl", help="JSONL of extracted texts (made if missing)")
     args = ap.parse_args()
+    PROSE_ONLY[0] = args.prose_only
     if not (DATA / "html").is_dir():
         print(f"test data not found at {DATA} (set CURATION_TESTDATA); nothing to measure")
         return 0

@@ -725,10 +725,8 @@ class LangId(DocumentFilter):
         labels, probs = (list(out) for out in self._model.predict(values, k=TOP_K))
         of = self._label_scripts
         wider = []
-        for j, script in enumerate(scripts):
-            row = labels[j]
-            if script == "Latn":  # romanised text of other scripts' languages is real (Latin-script Serbian)
-                continue
+        for j in np.flatnonzero(scripts != "Latn").tolist():  # romanised text of any language is real
+            row, script = labels[j], scripts[j]
             fits = [k for k, label in enumerate(row) if script in of[label]]
             if not fits:
                 wider.append(j)

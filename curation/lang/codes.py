@@ -60,6 +60,7 @@ CHINESE_VARIETIES: dict[str, str] = {
 # lid.176 codes `langcodes` would rewrite (to a newer code or to their macrolanguage's): kept as the model writes
 # them, since they are what `lang` holds. `sh` is lid.176's Serbo-Croatian, `tl` its Tagalog, `bh` its Bihari.
 _MODEL_SPELLINGS = frozenset({"bcl", "bh", "bxr", "diq", "eml", "mhr", "pnb", "sh", "tl"})
+_AS_LABELLED = {"fil": "tl"}  # `langcodes` writes Tagalog (`tgl`, `tl`) as Filipino, lid.176 as `tl`
 
 _HINT = ("language codes are ISO 639-1 (`zh`, `de`), ISO 639-2/3 (`zho`, `deu`) or BCP-47 tags (`zh-Hant`, "
          "`pt-BR`)")
@@ -102,6 +103,7 @@ def language_tag(raw: str) -> LanguageTag:
     if standard is None or not code or not code.isalpha() or len(code) > 3 or not parsed.is_valid():
         msg = f"{raw!r} is no language code: {_HINT}{did_you_mean(text)}"
         raise ValueError(msg)
+    code = _AS_LABELLED.get(code, code)
     return LanguageTag(code, _script(raw, code, standard))
 
 
@@ -150,5 +152,5 @@ def chinese_alone(codes: Iterable[LanguageTag | str]) -> str | None:
     if not varieties or "zh" in named:
         return None
     which = ", ".join(f"{c} is {CHINESE_VARIETIES[c]}" for c in varieties)
-    return (f"{which}, not Standard (Mandarin) Chinese, which is `zh`: with {varieties} alone no Mandarin is "
-            f"kept; write [zh, {', '.join(varieties)}] for both, or zh for Mandarin")
+    return (f"{which}, not Standard (Mandarin) Chinese, which is `zh`: with {varieties} alone Mandarin documents "
+            f"are left out; write [zh, {', '.join(varieties)}] for both, or zh for Mandarin")

@@ -442,6 +442,24 @@ def keep_codes(value: Sequence[str], stage: str) -> list[str]:
     return tags
 
 
+def judged_codes(value: Sequence[str], stage: str, known: frozenset[str] = frozenset()) -> list[str]:
+    """The document languages a later stage judges (`toxicity`'s `languages`), as `lang` holds them: read by
+    `curation.lang.codes` (zh-CN and chi are zh: a script or region is dropped, `lang` has none), macrolanguages
+    expanded (`no`: nb, nn). Refused where the bundled model labels no document so and `known` (the codes the
+    stage has data for) lacks it, since such an entry judges nothing, or where it names Chinese varieties without zh."""
+    codes = list(dict.fromkeys(c for raw in value for c in sorted(expand_keep([language_code(str(raw))]))))
+    alone = chinese_alone(codes)
+    if alone:
+        msg = f"{stage} `languages`: {alone}"
+        raise ValueError(msg)
+    never = [c for c in codes if c not in bundled_outputs(second_opinion=True) and c not in known]
+    if never:
+        msg = (f"{stage} `languages`: langid labels no document {never}, so they would judge nothing"
+               f"{''.join(did_you_mean(c) for c in never)}")
+        raise ValueError(msg)
+    return codes
+
+
 def check_keep(keep: Sequence[str] | None, outputs: frozenset[str], model: str) -> None:
     """A `keep` code the model can never output would silently drop everything: fail instead."""
     never = [code for code in keep or () if not expand_keep([code]) & outputs]

@@ -83,6 +83,15 @@ code such as `als`, `bar`, `war` for lid.176), the shortest-subtag rule of BCP 4
 spread over bs/hr/sr when the second opinion runs, and kept as `sh` otherwise. Models with labels such as
 `__label__eng_Latn` (GlotLID, OpenLID, NLLB's LID) are mapped the same way (`eng_Latn` -> `en`, `zsm_Latn`
 -> `ms`) and their script suffix tells which scripts they handle; `und`/`zxx` labels become `unknown`.
+Recipes may write any spelling `curation.lang.codes` reads (`chi`, `zh-CN`, `zh_TW`); it reads them as these labels.
+
+Scripts. `lang_script` (ISO 15924) names the script of a language written in two (`curation.lang.codes.
+TWO_SCRIPTS`): Chinese (zh, yue, wuu) is `Hans` or `Hant` by OpenCC's character and phrase tables
+(`curation.lang.han_script`), or `Hani` where no character tells (either script); Serbian, Bosnian, Uzbek,
+Azerbaijani, Kazakh... are their text's dominant script; null for the languages written in one. It is a column
+of its own rather than part of `lang` (`zh-Hant`) because everything downstream keys on the language (its
+settings, word segmenter, flagged-word list, per-language dedup, mixtures), which Traditional and Simplified
+Chinese share; the label with its script (`zh-Hant`) is what `keep`, the drop details and the counts name.
 """
 
 from __future__ import annotations
@@ -611,9 +620,13 @@ class LangId(DocumentFilter):
     Drop reasons, first match wins: `lang_unknown` (script without a language in the model, or no
     letters; detail: the script; such rows have `lang_score` 0 and are kept only with `min_score: 0` and
     no `keep`, or with `unknown` in `keep`), `lang_not_kept` (detail: language and score),
-    `low_lang_score` (detail: language and score). `lang` and `lang_score` are always added: later stages
-    (per-language quality thresholds as in FineWeb-2, mixtures) read them; `keep_scores` adds fastText's
-    own answer (`lang_fasttext`, `lang_fasttext_score`) to see what the second opinion changed.
+    `low_lang_score` (detail: language and score). `lang`, `lang_script` and `lang_score` are always added:
+    later stages (per-language quality thresholds as in FineWeb-2, mixtures) read them; `keep_scores` adds
+    fastText's own answer (`lang_fasttext`, `lang_fasttext_score`) to see what the second opinion changed.
+    `keep: [zh-Hans]` keeps one script; `to_simplified` converts Traditional Chinese documents (labelled `Hans`
+    afterwards) before `keep` judges them. Counts (stats.json): the documents per label with a script of the
+    two-script languages `keep` names (`zh-Hans`, `zh-Hant`, `zh-Hani`; zh's when `keep` is null, as labelled,
+    before conversion) and `to_simplified`, the documents converted.
 
     See the module docstring for how the label is decided. The models are loaded once per worker in
     `setup` (fastText ~1 MB at once; lingua's n-gram models lazily, up to ~0.5 GB when all 75 of its

@@ -150,3 +150,15 @@ def test_a_bad_code_fails_the_recipe_naming_key_line_and_the_code_meant():
     assert found[1].startswith("r.yaml:8:27: stages[3].toxicity.languages: ") and "yue is Cantonese" in found[1]
     assert found[2].startswith("r.yaml:9:33: stages[4].gopher_quality.languages: ")
     assert found[2].endswith("did you mean zh-Hans (CN is a country code)?")
+
+
+def test_calibrate_reads_its_language_as_the_stages_do(tmp_path, capsys):
+    """`curate calibrate --lang zh-CN` used to calibrate a language `zh-cn` with no settings of its own."""
+    from curation.lang.calibrate import read_reference
+    from pipelines.cli import main
+
+    path = tmp_path / "zh.jsonl"
+    path.write_text('{"text": "你好，世界。"}\n', encoding="utf-8")
+    assert set(read_reference([str(path)], lang="zh-CN").lang) == {"zh"}
+    assert main(["calibrate", str(path), "--lang", "chinese", "--out", str(tmp_path / "s.yaml")]) == 2
+    assert "did you mean zh?" in capsys.readouterr().err

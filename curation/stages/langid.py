@@ -542,8 +542,9 @@ class LangIdParams(DocumentFilter.Params):
         AUTO,
         description="Drop documents whose language score is below this (`low_lang_score`): a number for every "
         "language (FineWeb: 0.65 on lid.176, Penedo et al. 2024; CCNet used 0.5), `auto` for each language's own, "
-        "or a map of language code (or \"*\", every language not named) -> number, `auto` for the languages it "
-        "does not name. `auto`: FineWeb-2's threshold for the language (`language_score` in curation.lang.settings: "
+        "or a map of language code (read as `keep`'s, its script dropped: a threshold is per language; or \"*\", "
+        "every language not named) -> number, `auto` for the languages it does not name. `auto`: FineWeb-2's "
+        "threshold for the language (`language_score` in curation.lang.settings: "
         "its median GlotLID confidence less one standard deviation, within 0.3-0.9, Penedo et al. 2025), at most "
         f"{AUTO_CEILING} (FineWeb's, which English keeps). Why the ceiling: FineWeb-2's values are GlotLID "
         "confidences, and lid.176 with this stage's second opinion is less sure of languages it knows well "

@@ -113,3 +113,38 @@ def test_cyrillic_and_latin_serbian_kept_by_script(testdata: Path):
     assert [(r["lang"], r["lang_script"], r[schema.REASON]) for r in out] == [
         ("sr", "Cyrl", "lang_not_kept"), ("sr", "Latn", None)]
     assert np.all([r[schema.DETAIL] is None or r[schema.DETAIL].startswith("sr-Cyrl") for r in out])
+
+
+def test_a_job_counts_scripts_in_stats_and_its_summary(simplified: str, traditional: str, tmp_path: Path):
+    import io
+    import json
+
+    import pyarrow.parquet as pq
+    from rich.console import Console
+
+    from curation.recipe import parse_recipe
+    from pipelines.console import summary
+    from pipelines.run import run
+
+    notes = tmp_path / "zh.jsonl"
+    texts = [simplified, traditional, traditional[:400], ENGLISH]
+    notes.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
+    recipe = parse_recipe(f"""\
+name: zh-scripts
+executor: local
+local: {{workers: 1}}
+sources: [{{name: notes, format: jsonl, paths: ["{notes}"]}}]
+stages:
+  - langid: {{keep: [zh-CN, en], min_score: 0.3, to_simplified: t2s}}
+""")
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True)
+    stats = json.loads(Path(result.job_dir, "stats.json").read_text())
+    langid = next(row for row in stats["stages"] if row["stage"] == "langid")
+    assert langid["counts"] == {"zh-Hans": 1, "zh-Hant": 2, "zh-Hani": 0, "to_simplified": 2}
+    assert langid["docs_out"] == 4
+    documents = pq.read_table(Path(result.job_dir, "documents")).to_pylist()
+    assert sorted(str(d["lang_script"]) for d in documents) == ["Hans", "Hans", "Hans", "None"]
+    assert {d["text"] for d in documents} == {simplified, ENGLISH, *to_simplified([traditional, traditional[:400]])}
+    out = io.StringIO()
+    summary(stats, result.job_dir, Console(file=out, width=200))
+    assert "langid counts: to_simplified 2, zh-Hans 1, zh-Hant 2" in out.getvalue()

@@ -60,7 +60,11 @@ CHINESE_VARIETIES: dict[str, str] = {
 # lid.176 codes `langcodes` would rewrite (to a newer code or to their macrolanguage's): kept as the model writes
 # them, since they are what `lang` holds. `sh` is lid.176's Serbo-Croatian, `tl` its Tagalog, `bh` its Bihari.
 _MODEL_SPELLINGS = frozenset({"bcl", "bh", "bxr", "diq", "eml", "mhr", "pnb", "sh", "tl"})
-_AS_LABELLED = {"fil": "tl"}  # `langcodes` writes Tagalog (`tgl`, `tl`) as Filipino, lid.176 as `tl`
+# Where the langid stage labels a language otherwise than `langcodes` writes it: Tagalog (`tgl`, `tl`) is Filipino
+# to `langcodes`, `tl` to lid.176; Serbo-Croatian `hbs` is lid.176's `sh` (keeping bs, hr and sr), not Latin-script
+# Serbian; individual languages the stage labels by their macrolanguage, as it maps a model's labels (`twi`, `pbt`...).
+_AS_LABELLED = {"fil": "tl", "hbs": "sh", "twi": "tw", "pbt": "ps", "pbu": "ps", "quy": "qu",
+                "quz": "qu", "fuv": "ff"}
 
 _HINT = ("language codes are ISO 639-1 (`zh`, `de`), ISO 639-2/3 (`zho`, `deu`) or BCP-47 tags (`zh-Hant`, "
          "`pt-BR`)")
@@ -90,6 +94,8 @@ def language_tag(raw: str) -> LanguageTag:
     bare = text.lower()
     if bare in _MODEL_SPELLINGS or bare == UNKNOWN:
         return LanguageTag(bare)
+    if bare in _AS_LABELLED:
+        return LanguageTag(_AS_LABELLED[bare])
     tag = text.replace("_", "-")
     try:
         parsed = langcodes.Language.get(tag, normalize=True)

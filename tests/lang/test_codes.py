@@ -162,3 +162,11 @@ def test_calibrate_reads_its_language_as_the_stages_do(tmp_path, capsys):
     assert set(read_reference([str(path)], lang="zh-CN").lang) == {"zh"}
     assert main(["calibrate", str(path), "--lang", "chinese", "--out", str(tmp_path / "s.yaml")]) == 2
     assert "did you mean zh?" in capsys.readouterr().err
+
+
+def test_three_letter_codes_read_as_langid_maps_a_models_labels():
+    """`keep: [hbs]` keeps what lid.176's `sh` stands for (bs, hr, sr), not Latin-script Serbian only."""
+    from curation.stages.langid import _ISO3_TO_1
+
+    assert {k: str(language_tag(k)) for k in _ISO3_TO_1 if str(language_tag(k)) != _ISO3_TO_1[k]} == {}
+    assert set(LangId(keep=["hbs"]).params.keep) == {"sh"}

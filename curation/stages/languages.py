@@ -17,12 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
-from curation.lang.codes import language_code
+from curation.lang.codes import did_you_mean, language_code
 from curation.lang.scripts import script_of_text
 from curation.lang.settings import LanguageSettings, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, StageParams
-from curation.stages.langid import EVERY_LANGUAGE, expand_keep
+from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, expand_keep
 from curation.text.columns import as_array, re2_class
 from curation.text.splitter import WORDS, Words, warm_up
 
@@ -72,7 +72,12 @@ class LanguageParams(DocumentFilter.Params):
                 if code in out:
                     msg = f"languages.{key}: names {code}, as another key of this map does; give its settings once"
                     raise ValueError(msg)
-                settings_for(None if code == EVERY_LANGUAGE else code, overrides={"languages": {code: changes}})
+                _, fallback = settings_for(None if code == EVERY_LANGUAGE else code,
+                                           overrides={"languages": {code: changes}})
+                if code != EVERY_LANGUAGE and fallback and code not in bundled_outputs(second_opinion=True):
+                    msg = (f"languages.{key}: langid labels no document {code} and no settings are shipped for it, "
+                           f"so these would judge nothing{did_you_mean(code)}")
+                    raise ValueError(msg)
                 out[code] = changes
         return out
 

@@ -116,6 +116,9 @@ def test_a_languages_key_in_another_spelling_reaches_the_documents():
         GopherQuality(languages={"zh": {}, "zh-TW": {"min_avg_word_length": 1}})
     with pytest.raises(ValidationError, match="English is judged by the stage's own params"):
         GopherQuality(languages={"eng": {"min_avg_word_length": 1}})
+    with pytest.raises(ValidationError, match=r"langid labels no document tw .*did you mean zh-Hant"):
+        GopherQuality(languages={"tw": {"min_avg_word_length": 1}})
+    assert GopherQuality(languages={"gsw": {}}).params.languages == {"gsw": {}}  # FineWeb-2 has its settings
 
 
 RECIPE = """\

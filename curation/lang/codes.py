@@ -23,7 +23,9 @@ written in two; `zh-Hans` / `zh-Hant` (and `yue`, `wuu`) are told apart by OpenC
 A script subtag of another language must be its one script (`en-Latn` is `en`; `en-Cyrl` is refused).
 
 Refused, with a hint: codes that are no language (`english` -> did you mean `en`?; `cn`, a country -> `zh`;
-`zh-Latn`, a script the stage never labels zh with).
+`zhs`, `chn` and other spellings of Chinese -> `zh`; `zh-Latn`, a script the stage never labels zh with). The hint
+comes from the language's name, a country's likely language (CLDR) or the Chinese spellings; codes of real
+languages no model here outputs (`ab`) are refused by the stages that know their model's labels, with the same hint.
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ _MODEL_SPELLINGS = frozenset({"bcl", "bh", "bxr", "diq", "eml", "mhr", "pnb", "s
 # Serbian; individual languages the stage labels by their macrolanguage, as it maps a model's labels (`twi`, `pbt`...).
 _AS_LABELLED = {"fil": "tl", "hbs": "sh", "twi": "tw", "pbt": "ps", "pbu": "ps", "quy": "qu",
                 "quz": "qu", "fuv": "ff"}
+# .NET's and Windows' old names of the two scripts, which `langcodes` would read as bare `zh`.
+_LEGACY_CHINESE = {"zh-chs": "Hans", "zh-cht": "Hant"}
+# What a Chinese team may type for Chinese that is no code of it (`chn` is Chinook, `ch` Chamorro, `cht` Cholón):
+# each hinted at `zh`.
+_CHINESE_LOOKALIKES = ("zh", "ch", "cn", "hans", "hant", "hani")
 
 _HINT = ("language codes are ISO 639-1 (`zh`, `de`), ISO 639-2/3 (`zho`, `deu`) or BCP-47 tags (`zh-Hant`, "
          "`pt-BR`)")
@@ -96,6 +103,8 @@ def language_tag(raw: str) -> LanguageTag:
         return LanguageTag(bare)
     if bare in _AS_LABELLED:
         return LanguageTag(_AS_LABELLED[bare])
+    if bare.replace("_", "-") in _LEGACY_CHINESE:
+        return LanguageTag("zh", _LEGACY_CHINESE[bare.replace("_", "-")])
     tag = text.replace("_", "-")
     try:
         parsed = langcodes.Language.get(tag, normalize=True)
@@ -147,6 +156,8 @@ def did_you_mean(raw: str) -> str:
         if not region.territory_name().startswith("Unknown") and likely.language:
             guess = str(language_tag(f"{likely.language}-{text.upper()}"))
             guess = f"{guess} ({text.upper()} is a country code)"
+    if guess is None and text.lower().startswith(_CHINESE_LOOKALIKES):
+        guess = "zh (zh-Hans, zh-Hant for one script)"
     return f"; did you mean {guess}?" if guess else ""
 
 

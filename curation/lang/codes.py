@@ -154,8 +154,10 @@ def did_you_mean(raw: str) -> str:
         region = langcodes.Language.get(f"und-{text.upper()}")
         likely = region.maximize()
         if not region.territory_name().startswith("Unknown") and likely.language:
-            guess = str(language_tag(f"{likely.language}-{text.upper()}"))
-            guess = f"{guess} ({text.upper()} is a country code)"
+            try:
+                guess = f"{language_tag(f'{likely.language}-{text.upper()}')} ({text.upper()} is a country code)"
+            except ValueError:
+                guess = None
     if guess is None and text.lower().startswith(_CHINESE_LOOKALIKES):
         guess = "zh (zh-Hans, zh-Hant for one script)"
     return f"; did you mean {guess}?" if guess else ""

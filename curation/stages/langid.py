@@ -505,9 +505,12 @@ def two_scripts(lang: np.ndarray, dominant: np.ndarray, texts: pa.Array | pa.Chu
 
 def _labels(lang: np.ndarray, script: np.ndarray | None) -> np.ndarray:
     """`lang` with its script where it has one (`zh-Hant`): the label `keep` and the counts name."""
+    labels = np.array(lang, dtype=object)
     if script is None:
-        return np.asarray(lang, dtype=object)
-    return np.array([f"{c}-{s}" if s else c for c, s in zip(lang, script, strict=True)], dtype=object)
+        return labels
+    rows = np.flatnonzero(script != None)  # noqa: E711 -- elementwise over an object array
+    labels[rows] = [f"{c}-{s}" for c, s in zip(labels[rows], script[rows], strict=True)]
+    return labels
 
 
 @cache
@@ -941,11 +944,15 @@ class LangId(DocumentFilter):
         return np.array([threshold(c) for c in codes.tolist()], np.float32)[index]
 
     def process(self, batch: pa.Table) -> Processed:
-        """`score`, `to_simplified`, then `keep`, each drop with its detail (the script, or the label and score)."""
+        """`score`, `to_simplified`, then `keep`, each drop with its detail (the script, or the label and score).
+        A dropped document keeps its own text (`judged`), so its label stays the one it was judged by."""
         opinion = self.identify(batch.column("text"))
         scores = self._scores(opinion)
         text = self._to_simplified(batch, scores) if self.params.to_simplified else None
         mask, reasons = self.keep(scores)
+        if text is not None:
+            scores["lang_script"] = np.where(mask, scores["lang_script"], opinion.lang_script)
+            scores[f"_{TO_SIMPLIFIED}"] &= mask
         labels = _labels(opinion.lang, scores["lang_script"])
         details = np.full(len(mask), None, dtype=object)
         for i in np.flatnonzero(~mask):
@@ -956,17 +963,17 @@ class LangId(DocumentFilter):
         return self.judged(batch, scores, mask, reasons, text=text, details=pa.array(details, type=pa.string()))
 
     def _to_simplified(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> pa.Array | None:
-        """The batch's text with its Traditional Chinese documents in Simplified, which are then labelled `Hans`."""
+        """The batch's text with its Traditional Chinese documents in Simplified, which are then labelled `Hans`
+        (`_to_simplified`: the rows converted); None where the batch has none."""
         script = scores["lang_script"]
-        rows = np.flatnonzero(script == HANT)
-        scores[f"_{TO_SIMPLIFIED}"] = (script == HANT).astype(np.int64)
-        if len(rows) == 0:
+        converted = script == HANT
+        scores[f"_{TO_SIMPLIFIED}"] = converted.astype(np.int64)
+        if not converted.any():
             return None
+        rows = np.flatnonzero(converted)
         texts = np.array(pc.fill_null(batch.column("text"), "").to_pylist(), dtype=object)
         texts[rows] = to_simplified(texts[rows].tolist(), self.params.to_simplified)
-        script = script.copy()
-        script[rows] = HANS
-        scores["lang_script"] = script
+        scores["lang_script"] = np.where(converted, HANS, script)
         return pa.array(texts, pa.string())
 
     def added_columns(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:

@@ -91,6 +91,8 @@ def test_a_dropped_traditional_document_keeps_its_own_text(traditional: str):
     out = run_stage(LangId(keep=["zh-Hans"], min_score=0.99999, to_simplified="t2s"), batch_of([traditional]))
     row = out.to_pylist()[0]
     assert row[schema.REASON] == "low_lang_score" and row["text"] == traditional  # rejects/ show what was read
+    assert row["lang_script"] == HANT and row[schema.DETAIL].startswith("zh-Hant ")  # as that text was judged
+    assert row[schema.count_column("langid", "to_simplified")] == 0
 
 
 def test_taiwan_phrases_convert_with_tw2sp():

@@ -183,3 +183,13 @@ def test_three_letter_codes_read_as_langid_maps_a_models_labels():
 
     assert {k: str(language_tag(k)) for k in _ISO3_TO_1 if str(language_tag(k)) != _ISO3_TO_1[k]} == {}
     assert set(LangId(keep=["hbs"]).params.keep) == {"sh"}
+
+
+def test_curate_validate_reports_the_bad_code_at_its_line(tmp_path, capsys):
+    from pipelines.cli import main
+
+    path = tmp_path / "zh.yaml"
+    path.write_text(RECIPE.replace("{keep: [zh_TW, en]}", "{keep: [zh_TW, cn]}"), encoding="utf-8")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr()
+    assert f"{path}:5:" in err.err + err.out and "did you mean zh-Hans (CN is a country code)?" in err.err + err.out

@@ -597,9 +597,15 @@ class LangIdParams(DocumentFilter.Params):
     @model_validator(mode="after")
     def _keep_is_possible(self) -> LangIdParams:
         """With the bundled model the recipe is checked before any work starts; other models in `setup`."""
-        if self.to_simplified and self.keep is not None and not expand_keep(self.keep) & set(_HAN_LANGUAGES):
-            msg = f"`to_simplified` converts Chinese documents, and `keep` {self.keep} keeps none: add zh to `keep`"
-            raise ValueError(msg)
+        if self.to_simplified and self.keep is not None:
+            han = {code: scripts for code, scripts in kept_scripts(self.keep).items() if code in _HAN_LANGUAGES}
+            if not han:
+                msg = f"`to_simplified` converts Chinese documents, and `keep` {self.keep} keeps none: add zh to `keep`"
+                raise ValueError(msg)
+            if all(scripts is not None and HANS not in scripts for scripts in han.values()):
+                msg = (f"`to_simplified` makes Traditional documents Simplified, and `keep` {self.keep} keeps "
+                       "Traditional only: keep zh-Hans (or zh)")
+                raise ValueError(msg)
         if self.model is None:
             check_keep(self.keep, bundled_outputs(self.second_opinion), "lid.176.ftz")
         return self

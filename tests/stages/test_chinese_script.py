@@ -103,6 +103,8 @@ def test_taiwan_phrases_convert_with_tw2sp():
 def test_to_simplified_without_chinese_to_keep_is_refused():
     with pytest.raises(ValidationError, match="`to_simplified` converts Chinese documents"):
         LangId(keep=["en"], to_simplified="t2s")
+    with pytest.raises(ValidationError, match="keeps Traditional only"):
+        LangId(keep=["zh-TW", "en"], to_simplified="t2s")  # would convert, then drop, every Traditional document
     with pytest.raises(ValidationError, match="to_simplified"):
         LangId(to_simplified="s2t")  # not a conversion to Simplified
     assert LangId(to_simplified="t2s").params.keep is None

@@ -79,6 +79,11 @@ def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None)
                       f"{row['bytes_in'] / 1e6:.2f}",
                       f"{row['seconds']:.2f}")
     console.print(table)
+    for row in stats["stages"]:  # tallies a stage reports (langid's documents per script, pii's redactions...)
+        counted = {k: v for k, v in (row.get("counts") or {}).items() if v}
+        if counted:
+            console.print(f"{row['stage']} counts: " + ", ".join(f"{k} {v:,}" for k, v in sorted(counted.items())),
+                          markup=False, highlight=False)
     shards = stats["shards"]
     docs = stats["documents"]
     console.print(

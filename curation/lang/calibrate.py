@@ -53,6 +53,7 @@ import yaml
 
 from curation import io, schema
 from curation.job import document_files, recorded_shards
+from curation.lang.codes import language_code
 from curation.lang.settings import scaled_short_line, settings_for
 from curation.lang.settings_file import LANGUAGES, MIN_SCORE, STAGES_KEY, settings_file_model
 from curation.lang.words import chars_per_word
@@ -182,7 +183,9 @@ class Calibration:
 
 def read_reference(inputs: Iterable[str], *, text_field: str = "text", lang: str | None = None) -> Reference:
     """Documents of JSONL/Parquet files (paths or globs) or job folders (their `documents/`); each document's
-    language is `lang` when given, else its own `lang` field (the langid stage's column in a job's documents)."""
+    language is `lang` when given (any spelling `curation.lang.codes` reads: `zh-CN` is zh), else its own `lang`
+    field (the langid stage's column in a job's documents)."""
+    lang = language_code(lang) if lang else None
     reference = Reference()
     for uri, reader in _files(inputs, text_field):
         for batch in read_shard(reader, uri, source="reference", shard=Path(uri).name):

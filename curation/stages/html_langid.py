@@ -43,7 +43,7 @@ from resiliparse.parse.html import HTMLTree
 from curation.extract.html import NOT_HTML, decode_html, html_rows, too_many_attributes
 from curation.stages.base import DocumentFilter, Processed
 from curation.stages.extract import ExtractParams
-from curation.stages.langid import bundled_outputs, check_keep, expand_keep, load_model, normalize_label
+from curation.stages.langid import bundled_outputs, check_keep, expand_keep, keep_codes, load_model, normalize_label
 
 _EXTRACT = ExtractParams()
 WINDOW_GROWTH = 4  # the second window, where the first settles nothing, is this many times as large
@@ -68,7 +68,8 @@ def _body_start(html: str) -> int:
 
 
 class HtmlLangIdParams(DocumentFilter.Params):
-    keep: list[str] = Field(..., min_length=1, description="Languages that may be kept (as `langid`'s `keep`).")
+    keep: list[str] = Field(..., min_length=1, description="Languages that may be kept (as `langid`'s `keep`; a "
+                            "script, as in `zh-Hant`, is `langid`'s to judge: here it keeps zh).")
     below: float = Field(
         0.1, gt=0, lt=1, description="Drop a page when fastText gives every kept language less than this on the "
         "beginning of its text and on its longest lines alike.")
@@ -87,7 +88,9 @@ class HtmlLangIdParams(DocumentFilter.Params):
     @field_validator("keep")
     @classmethod
     def _codes(cls, value: list[str]) -> list[str]:
-        return [code.strip().lower() for code in value]
+        """Read as `langid`'s `keep`; a script (`zh-Hant`) is dropped: fastText tells languages apart, not
+        scripts, so this stage passes both and `langid` after `extract` keeps the one asked for."""
+        return list(dict.fromkeys(tag.partition("-")[0] for tag in keep_codes(value, "html_langid")))
 
     @model_validator(mode="after")
     def _keep_is_possible(self) -> HtmlLangIdParams:

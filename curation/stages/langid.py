@@ -83,13 +83,21 @@ code such as `als`, `bar`, `war` for lid.176), the shortest-subtag rule of BCP 4
 spread over bs/hr/sr when the second opinion runs, and kept as `sh` otherwise. Models with labels such as
 `__label__eng_Latn` (GlotLID, OpenLID, NLLB's LID) are mapped the same way (`eng_Latn` -> `en`, `zsm_Latn`
 -> `ms`) and their script suffix tells which scripts they handle; `und`/`zxx` labels become `unknown`.
+Recipes may write any spelling `curation.lang.codes` reads (`chi`, `zh-CN`, `zh_TW`); it reads them as these labels.
+
+Scripts. `lang_script` (ISO 15924) names the script of a language written in two (`curation.lang.codes.
+TWO_SCRIPTS`): Chinese (zh, yue, wuu) is `Hans` or `Hant` by OpenCC's character and phrase tables
+(`curation.lang.han_script`), or `Hani` where no character tells (either script); Serbian, Bosnian, Uzbek,
+Azerbaijani, Kazakh... are their text's dominant script; null for the languages written in one. It is a column
+of its own rather than part of `lang` (`zh-Hant`) because everything downstream keys on the language (its
+settings, word segmenter, flagged-word list, per-language dedup, mixtures), which Traditional and Simplified
+Chinese share; the label with its script (`zh-Hant`) is what `keep`, the drop details and the counts name.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
-import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -103,6 +111,16 @@ import pyarrow.compute as pc
 from pydantic import Field, field_validator, model_validator
 
 from curation.lang.close_words import group_of, marker_votes
+from curation.lang.codes import (
+    HAN_COMMON,
+    HAN_SCRIPTS,
+    TWO_SCRIPTS,
+    chinese_alone,
+    did_you_mean,
+    language_code,
+    language_tag,
+)
+from curation.lang.han_script import HANS, HANT, han_scripts, to_simplified
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
 from curation.stages.parts import mixed_languages, paragraph_languages
@@ -213,6 +231,9 @@ CLOSE_GROUPS: tuple[frozenset[str], ...] = (
 STANDS_FOR: dict[str, tuple[str, ...]] = {"sh": ("bs", "hr", "sr")}
 # Macrolanguage codes a user may write in `keep`, and what they keep.
 KEEP_EXPANDS: dict[str, tuple[str, ...]] = {"no": ("nb", "nn"), "sh": ("bs", "hr", "sr", "sh")}
+_HAN_LANGUAGES = [code for code, scripts in TWO_SCRIPTS.items() if scripts == HAN_SCRIPTS]
+_OTHER_TWO_SCRIPTS = [code for code, scripts in TWO_SCRIPTS.items() if scripts != HAN_SCRIPTS]
+TO_SIMPLIFIED = "to_simplified"  # count key: documents converted from Traditional to Simplified Chinese
 
 # lid.176's labels (fastText's language identification model, CC BY-SA 3.0), in the model's order.
 LID176_LABELS = _words(
@@ -397,22 +418,66 @@ def label_scripts(code: str, scripts: tuple[str, ...] | None) -> tuple[str, ...]
 
 
 def expand_keep(codes: Sequence[str]) -> frozenset[str]:
-    """`keep` codes as output codes: three-letter codes mapped to two, macrolanguages expanded."""
+    """`keep` codes as output languages: three-letter codes mapped to two, macrolanguages expanded, scripts dropped
+    (`zh-Hant` -> zh; see `kept_scripts`)."""
     out: set[str] = set()
     for code in codes:
+        code = code.partition("-")[0]
         code = _ISO3_TO_1.get(code, code)
         out.update(KEEP_EXPANDS.get(code, (code,)))
     return frozenset(out)
 
 
-_CODE = re.compile(r"^[a-z]{2,3}$")
+def kept_scripts(codes: Sequence[str]) -> dict[str, frozenset[str] | None]:
+    """`keep` codes (normalised, `zh-Hant`) -> per output language the scripts kept (None: every script). Chinese
+    text in characters both scripts share (`Hani`) is kept under either."""
+    out: dict[str, frozenset[str] | None] = {}
+    for tag in codes:
+        _, _, script = tag.partition("-")
+        for code in expand_keep([tag]):
+            if not script or out.get(code, frozenset()) is None:
+                out[code] = None
+            else:
+                extra = {script, HAN_COMMON} if script in HAN_SCRIPTS else {script}
+                out[code] = (out.get(code) or frozenset()) | extra
+    return out
+
+
+def keep_codes(value: Sequence[str], stage: str) -> list[str]:
+    """A `keep` list normalised (`curation.lang.codes.language_tag`: `zh-CN` -> zh-Hans, `chi` -> zh), without
+    repeats; refused where it names a Chinese variety (`yue`) without `zh`, which would keep no Mandarin."""
+    tags = list(dict.fromkeys(str(language_tag(str(code))) for code in value))
+    alone = chinese_alone(tags)
+    if alone:
+        msg = f"{stage} `keep`: {alone}"
+        raise ValueError(msg)
+    return tags
+
+
+def judged_codes(value: Sequence[str], stage: str, known: frozenset[str] = frozenset()) -> list[str]:
+    """The document languages a later stage judges (`toxicity`'s `languages`), as `lang` holds them: read by
+    `curation.lang.codes` (zh-CN and chi are zh: a script or region is dropped, `lang` has none), macrolanguages
+    expanded (`no`: nb, nn). Refused where the bundled model labels no document so and `known` (the codes the
+    stage has data for) lacks it, since such an entry judges nothing, or where it names Chinese varieties without zh."""
+    codes = list(dict.fromkeys(c for raw in value for c in sorted(expand_keep([language_code(str(raw))]))))
+    alone = chinese_alone(codes)
+    if alone:
+        msg = f"{stage} `languages`: {alone}"
+        raise ValueError(msg)
+    never = [c for c in codes if c not in bundled_outputs(second_opinion=True) and c not in known]
+    if never:
+        msg = (f"{stage} `languages`: langid labels no document {never}, so they would judge nothing"
+               f"{''.join(did_you_mean(c) for c in never)}")
+        raise ValueError(msg)
+    return codes
 
 
 def check_keep(keep: Sequence[str] | None, outputs: frozenset[str], model: str) -> None:
     """A `keep` code the model can never output would silently drop everything: fail instead."""
     never = [code for code in keep or () if not expand_keep([code]) & outputs]
     if never:
-        msg = f"`keep` names languages that model {model} never outputs: {never}"
+        hints = "".join(did_you_mean(code) for code in never)
+        msg = f"`keep` names languages that model {model} never outputs: {never}{hints}"
         raise ValueError(msg)
 
 
@@ -425,6 +490,30 @@ def bundled_outputs(second_opinion: bool) -> frozenset[str]:
 
         codes |= {lang.iso_code_639_1.name.lower() for lang in Language.all()}
     return frozenset(codes)
+
+
+def two_scripts(lang: np.ndarray, dominant: np.ndarray, texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """`lang_script` per text: for a language of `TWO_SCRIPTS`, Chinese as `Hans`, `Hant` or `Hani`
+    (`curation.lang.han_script`: OpenCC's tables), the others as their dominant script where it is one of the
+    language's two; None for languages written in one script."""
+    out = np.full(len(lang), None, dtype=object)
+    han = np.flatnonzero(np.isin(lang, _HAN_LANGUAGES))
+    if len(han):
+        out[han] = han_scripts(pc.fill_null(texts, "").take(pa.array(han)).to_pylist())
+    for i in np.flatnonzero(np.isin(lang, _OTHER_TWO_SCRIPTS)).tolist():
+        if dominant[i] in TWO_SCRIPTS[lang[i]]:
+            out[i] = dominant[i]
+    return out
+
+
+def _labels(lang: np.ndarray, script: np.ndarray | None) -> np.ndarray:
+    """`lang` with its script where it has one (`zh-Hant`): the label `keep` and the counts name."""
+    labels = np.array(lang, dtype=object)
+    if script is None:
+        return labels
+    rows = np.flatnonzero(script != None)  # noqa: E711 -- elementwise over an object array
+    labels[rows] = [f"{c}-{s}" for c, s in zip(labels[rows], script[rows], strict=True)]
+    return labels
 
 
 @cache
@@ -441,16 +530,27 @@ class LangIdParams(DocumentFilter.Params):
     )
     keep: list[str] | None = Field(
         None,
-        description="Languages to keep, ISO 639-1 codes (three-letter codes for languages without one; `no` keeps "
-        "nb and nn, `sh` keeps bs, hr and sr; `unknown` keeps text in scripts the model has no language for). "
-        "null keeps every language (datatrove's LanguageFilter: `languages=None`).",
+        description="Languages to keep: ISO 639-1 codes (`zh`, `de`), ISO 639-2/3 codes (`chi`, `zho`, `cmn`, "
+        "`deu`) or BCP-47 tags (`zh-CN`, `zh_TW`, `pt-BR`), read as `curation.lang.codes` says (regions dropped, but "
+        "a Chinese region's script kept: zh-CN is zh-Hans). A script keeps that script only, for the languages "
+        "written in two (`zh-Hans`, `zh-Hant`, `sr-Latn`; see `lang_script`). `no` keeps nb and nn, `sh` keeps bs, "
+        "hr and sr; `unknown` keeps text in scripts the model has no language for; Chinese varieties (`yue`, `wuu`) "
+        "only with `zh` (Mandarin). null keeps every language (datatrove's LanguageFilter: `languages=None`).",
+    )
+    to_simplified: Literal["t2s", "tw2s", "tw2sp", "hk2s"] | None = Field(
+        None,
+        description="Convert Traditional Chinese documents (`lang_script: Hant`) to Simplified with OpenCC, by this "
+        "configuration: `t2s` (characters and phrases), `tw2s` / `hk2s` (Taiwan's / Hong Kong's character forms "
+        "too), `tw2sp` (and Taiwan's words: 軟體 -> 软件). Converted documents are labelled `Hans` (counted as "
+        "`to_simplified`) and kept by `keep: [zh-Hans]`. null: text unchanged.",
     )
     min_score: Score | Literal["auto"] | dict[str, Score] = Field(
         AUTO,
         description="Drop documents whose language score is below this (`low_lang_score`): a number for every "
         "language (FineWeb: 0.65 on lid.176, Penedo et al. 2024; CCNet used 0.5), `auto` for each language's own, "
-        "or a map of language code (or \"*\", every language not named) -> number, `auto` for the languages it "
-        "does not name. `auto`: FineWeb-2's threshold for the language (`language_score` in curation.lang.settings: "
+        "or a map of language code (read as `keep`'s, its script dropped: a threshold is per language; or \"*\", "
+        "every language not named) -> number, `auto` for the languages it does not name. `auto`: FineWeb-2's "
+        "threshold for the language (`language_score` in curation.lang.settings: "
         "its median GlotLID confidence less one standard deviation, within 0.3-0.9, Penedo et al. 2025), at most "
         f"{AUTO_CEILING} (FineWeb's, which English keeps). Why the ceiling: FineWeb-2's values are GlotLID "
         "confidences, and lid.176 with this stage's second opinion is less sure of languages it knows well "
@@ -492,14 +592,7 @@ class LangIdParams(DocumentFilter.Params):
     @field_validator("keep")
     @classmethod
     def _codes(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        codes = [str(v).strip().lower() for v in value]
-        bad = [c for c in codes if c != UNKNOWN and not _CODE.match(c)]
-        if bad:
-            msg = f"language codes are ISO 639-1 (two letters) or ISO 639-3 (three), or `unknown`; got {bad}"
-            raise ValueError(msg)
-        return codes
+        return None if value is None else keep_codes(value, "langid")
 
     @field_validator("min_score")
     @classmethod
@@ -508,16 +601,23 @@ class LangIdParams(DocumentFilter.Params):
             return value
         out: dict[str, float] = {}
         for key, score in value.items():
-            code = str(key).strip().lower()
-            if code != EVERY_LANGUAGE and not _CODE.match(code):
-                msg = f"min_score: language codes are ISO 639-1 (two letters), ISO 639-3 (three) or \"*\"; got {key!r}"
-                raise ValueError(msg)
-            out.update(dict.fromkeys(expand_keep([code]) if code != EVERY_LANGUAGE else [code], score))
+            code = str(key).strip()
+            codes = [code] if code == EVERY_LANGUAGE else expand_keep([language_code(code)])
+            out.update(dict.fromkeys(codes, score))
         return out
 
     @model_validator(mode="after")
     def _keep_is_possible(self) -> LangIdParams:
         """With the bundled model the recipe is checked before any work starts; other models in `setup`."""
+        if self.to_simplified and self.keep is not None:
+            han = {code: scripts for code, scripts in kept_scripts(self.keep).items() if code in _HAN_LANGUAGES}
+            if not han:
+                msg = f"`to_simplified` converts Chinese documents, and `keep` {self.keep} keeps none: add zh to `keep`"
+                raise ValueError(msg)
+            if all(scripts is not None and HANS not in scripts for scripts in han.values()):
+                msg = (f"`to_simplified` makes Traditional documents Simplified, and `keep` {self.keep} keeps "
+                       "Traditional only: keep zh-Hans (or zh)")
+                raise ValueError(msg)
         if self.model is None:
             check_keep(self.keep, bundled_outputs(self.second_opinion), "lid.176.ftz")
         return self
@@ -533,6 +633,7 @@ class _Opinion:
     fasttext_score: np.ndarray  # float32
     route: np.ndarray  # object: "unknown", "fasttext", "group", "unsure"
     script: np.ndarray  # object: dominant script
+    lang_script: np.ndarray | None = None  # object: `lang_script` (None where the language has one script)
 
 
 class LangId(DocumentFilter):
@@ -541,9 +642,13 @@ class LangId(DocumentFilter):
     Drop reasons, first match wins: `lang_unknown` (script without a language in the model, or no
     letters; detail: the script; such rows have `lang_score` 0 and are kept only with `min_score: 0` and
     no `keep`, or with `unknown` in `keep`), `lang_not_kept` (detail: language and score),
-    `low_lang_score` (detail: language and score). `lang` and `lang_score` are always added: later stages
-    (per-language quality thresholds as in FineWeb-2, mixtures) read them; `keep_scores` adds fastText's
-    own answer (`lang_fasttext`, `lang_fasttext_score`) to see what the second opinion changed.
+    `low_lang_score` (detail: language and score). `lang`, `lang_script` and `lang_score` are always added:
+    later stages (per-language quality thresholds as in FineWeb-2, mixtures) read them; `keep_scores` adds
+    fastText's own answer (`lang_fasttext`, `lang_fasttext_score`) to see what the second opinion changed.
+    `keep: [zh-Hans]` keeps one script; `to_simplified` converts Traditional Chinese documents (labelled `Hans`
+    afterwards) before `keep` judges them. Counts (stats.json): the documents per label with a script of the
+    two-script languages `keep` names (`zh-Hans`, `zh-Hant`, `zh-Hani`; zh's when `keep` is null, as labelled,
+    before conversion) and `to_simplified`, the documents converted.
 
     See the module docstring for how the label is decided. The models are loaded once per worker in
     `setup` (fastText ~1 MB at once; lingua's n-gram models lazily, up to ~0.5 GB when all 75 of its
@@ -552,7 +657,8 @@ class LangId(DocumentFilter):
 
     name = "langid"
     Params = LangIdParams
-    base_columns: ClassVar[dict[str, pa.DataType]] = {"lang": pa.string(), "lang_score": pa.float32()}
+    base_columns: ClassVar[dict[str, pa.DataType]] = {"lang": pa.string(), "lang_script": pa.string(),
+                                                      "lang_score": pa.float32()}
     score_columns: ClassVar[dict[str, pa.DataType]] = {"lang_fasttext": pa.string(),
                                                        "lang_fasttext_score": pa.float32()}
     paragraph_type: ClassVar[pa.DataType] = pa.list_(pa.struct([
@@ -593,7 +699,7 @@ class LangId(DocumentFilter):
             self._unranked = self._unranked_languages(normalized)
         self.outputs = frozenset(c for c, _ in normalized) | frozenset(self._lingua_codes) | {UNKNOWN}
         check_keep(self.params.keep, self.outputs, str(path))
-        self._keep = None if self.params.keep is None else expand_keep(self.params.keep)
+        self._keep = None if self.params.keep is None else kept_scripts(self.params.keep)
 
     def _setup_lingua(self) -> None:
         """Candidate sets and their lingua detectors: one per close-language group and one per script.
@@ -677,10 +783,17 @@ class LangId(DocumentFilter):
                 logs[code] += math.log(max(values.get(code, 0.0), _FLOOR))
         return _softmax(logs)
 
-    def identify(self, texts: pa.Array | pa.ChunkedArray | Sequence[str | None]) -> _Opinion:
-        """Label texts (see the module docstring). Needs `setup()` first."""
+    def identify(self, texts: pa.Array | pa.ChunkedArray | Sequence[str | None], *, scripts: bool = True
+                 ) -> _Opinion:
+        """Label texts (see the module docstring), with `lang_script` unless `scripts` is false. Needs `setup()`."""
         if not isinstance(texts, pa.Array | pa.ChunkedArray):
             texts = pa.array(texts, pa.string())
+        opinion = self._identify(texts)
+        if scripts:
+            opinion.lang_script = two_scripts(opinion.lang, opinion.script, texts)
+        return opinion
+
+    def _identify(self, texts: pa.Array | pa.ChunkedArray) -> _Opinion:
         head = pc.utf8_slice_codeunits(pc.fill_null(texts, ""), 0, FASTTEXT_MAX_CHARS)
         # The models learnt composed text: decomposed (NFD) Vietnamese reads as Tsonga, Korean jamo as Chinese.
         head = pc.utf8_normalize(head, "NFC")
@@ -821,7 +934,7 @@ class LangId(DocumentFilter):
                     spans.append((doc, start, end))
                     pieces.append(line)
                 start = end + 1
-        opinion = self.identify(pa.array(pieces, pa.string()))
+        opinion = self.identify(pa.array(pieces, pa.string()), scripts=False)
         out: list[list[dict[str, Any]]] = [[] for _ in range(len(texts))]
         for j, (doc, start, end) in enumerate(spans):
             out[doc].append({"start": start, "end": end, "lang": opinion.lang[j], "score": float(opinion.score[j])})
@@ -830,15 +943,33 @@ class LangId(DocumentFilter):
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         return self._scores(self.identify(prose_text(batch.column("text"))))
 
-    @staticmethod
-    def _scores(opinion: _Opinion) -> dict[str, np.ndarray]:
-        return {"lang": opinion.lang, "lang_score": opinion.score, "lang_fasttext": opinion.fasttext_lang,
-                "lang_fasttext_score": opinion.fasttext_score}
+    def _scores(self, opinion: _Opinion) -> dict[str, np.ndarray]:
+        scores = {"lang": opinion.lang, "lang_script": opinion.lang_script, "lang_score": opinion.score,
+                  "lang_fasttext": opinion.fasttext_lang, "lang_fasttext_score": opinion.fasttext_score}
+        labels = _labels(opinion.lang, opinion.lang_script)
+        for key in self.count_keys:
+            if key != TO_SIMPLIFIED:
+                scores[f"_{key}"] = (labels == key).astype(np.int64)
+        return scores
+
+    @property
+    def count_keys(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Documents per label with a script (`zh-Hans`...), of the two-script languages `keep` names (null: zh),
+        and the documents `to_simplified` converted."""
+        named = ["zh"] if self.params.keep is None else expand_keep(self.params.keep)
+        labels = [f"{code}-{script}" for code in sorted(named) if code in TWO_SCRIPTS
+                  for script in (*TWO_SCRIPTS[code], *((HAN_COMMON,) if TWO_SCRIPTS[code] == HAN_SCRIPTS else ()))]
+        return (*labels, *((TO_SIMPLIFIED,) if self.params.to_simplified else ()))
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         lang, score = scores["lang"], scores["lang_score"]
         unknown = lang == UNKNOWN
         not_kept = np.zeros(len(lang), dtype=bool) if self._keep is None else ~np.isin(lang, list(self._keep))
+        script = scores.get("lang_script")
+        for code, scripts in (self._keep or {}).items():
+            if scripts is not None and script is not None:
+                rows = np.flatnonzero(lang == code)
+                not_kept[rows] |= np.array([s not in scripts for s in script[rows]], dtype=bool)
         low = score < self.min_scores(lang)
         if self._keep is not None and UNKNOWN in self._keep:
             low &= ~unknown  # kept on purpose: an unknown label has no score to compare
@@ -861,7 +992,8 @@ class LangId(DocumentFilter):
         return np.array([threshold(c) for c in codes.tolist()], np.float32)[index]
 
     def process(self, batch: pa.Table) -> Processed:
-        """`score` then `keep`, each drop with its detail (the script, or the language and its score). The text
+        """`score`, `to_simplified`, then `keep`, each drop with its detail (the script, or the label and score).
+        A dropped document keeps its own text (`judged`), so its label stays the one it was judged by. The text
         read is its prose: an article's code blocks and tables are in no language (`curation.text.layout`)."""
         opinion = self.identify(prose_text(batch.column("text")))
         scores = self._scores(opinion)
@@ -869,12 +1001,17 @@ class LangId(DocumentFilter):
         if self.params.per_paragraph:
             scores["_paragraphs"] = paragraphs = self.paragraphs(batch.column("text"))
             mixed = self._label_mixed(scores, paragraphs.to_pylist())
+        text = self._to_simplified(batch, scores) if self.params.to_simplified else None
         mask, reasons = self.keep(scores)
+        if text is not None:
+            scores["lang_script"] = np.where(mask, scores["lang_script"], opinion.lang_script)
+            scores[f"_{TO_SIMPLIFIED}"] &= mask
+        labels = _labels(scores["lang"], scores["lang_script"])
         details = np.full(len(mask), None, dtype=object)
         for i, languages in mixed.items():
             if self.params.mixed_documents == "drop":
                 mask[i], reasons[i] = False, "lang_mixed"
-            elif mask[i] and self._keep is not None and not set(languages) <= self._keep:
+            elif mask[i] and self._keep is not None and not set(languages) <= set(self._keep):
                 mask[i], reasons[i] = False, "lang_not_kept"
             if not mask[i]:
                 details[i] = "mixed " + "+".join(languages)
@@ -884,8 +1021,22 @@ class LangId(DocumentFilter):
             if reasons[i] == "lang_unknown":
                 details[i] = f"script {opinion.script[i]}" if opinion.script[i] else "no letters"
             else:
-                details[i] = f"{opinion.lang[i]} {opinion.score[i]:.2f}"
-        return self.judged(batch, scores, mask, reasons, details=pa.array(details, type=pa.string()))
+                details[i] = f"{labels[i]} {opinion.score[i]:.2f}"
+        return self.judged(batch, scores, mask, reasons, text=text, details=pa.array(details, type=pa.string()))
+
+    def _to_simplified(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> pa.Array | None:
+        """The batch's text with its Traditional Chinese documents in Simplified, which are then labelled `Hans`
+        (`_to_simplified`: the rows converted); None where the batch has none."""
+        script = scores["lang_script"]
+        converted = script == HANT
+        scores[f"_{TO_SIMPLIFIED}"] = converted.astype(np.int64)
+        if not converted.any():
+            return None
+        rows = np.flatnonzero(converted)
+        texts = np.array(pc.fill_null(batch.column("text"), "").to_pylist(), dtype=object)
+        texts[rows] = to_simplified(texts[rows].tolist(), self.params.to_simplified)
+        scores["lang_script"] = np.where(converted, HANS, script)
+        return pa.array(texts, pa.string())
 
     @staticmethod
     def _label_mixed(scores: dict[str, np.ndarray], spans_of: list[list[dict[str, Any]]]) -> dict[int, list[str]]:

@@ -17,10 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
+from curation.lang.codes import did_you_mean, language_code
 from curation.lang.scripts import script_of_text
 from curation.lang.settings import LanguageSettings, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, Processed, StageParams
+from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, expand_keep
 from curation.stages.parts import document_totals, fold, language_parts
 from curation.text.columns import as_array, re2_class
 from curation.text.layout import bare_words, prose_text
@@ -48,10 +50,11 @@ class LanguageParams(DocumentFilter.Params):
 
     languages: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="Per-language overrides of the shipped settings: language code (lid.176's, or \"*\" for "
-        "every language but English) -> {setting: value}, settings named as in `curation.lang.settings."
-        "LanguageSettings` (e.g. `stop_words`, `min_avg_word_length`, `dup_n_grams`). English is judged by "
-        "the stage's own params, not by this map.")
+        description="Per-language overrides of the shipped settings: language code (any spelling "
+        "`curation.lang.codes` reads, as lid.176 labels it: `chi`, `cmn`, `zh-TW` are zh, whose two scripts share "
+        "the settings; or \"*\" for every language but English) -> {setting: value}, settings named as in "
+        "`curation.lang.settings.LanguageSettings` (e.g. `stop_words`, `min_avg_word_length`, `dup_n_grams`). "
+        "English is judged by the stage's own params, not by this map.")
 
     prose_only: bool = Field(
         True,
@@ -63,16 +66,28 @@ class LanguageParams(DocumentFilter.Params):
     @classmethod
     def _known_settings(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         known = overridable()
-        for code, changes in value.items():
-            if _is_english(code):
-                msg = f"languages.{code}: English is judged by the stage's own params; set them instead"
+        out: dict[str, dict[str, Any]] = {}
+        for key, changes in value.items():
+            codes = [key] if key == EVERY_LANGUAGE else expand_keep([language_code(key)])  # cmn_Hani -> zh
+            if any(_is_english(code) for code in codes):
+                msg = f"languages.{key}: English is judged by the stage's own params; set them instead"
                 raise ValueError(msg)
             unknown = sorted(set(changes) - known)
             if unknown:
-                msg = f"languages.{code}: unknown setting(s) {unknown}; known: {sorted(known)}"
+                msg = f"languages.{key}: unknown setting(s) {unknown}; known: {sorted(known)}"
                 raise ValueError(msg)
-            settings_for(None if code == "*" else code, overrides={"languages": {code: changes}})
-        return value
+            for code in codes:
+                if code in out:
+                    msg = f"languages.{key}: names {code}, as another key of this map does; give its settings once"
+                    raise ValueError(msg)
+                _, fallback = settings_for(None if code == EVERY_LANGUAGE else code,
+                                           overrides={"languages": {code: changes}})
+                if code != EVERY_LANGUAGE and fallback and code not in bundled_outputs(second_opinion=True):
+                    msg = (f"languages.{key}: langid labels no document {code} and no settings are shipped for it, "
+                           f"so these would judge nothing{did_you_mean(code)}")
+                    raise ValueError(msg)
+                out[code] = changes
+        return out
 
 
 def _is_english(code: str) -> bool:

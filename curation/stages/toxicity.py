@@ -38,6 +38,7 @@ from pydantic import Field, field_validator
 from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
 from curation.stages.base import DocumentFilter, Resources
+from curation.stages.langid import judged_codes
 from curation.text.columns import as_array, segment_sum
 
 # A word is a run of letters, combining marks, digits or underscore; everything else separates words.
@@ -138,7 +139,10 @@ class FlaggedWordsParams(DocumentFilter.Params):
     @field_validator("languages")
     @classmethod
     def _codes(cls, value: list[str] | str | None) -> list[str] | str | None:
-        return [code.strip().lower() for code in value] if isinstance(value, list) else value
+        """Codes read as `langid` writes them (`curation.lang.codes`: zh-CN and chi are zh, judged by its list;
+        `no` is nb and nn); refused where no document could be labelled so and no list covers it, or where Chinese
+        varieties (`yue`) are named without `zh` (Mandarin)."""
+        return judged_codes(value, "toxicity", frozenset(covered_languages())) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)

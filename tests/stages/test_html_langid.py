@@ -118,19 +118,19 @@ def test_scores_are_kept_on_request_and_the_model_is_not_pickled(testdata):
 def test_recipe_errors_name_the_key():
     with pytest.raises(ValidationError, match="keep"):
         HtmlLangId()
-    with pytest.raises(ValueError, match=r"never outputs: \['xx'\]"):
-        HtmlLangId(keep=["xx"])
+    with pytest.raises(ValueError, match=r"never outputs: \['ab'\]"):
+        HtmlLangId(keep=["ab"])
     recipe = parse_recipe("""
 name: gate
 sources: [{name: web, format: warc, paths: ["x.warc.gz"]}]
 stages: [{html_langid: {keep: [en, DE], below: 0.1}}, {extract: {}}]
 """, check_paths=False)
     assert recipe.stage_specs()[0][2].keep == ["en", "de"]
-    with pytest.raises(RecipeError, match=r"<recipe>:4:\d+: stages\[0\]\.html_langid: .*never outputs: \['xx'\]"):
+    with pytest.raises(RecipeError, match=r"<recipe>:4:\d+: stages\[0\]\.html_langid: .*never outputs: \['ab'\]"):
         parse_recipe("""
 name: gate
 sources: [{name: web, format: warc, paths: ["x.warc.gz"]}]
-stages: [{html_langid: {keep: [en, xx]}}]
+stages: [{html_langid: {keep: [en, ab]}}]
 """, check_paths=False)
     expected = r"<recipe>:4:\d+: stages\[0\]\.html_langid\.below: Input should be less than 1"
     with pytest.raises(RecipeError, match=expected):

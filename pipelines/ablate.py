@@ -59,10 +59,11 @@ from curation.ablate.mixture_search import (
 )
 from curation.ablate.overlap import eval_index, flagged_documents, overlapping_items
 from curation.ablate.restore import Restore
-from curation.ablate.spec import Ablation, Training
+from curation.ablate.spec import Ablation
 from curation.ablate.stats import Row, table
 from curation.ablate.tokenizer import train_union_tokenizer
 from curation.ablate.training import RunSpec, train_run
+from curation.ablate.training_config import Training
 from curation.ablate.variants import variant_recipe
 from curation.job import EventLog, document_files
 from curation.mixture import MixtureParams

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import yaml
@@ -42,12 +42,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curation.ablate.evalsets import NAME
 from curation.ablate.results import PROXY_PREFIX
+from curation.ablate.training_config import Training
 from curation.recipe import Recipe, parse_recipe
 from curation.train.config import ModelSection
 from curation.train.optim import OptimConfig
-
-if TYPE_CHECKING:
-    from curation.ablate.spec import Training
 
 PROPOSED, NATURAL, UNIFORM = "mixture-proposed", "mixture-natural", "mixture-uniform"
 VERIFIED = (PROPOSED, NATURAL, UNIFORM)

@@ -326,27 +326,36 @@ def web_documents(extracted: dict[str, str], root: Path | None = None) -> tuple[
     return docs + sentence_documents(root), left_out
 
 
-def crawled_pages(root: Path | None = None) -> tuple[list[tuple[str, bytes, str]], list[str]]:
-    """(url, html, why dirty) of the Chinese pages of the Common Crawl sample, and the urls not labelled."""
+def warc_pages(path: Path) -> list[tuple[str, bytes]]:
+    """(url, body) of the HTML responses of a WARC file."""
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
+    found = []
+    with path.open("rb") as stream:
+        for record in ArchiveIterator(stream, record_types=WarcRecordType.response, parse_http=True):
+            kind = record.http_headers.get("Content-Type") if record.http_headers else None
+            if kind is None or "html" in kind.lower():
+                found.append((record.headers.get("WARC-Target-URI"), record.reader.read()))
+    return found
+
+
+def crawled_pages(root: Path | None = None) -> tuple[list[tuple[str, bytes, str]], list[str]]:
+    """(url, html, why dirty) of the Chinese pages of the Common Crawl sample, and the urls not labelled."""
     path = (root or data_root()).joinpath(*CRAWL)
     if not path.is_file():
         return [], []
-    found, unlabelled = [], []
-    with path.open("rb") as stream:
-        for record in ArchiveIterator(stream, record_types=WarcRecordType.response, parse_http=True):
-            url, body = record.headers.get("WARC-Target-URI"), record.reader.read()
-            if not _make_pages().is_chinese(body):
-                continue
-            if url in CRAWL_DIRTY:
-                found.append((url, body, CRAWL_DIRTY[url]))
-            else:
-                unlabelled.append(url)
-    return found, unlabelled
+    chinese = [(url, body) for url, body in warc_pages(path) if _make_pages().is_chinese(body)]
+    return ([(url, body, CRAWL_DIRTY[url]) for url, body in chinese if url in CRAWL_DIRTY],
+            [url for url, _ in chinese if url not in CRAWL_DIRTY])
 
 
 # -- English pages ----------------------------------------------------------------------------------
+
+
+def recipe_english_pages(root: Path | None = None) -> list[tuple[str, bytes]]:
+    """(url, html) of the English source of `recipes/web-zh-en.yaml` as shipped: dolma's wget captures."""
+    folder = (root or data_root()) / "warc" / "dolma"
+    return [page for path in sorted(folder.glob("sample-000*.warc.gz")) for page in warc_pages(path)]
 
 
 def english_pages(root: Path | None = None) -> list[tuple[str, bytes]]:

@@ -121,6 +121,22 @@ def test_mixed_documents_alternate_languages_with_gold_labels():
         assert doc.text.splitlines() == [p for _, p in doc.paragraphs]
 
 
+def test_chinese_web_documents_from_the_test_data(testdata):
+    """At least ten clean and ten dirty Chinese documents; no dirty one repeats a line of its page's main text;
+    every Chinese page of the crawl sample carries a hand label."""
+    data = bench_data()
+    docs, _ = data.web_documents({}, testdata)  # the pages with an expected main text (no extraction here)
+    clean = [d for d in docs if d.label == "clean"]
+    dirty = [d for d in docs if d.label == "dirty"]
+    crawled, unlabelled = data.crawled_pages(testdata)
+    assert len(clean) >= 10 and len(dirty) + len(crawled) >= 10 and unlabelled == []
+    main = {d.origin: set(d.text.splitlines()) for d in clean}
+    for doc in dirty:
+        assert data.han_count(doc.text) >= data.MIN_DIRTY_HAN
+        assert not set(doc.text.splitlines()) & main.get(doc.origin, set()), doc.id
+    assert all(data.written_in(d.text) == "zh" for d in clean), [d.id for d in clean if data.written_in(d.text) != "zh"]
+
+
 def _drops(recipe: str, lang: str) -> list[str]:
     """The articles of `lang` that `recipe`'s document stages drop, as a job runs them (`build_stages`,
     `run_stage`), with stage, reason and detail."""

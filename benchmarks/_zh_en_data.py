@@ -1,14 +1,16 @@
 """The documents of `zh_en_documents.py`: technical articles, labelled Chinese web text, mixed zh/en documents.
 
-- Articles: the Markdown fixtures in `tests/fixtures/zh_en/` (six Chinese Colossal-AI documentation pages and
-  their six English originals, Apache-2.0; the fixtures' README names each source), whole, split at their
+- Articles: the Markdown fixtures in `tests/fixtures/zh_en/` (eight Chinese Colossal-AI documentation pages and
+  their eight English originals, Apache-2.0; the fixtures' README names each source), whole, split at their
   `## ` sections, and rendered to an HTML page (markdown-it) for the extract stage's plain-text web path.
 - Chinese web text from the real pages of the test data (`$CURATION_TESTDATA`, else `../shared/data`; the
   Chinese pages are those `recipes/sample/make_pages.py` picks). Clean: each page's main content - the expected
   article of the readability and newspaper pages, the `extract` stage's text of trafilatura's pages - and
   the Leipzig news sentences of `langid/sentences/zh.txt` in documents of twelve. Dirty: each page's
   link-heavy blocks (menus, link-title lists, sidebars, footers), lines of the main content taken out, cut
-  into documents of `DIRTY_LINES` lines.
+  into documents of `DIRTY_LINES` lines; and the Chinese pages of the Common Crawl sample (whole pages, every
+  one a spam or listing page, labelled by hand in `CRAWL_DIRTY`).
+- English pages: readability's test pages declared English, and web-zh-en's own English source (dolma's WARC).
 - Mixed documents: prose paragraphs of a Chinese article and of its English original, alternating, each
   paragraph's language recorded (the gold of per-paragraph labels).
 """
@@ -60,7 +62,8 @@ CRAWL_DIRTY = {
 NOT_PROSE = {"chineselyrics4u.com": "song lyrics with pinyin, not prose"}  # pages left out of the clean set
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _FENCE = re.compile(r"^\s*```")
-_NOT_PROSE_LINE = re.compile(r"^\s*(#|[-*+] |\d+[.)] |\||>|<|\*\*[^*]+\*\*\s*$|!\[)")
+# headings, list items, tables, quotes, markup, bold labels, images, the byline (names, no prose)
+_NOT_PROSE_LINE = re.compile(r"^\s*(#|[-*+] |\d+[.)] |\||>|<|\*\*[^*]+\*\*\s*$|!\[|(作者|Authors?)\s*[:：])")
 
 
 @dataclass

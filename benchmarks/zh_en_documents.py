@@ -5,8 +5,8 @@ The recipe's document stages are built as a job builds them (`curation.recipe.pa
 text input goes by `html_langid` and `extract` (they judge pages only), pages go through them. Corpus stages
 (dedup) need a corpus and are not run. The documents (`_zh_en_data.py` says how each set is built):
 
-1. Technical articles (`tests/fixtures/zh_en/`: six Chinese Colossal-AI documentation pages on training large
-   models and their six English originals, with code, lists and tables): each kept whole, as Markdown text
+1. Technical articles (`tests/fixtures/zh_en/`: eight Chinese Colossal-AI documentation pages on training large
+   models and their eight English originals, with code, lists and tables): each kept whole, as Markdown text
    and as a web page (its Markdown rendered to HTML, through `extract`), and each of its `## ` sections kept
    as a document of its own. Target: all. The English ones through `recipes/web-en.yaml` too.
 2. Labelled Chinese web documents from the real Chinese pages of the test data (`$CURATION_TESTDATA`, else
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -135,15 +136,24 @@ class Chain:
                 if not named:
                     continue
                 found = [f"{key}={_number(values[key][k])}" for key in named]
+                gram = _NGRAM_REASON.match(reason or "")
+                bounds = values.get(f"_{gram.group(1)}_bounds") if gram else None  # gopher_repetition's, per n
+                if bounds is not None and int(gram.group(2)) in bounds:
+                    found.append(f"bound={_number(bounds[int(gram.group(2))][k])}")
+                    named.append("_")
                 if not any(key.startswith("_") for key in named):  # no bound per document: the stage's own
-                    found += [f"{key}={_number(params[key])}" for key in _named_by(reason, params)]
+                    found += [f"{key}={_number(params[key])}" for key in _named_by(reason, params)
+                              if _tokens(reason) <= _tokens(key)]
                 out[doc] = ", ".join(found)
         return out
 
 
+_NGRAM_REASON = re.compile(r"^(top|dup)_(\d+)gram$")
+
+
 def _tokens(name: str) -> set[str]:
-    return set(name.strip("_").split("_")) - {"too", "few", "many", "low", "high", "min", "max", "gopher", "c4",
-                                               "fineweb"}
+    return set(name.strip("_").split("_")) - {"too", "few", "many", "low", "long", "high", "min", "max", "gopher",
+                                               "c4", "fineweb"}
 
 
 def _named_by(reason: str | None, values: dict[str, Any]) -> list[str]:

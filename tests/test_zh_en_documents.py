@@ -18,11 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "zh_en"
 RECIPES = ROOT / "recipes"
 NAMES = ("distributed_training", "paradigms_of_parallelism", "zero_with_chunk", "mixed_precision",
-         "pipeline_parallel", "train_gpt_hybrid")
-# what the README says each article holds, beyond prose: code snippets, lists, tables
+         "pipeline_parallel", "train_gpt_hybrid", "booster_plugins", "nvme_offload")
+# what the README says each article holds, beyond prose: code snippets, lists, tables, curly brackets in code
 HOLDS = {"distributed_training": {"lists", "tables"}, "paradigms_of_parallelism": {"lists"},
          "zero_with_chunk": {"code", "lists"}, "mixed_precision": {"code", "lists", "tables"},
-         "pipeline_parallel": {"code", "lists"}, "train_gpt_hybrid": {"code", "lists"}}
+         "pipeline_parallel": {"code", "lists"}, "train_gpt_hybrid": {"code", "lists"},
+         "booster_plugins": {"lists"}, "nvme_offload": {"code", "braces"}}
 HAN = re.compile(r"[\u3400-\u9fff]")
 FENCE = re.compile(r"^```", re.M)
 
@@ -50,6 +51,8 @@ def holds(body: str) -> set[str]:
         found.add("lists")
     if re.search(r"^\|.*\|\n\|[\s:|-]+\|$", outside, re.M):
         found.add("tables")
+    if "{" in "".join(FENCE.split(body)[1::2]):  # curly brackets in code (C4 drops any document with one)
+        found.add("braces")
     return found
 
 

@@ -350,8 +350,11 @@ def compare(baseline: Path) -> None:
     before = json.loads(baseline.read_text(encoding="utf-8"))
     print(f"\nBeside the baseline {baseline}:")
     for key, value in FIGURES.items():
-        if before.get(key):
-            print(f"  {key:<44} {value:.3f} vs {before[key]:.3f}: ratio {value / before[key]:.2f}")
+        if key not in before:
+            print(f"  {key:<44} {value:.3f}, not in the baseline")
+            continue
+        ratio = f"ratio {value / before[key]:.2f}" if before[key] else "changed" if value else "unchanged"
+        print(f"  {key:<44} {value:.3f} vs {before[key]:.3f}: {ratio}")
 
 
 def main() -> int:

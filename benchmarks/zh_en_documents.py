@@ -5,10 +5,10 @@ The recipe's document stages are built as a job builds them (`curation.recipe.pa
 text input goes by `html_langid` and `extract` (they judge pages only), pages go through them. Corpus stages
 (dedup) need a corpus and are not run. The documents (`_zh_en_data.py` says how each set is built):
 
-1. Technical articles (`tests/fixtures/zh_en/`: eight Chinese Colossal-AI documentation pages on training large
-   models and their eight English originals, with code, lists and tables): each kept whole, as Markdown text
-   and as a web page (its Markdown rendered to HTML, through `extract`), and each of its `## ` sections kept
-   as a document of its own. Target: all. The English ones through `recipes/web-en.yaml` too.
+1. Technical articles (`tests/fixtures/zh_en/`: ten Chinese documentation pages on training large models, from
+   Colossal-AI and the Hugging Face course, and their ten English originals, with code, lists and tables):
+   each kept whole, as Markdown text and as a web page (its Markdown rendered to HTML, through `extract`),
+   and each of its `## ` sections kept as a document of its own. Target: all. The English ones through `recipes/web-en.yaml` too.
 2. Labelled Chinese web documents from the real Chinese pages of the test data (`$CURATION_TESTDATA`, else
    `../shared/data`): clean (main content; Leipzig news sentences) kept >= 80%, dirty (the pages' menus,
    link-title lists, sidebars, footers) dropped >= 70%.
@@ -201,7 +201,7 @@ def reasons(verdicts: list[Verdict]) -> str:
 
 
 def technical_articles(chains: dict[str, Chain]) -> None:
-    print("\n1. Technical articles (tests/fixtures/zh_en: Colossal-AI docs, code, lists, tables)")
+    print("\n1. Technical articles (tests/fixtures/zh_en: Colossal-AI docs, Hugging Face course; code, lists, tables)")
     arts = data.articles()
     for chain_name, langs in ((ZH_EN, data.LANGS), (EN, ("en",))):
         chain = chains[chain_name]

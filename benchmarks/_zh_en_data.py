@@ -1,8 +1,9 @@
 """The documents of `zh_en_documents.py`: technical articles, labelled Chinese web text, mixed zh/en documents.
 
 - Articles: the Markdown fixtures in `tests/fixtures/zh_en/` (ten Chinese documentation pages of Colossal-AI and
-  the Hugging Face course, and their ten English originals, Apache-2.0; the fixtures' README names each source), whole, split at their
-  `## ` sections, and rendered to an HTML page (markdown-it) for the extract stage's plain-text web path.
+  the Hugging Face course, and their ten English originals, Apache-2.0; the fixtures' README names each
+  source), whole, split at their `## ` sections, and rendered to an HTML page (markdown-it) for the extract
+  stage's plain-text web path.
 - Chinese web text from the real pages of the test data (`$CURATION_TESTDATA`, else `../shared/data`; the
   Chinese pages are those `recipes/sample/make_pages.py` picks). Clean: each page's main content - the expected
   article of the readability and newspaper pages, the `extract` stage's text of trafilatura's pages - and

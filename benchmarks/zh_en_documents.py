@@ -8,7 +8,8 @@ text input goes by `html_langid` and `extract` (they judge pages only), pages go
 1. Technical articles (`tests/fixtures/zh_en/`: ten Chinese documentation pages on training large models, from
    Colossal-AI and the Hugging Face course, and their ten English originals, with code, lists and tables):
    each kept whole, as Markdown text and as a web page (its Markdown rendered to HTML, through `extract`),
-   and each of its `## ` sections kept as a document of its own. Target: all. The English ones through `recipes/web-en.yaml` too.
+   and each of its `## ` sections kept as a document of its own. Target: all. The English ones through
+   `recipes/web-en.yaml` too.
 2. Labelled Chinese web documents from the real Chinese pages of the test data (`$CURATION_TESTDATA`, else
    `../shared/data`): clean (main content; Leipzig news sentences) kept >= 80%, dirty (the pages' menus,
    link-title lists, sidebars, footers) dropped >= 70%.

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "zh_en"
 RECIPES = ROOT / "recipes"
 NAMES = ("distributed_training", "paradigms_of_parallelism", "zero_with_chunk", "mixed_precision",
-         "pipeline_parallel", "train_gpt_hybrid", "booster_plugins", "nvme_offload", "train_new_tokenizer", "bpe_tokenization")
+         "pipeline_parallel", "train_gpt_hybrid", "booster_plugins", "nvme_offload", "train_new_tokenizer",
+         "bpe_tokenization")
 # what the README says each article holds, beyond prose: code snippets, lists, tables, curly brackets in code
 HOLDS = {"distributed_training": {"lists", "tables"}, "paradigms_of_parallelism": {"lists"},
          "zero_with_chunk": {"code", "lists"}, "mixed_precision": {"code", "lists", "tables"},

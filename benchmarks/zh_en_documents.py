@@ -57,6 +57,7 @@ from curation.stages.build import build_stages, set_up
 ZH_EN, EN = "web-zh-en", "web-en"
 PARAGRAPH_COLUMN = "lang_paragraphs"  # where langid writes each paragraph's label ({start, end, lang, score})
 PAGE_ONLY = {"html_langid", "extract"}  # stage kinds that judge pages only: text goes by them
+LEFT_TARGET = 0.95  # of a kept article's text: ours (the issue asks for articles "kept whole")
 TIMEOUT = "timeout"  # extract's reason for a page over its time limit
 CLEAN_TARGET, DIRTY_TARGET, MIXED_TARGET, WHOLE_TARGET = 0.80, 0.70, 0.80, 1.0
 
@@ -187,6 +188,43 @@ def share(label: str, key: str, hits: int, total: int, target: float | None = No
     return value
 
 
+def retained(key: str, texts: list[str], verdicts: list[Verdict]) -> None:
+    """How much of the kept documents' text the stages left (C4 and others cut lines): non-space characters
+    left, beside `LEFT_TARGET`, and the lines cut, by kind (code, table, heading, list, other)."""
+    pairs = [(text, v) for text, v in zip(texts, verdicts, strict=True) if v.kept]
+    if not pairs:
+        return
+    given = sum(_solid(t) for t, _ in pairs)
+    left = sum(_solid(v.row.get("text") or "") for _, v in pairs)
+    FIGURES[key] = left / given
+    cut: Counter[str] = Counter()
+    for text, v in pairs:
+        kept_lines = {line.strip() for line in (v.row.get("text") or "").splitlines()}
+        for fenced, line in data.outside_code(text):
+            if line.strip() and line.strip() not in kept_lines:
+                cut[_line_kind(fenced, line)] += 1
+    print(f"      text left in the {len(pairs)} kept (non-space characters): {left}/{given} = {left / given:.3f}"
+          f"   target >= {LEFT_TARGET:.2f}: ratio {left / given / LEFT_TARGET:.2f}"
+          + ("  MISSED" if left / given < LEFT_TARGET else ""))
+    if cut:
+        print(f"      lines cut: {', '.join(f'{kind} x{n}' for kind, n in cut.most_common())}")
+
+
+def _solid(text: str) -> int:
+    return len(re.sub(r"\s", "", text))
+
+
+def _line_kind(fenced: bool, line: str) -> str:
+    if fenced:
+        return "code"
+    stripped = line.lstrip()
+    if stripped.startswith("|"):
+        return "table"
+    if stripped.startswith("#"):
+        return "heading"
+    return "list" if re.match(r"([-*+]|\d+[.)]) ", stripped) else "other"
+
+
 def drops(verdicts: list[Verdict], indent: str = "      ") -> None:
     for v in verdicts:
         if not v.kept:
@@ -214,6 +252,7 @@ def technical_articles(chains: dict[str, Chain]) -> None:
             share(f"{lang} articles kept whole (Markdown text)", f"{chain_name}/{lang}/articles_whole",
                   sum(v.kept for v in whole), len(whole), WHOLE_TARGET)
             drops(whole)
+            retained(f"{chain_name}/{lang}/articles_chars", [a.text for a in mine], whole)
             as_pages = chain.judge(pages=[data.page_html(a) for a in mine], source=lang, ids=ids)
             share(f"{lang} articles kept whole (HTML page, through extract)", f"{chain_name}/{lang}/pages_whole",
                   sum(v.kept for v in as_pages), len(as_pages), WHOLE_TARGET)
@@ -227,6 +266,8 @@ def technical_articles(chains: dict[str, Chain]) -> None:
                   sum(v.kept for v in counted), len(counted), WHOLE_TARGET)
             print(f"      drops by reason: {reasons(counted)}")
             drops(counted)
+            long_parts = [s for s in parts if s.long_enough]
+            retained(f"{chain_name}/{lang}/sections_chars", [s.text for s in long_parts], counted)
             print(f"      not counted, under {data.MIN_SECTION[lang]} {'Han characters' if lang == 'zh' else 'words'}: "
                   f"{len(short)} sections, {sum(v.kept for v in short)} kept; drops: {reasons(short)}")
 
@@ -306,6 +347,14 @@ def mixed(chains: dict[str, Chain], paragraphs: Chain) -> None:
     print(f"      document labels: {dict(Counter(v.row.get('lang') for v in verdicts))}; "
           f"drops by reason: {reasons(verdicts)}")
     drops(verdicts)
+    retained("mixed/chars", texts, verdicts)
+    cut = Counter(f"{gold} (document labelled {v.row.get('lang')})" for v, doc in zip(verdicts, docs, strict=True)
+                  if v.kept for gold, paragraph in doc.paragraphs
+                  if paragraph.strip() not in {line.strip() for line in v.row["text"].splitlines()})
+    FIGURES["mixed/paragraphs_cut"] = sum(cut.values())
+    if cut:
+        print(f"      paragraphs cut from kept documents, by language: "
+              f"{', '.join(f'{k} x{n}' for k, n in cut.most_common())}")
     if any(v.row.get(PARAGRAPH_COLUMN) for v in verdicts):
         judged, how = verdicts, "the recipe's own"
     else:

@@ -143,6 +143,17 @@ def test_chinese_web_documents_from_the_test_data(testdata):
     assert all(data.written_in(d.text) == "zh" for d in clean), [d.id for d in clean if data.written_in(d.text) != "zh"]
 
 
+def test_benchmark_verdicts_come_back_in_input_order():
+    """run_stage puts the rows a stage does not judge after the others: each verdict must still be its own."""
+    bench = benchmark()
+    chain = bench.Chain(bench.recipe("web-zh-en"))
+    article = text("zh", "distributed_training")
+    verdicts = chain.judge(["短。", article, "短。"], source="zh", ids=["a", "b", "c"])
+    assert [v.id for v in verdicts] == ["a", "b", "c"]
+    assert [v.kept for v in verdicts] == [False, True, False]
+    assert "分布式系统由多个软件组件组成" in verdicts[1].row["text"] and verdicts[0].reason
+
+
 def _drops(recipe: str, lang: str) -> list[str]:
     """The articles of `lang` that `recipe`'s document stages drop, as a job runs them (`build_stages`,
     `run_stage`), with stage, reason and detail."""

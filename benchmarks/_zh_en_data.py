@@ -261,6 +261,13 @@ def expected_main_text(url: str, root: Path | None = None) -> str | None:
     return None
 
 
+def evaldata_snippets(url: str, root: Path | None = None) -> tuple[list[str], list[str]]:
+    """trafilatura's evaldata for a page: snippets its main text must hold, and boilerplate it must not."""
+    path = (root or data_root()) / "html" / "trafilatura" / "evaldata.json"
+    entry = json.loads(path.read_text(encoding="utf-8")).get(url, {}) if path.is_file() else {}
+    return entry.get("with", []), entry.get("without", [])
+
+
 def _squeezed(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 

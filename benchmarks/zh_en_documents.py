@@ -282,6 +282,14 @@ def chinese_web(chain: Chain, root: Path) -> None:
     extracted = chain.judge(pages=[html for _, html in pages], source="zh", ids=urls, only={"extract"})
     texts = {v.id: v.row["text"] for v in extracted if v.kept and v.row.get("text")}
     docs, left_out = data.web_documents(texts, root)
+    found, absent, wanted, unwanted = 0, 0, 0, 0  # is an extracted main text the main content?
+    for url, text in texts.items():
+        with_, without = data.evaldata_snippets(url, root)
+        found, wanted = found + sum(s in text for s in with_), wanted + len(with_)
+        absent, unwanted = absent + sum(s not in text for s in without), unwanted + len(without)
+    if wanted or unwanted:
+        print(f"  extracted main texts against trafilatura's evaldata: {found}/{wanted} snippets in, "
+              f"{absent}/{unwanted} boilerplate snippets out")
     for note in left_out:
         print(f"  left out: {note}")
     clean = [d for d in docs if d.label == "clean"]
@@ -292,21 +300,21 @@ def chinese_web(chain: Chain, root: Path) -> None:
           "below")
     verdicts = {v.id: v for v in chain.judge([d.text for d in docs], source="zh", ids=[d.id for d in docs])}
     share("clean: pages' main content", "zh_web/clean_pages_kept",
-          sum(verdicts[d.id].kept for d in page_clean), len(page_clean))
+          sum(verdicts[d.id].kept for d in page_clean), len(page_clean), CLEAN_TARGET)
     share("clean: Leipzig sentence documents", "zh_web/clean_sentences_kept",
-          sum(verdicts[d.id].kept for d in clean if d not in page_clean), len(clean) - len(page_clean))
+          sum(verdicts[d.id].kept for d in clean if d not in page_clean), len(clean) - len(page_clean), CLEAN_TARGET)
     share("clean, all", "zh_web/clean_kept", sum(verdicts[d.id].kept for d in clean), len(clean), CLEAN_TARGET)
     drops([verdicts[d.id] for d in clean])
     for kind in sorted({d.kind for d in dirty}):
         mine = [d for d in dirty if d.kind == kind]
         share(f"dirty: {kind}", f"zh_web/dirty_{kind.replace(' ', '_')}_dropped",
-              sum(not verdicts[d.id].kept for d in mine), len(mine), dropped=True)
+              sum(not verdicts[d.id].kept for d in mine), len(mine), DIRTY_TARGET, dropped=True)
     crawled, unlabelled = data.crawled_pages(root)
     for url in unlabelled:
         print(f"  left out: {url}: a Chinese page of the crawl sample with no label")
     crawl = chain.judge(pages=[html for _, html, _ in crawled], source="zh", ids=[url for url, _, _ in crawled])
     share("dirty: Common Crawl pages (whole pages, through extract)", "zh_web/dirty_crawl_dropped",
-          sum(not v.kept for v in crawl), len(crawl), dropped=True)
+          sum(not v.kept for v in crawl), len(crawl), DIRTY_TARGET, dropped=True)
     judged = [verdicts[d.id] for d in dirty] + crawl
     share("dirty, all: link lists, menus, footers, spam pages", "zh_web/dirty_dropped",
           sum(not v.kept for v in judged), len(judged), DIRTY_TARGET, dropped=True)

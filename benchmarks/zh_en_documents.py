@@ -96,7 +96,6 @@ class Chain:
     """A recipe's document stages, set up once."""
 
     def __init__(self, recipe: Recipe) -> None:
-        self.name = recipe.name
         self.stages: list[tuple[str, Stage]] = set_up(build_stages(recipe))
 
     def judge(self, texts: list[str] | None = None, pages: list[bytes] | None = None, *, source: str,
@@ -121,8 +120,9 @@ class Chain:
                 for i, key in enumerate(order)]
 
     def _deciding_scores(self, given: dict[str, pa.Table], rows: dict[str, dict[str, Any]]) -> dict[str, str]:
-        """For each row a filter dropped without a detail: the score its reason names, and the bound it broke
-        where the stage gives one per document (`_<bound>`): `gopher_alpha_words_ratio=0.74 < 0.8`."""
+        """For each row a filter dropped without a detail: the score its reason names and the bound it broke, the
+        row's own where the stage gives one per document (`_<bound>`), else the stage's parameter:
+        `gopher_alpha_words_ratio=0.74, min_alpha_words_ratio=0.8`."""
         out = {}
         for name, stage in self.stages:
             dropped = [i for i, r in rows.items() if r[schema.STAGE] == name and not r[schema.DETAIL]]

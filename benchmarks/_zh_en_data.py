@@ -40,7 +40,7 @@ MIN_DIRTY_LINES, MIN_DIRTY_HAN = 10, 100  # a dirty document shorter than this i
 TITLE_CHARS = 8  # a dirty document whose median line is this long lists titles (of articles, posts), not a menu
 MAX_DIRTY_PER_PAGE = 4  # so that one portal's long menus do not make up the whole dirty set
 LINK_SHARE, MIN_LINKS, MIN_BLOCK_HAN = 0.6, 5, 20  # a link-heavy block: most of its text in >= 5 links
-MIXED_PARAGRAPHS = 8
+MIXED_PARAGRAPHS = 8  # at most, per mixed document
 MIN_PROSE_CHARS = {"zh": 40, "en": 100}
 MIN_SECTION = {"zh": 150, "en": 80}  # Han characters, words: Gopher's 50-word minimum with room to spare
 ZH_HAN_SHARE = 0.5  # of a Chinese paragraph's letters, at least this share Han (the rest: names, terms, code)
@@ -153,18 +153,6 @@ def sections(article: Article) -> list[Section]:
     for section in found:
         section.text = section.text.strip() + "\n"
     return found
-
-
-def code_blocks(text: str) -> int:
-    return sum(1 for fenced, line in outside_code(text) if fenced and _FENCE.match(line)) // 2
-
-
-def list_items(text: str) -> int:
-    return sum(1 for fenced, line in outside_code(text) if not fenced and re.match(r"^\s*([-*+]|\d+\.) \S", line))
-
-
-def table_rows(text: str) -> int:
-    return sum(1 for fenced, line in outside_code(text) if not fenced and line.lstrip().startswith("|"))
 
 
 def page_html(article: Article) -> bytes:

@@ -59,7 +59,7 @@ class LanguageParams(DocumentFilter.Params):
     prose_only: bool = Field(
         True,
         description="Judge a document's prose: code blocks, tables and headings (`curation.text.layout`) are left "
-        "out of the statistics and kept in the document, unless they hold nearly all of it (90% of its characters "
+        "out of the statistics and kept in the document, unless they hold nearly all of it (95% of its characters "
         "or more: then every line is judged). false: every line is judged, as datatrove's filters do.")
 
     @field_validator("languages")

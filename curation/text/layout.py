@@ -15,7 +15,8 @@ Kinds are recognised per line, columnar (RE2 over every line of a batch at once)
   indented code block, and what plain-text extraction leaves of a <pre> block);
 - table: a row of `|`-separated cells (Markdown's, trafilatura's) or of tab-separated ones, and Markdown's rule
   line under a table's header;
-- heading: a Markdown heading (`## 2.1 Data`);
+- heading: a Markdown heading (`## 2.1 Data`), and a caption: a line ending in a colon right before code or a
+  table ("We may get:");
 - list item: a bullet (`-`, `*`, `•`, ...) or a number (`1.`, `2)`, a full-width bracketed number, `四、`)
   followed by its text. List items stay in the prose: a filter may weigh them on their own (see `sentence_like`).
 
@@ -36,7 +37,7 @@ from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, segmen
 
 PROSE, LIST, HEADING, TABLE, CODE = 0, 1, 2, 3, 4
 LAYOUT = (HEADING, TABLE, CODE)
-PROSE_SHARE_MIN = 0.1
+PROSE_SHARE_MIN = 0.05
 """Least share of a document's characters in prose or list lines for its layout lines to be set aside."""
 
 FENCE_RE2 = r"^\s*(```|~~~)"
@@ -61,6 +62,7 @@ CODE_RE2 = "|".join((
     r"^\s*[A-Za-z_][\w.]*(\[[^\]]*\])*(\s*,\s*[A-Za-z_][\w.]*)*\s*(=|\+=|-=|\*=|/=|:=)\s*[^=\s]"
     r"[^\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]*$",  # an assignment, no CJK text on it
     r"^\s*[A-Za-z_][\w.]*\(.*\)\s*[;,]?\s*$",  # a call standing alone: `trainer.train()`
+    r"^\s*[\[{(][^\p{Han}\p{Hiragana}\p{Katakana}]*[\"'\d,:][^\p{Han}]*[^.!?][\]})],?\s*$",  # a literal: `("h", "u")`
 ))
 INDENTED_RE2 = r"^(    |\t)\s*\S"  # Markdown's indented code block, and a <pre> block's lines in extracted text
 _PUNCT_INSIDE_RE2 = r"[,;:，、；：。.!?！？]"
@@ -96,7 +98,23 @@ def line_kinds(lines: pa.Array, offsets: np.ndarray) -> np.ndarray:
         before = seen - fence
         doc_start = np.repeat(np.concatenate([[0], seen])[offsets[:-1]], np.diff(offsets))
         kind[fence | ((before - doc_start) % 2 == 1)] = CODE
+    _captions(lines, offsets, kind)
     return kind
+
+
+def _captions(lines: pa.Array, offsets: np.ndarray, kind: np.ndarray) -> None:
+    """A prose line ending in a colon right before code or a table ("We may get:") is the block's caption:
+    layout with it (in place). A tutorial repeats such lines, which FineWeb's duplicated-line rule counted."""
+    filled = np.flatnonzero(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(lines)), 0)
+                            .to_numpy(zero_copy_only=False))
+    if len(filled) < 2:
+        return
+    line_doc = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    this, after = filled[:-1], filled[1:]
+    colon = pc.match_substring_regex(lines.take(pa.array(this)), r"[:：]\s*$").to_numpy(zero_copy_only=False)
+    caption = (colon & (kind[this] == PROSE) & np.isin(kind[after], (CODE, TABLE))
+               & (line_doc[this] == line_doc[after]))
+    kind[this[caption]] = HEADING
 
 
 def set_aside(lines: pa.Array, offsets: np.ndarray, kinds: np.ndarray) -> np.ndarray:

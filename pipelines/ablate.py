@@ -165,8 +165,11 @@ def tokenizer_model(ablation: Ablation, base: Recipe, documents: list[str], say:
         say(f"tokenizer: {path} (trained before)")
         return path
     started = time.time()
-    io.write_bytes_atomic(path, train_union_tokenizer(documents, config.train, base.seed, pack.validation))
+    model, warning = train_union_tokenizer(documents, config.train, base.seed, pack.validation)
+    io.write_bytes_atomic(path, model)
     say(f"tokenizer: trained on the union of {len(documents)} documents files in {time.time() - started:.1f} s")
+    if warning:
+        say(f"warning: {warning}")
     return path
 
 

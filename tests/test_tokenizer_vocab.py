@@ -103,10 +103,16 @@ def test_a_vocabulary_too_large_is_refused_with_the_hard_limit(corpus, tmp_path,
     assert code == 2
     found = one_line(err, r"curate run: tokenizer\.train\.vocab_size: 64,000 is more than this sample supports: "
                           r"sentencepiece can make at most ([\d,]+) pieces of it and ([\d,]+) of \1 pieces are used "
-                          rf"fewer than {MIN_PIECE_USES} times in its own tokenization \(memorised phrases\); set it "
-                          r"to at most ([\d,]+), raise sample_bytes, or set hard_vocab_limit: false to lower it so")
+                          rf"fewer than {MIN_PIECE_USES} times in its own tokenization \(memorised phrases; ([\d,]+) "
+                          r"pieces leave at most 5% so\); set it to at most \3, raise sample_bytes, or set "
+                          r"hard_vocab_limit: false to lower it so")
     possible, memorised, supported = (int(g.replace(",", "")) for g in found.groups())
-    assert supported == possible - memorised < possible < 64000
+    assert supported < possible < 64000 and memorised > 0.05 * possible
+    # the size named is what the sample supports: asked for, it trains with the hard limit, and warns of nothing
+    code, out, err = curate(capsys, "run", str(recipe(corpus, tmp_path, ("zh", "en"), trained(supported))))
+    assert code == 0 and "warning: tokenizer" not in out + err
+    manifest = json.loads((job_dir(tmp_path) / "manifest.json").read_text())
+    assert manifest["vocab_size"] == supported and manifest["tokenizer_training"]["vocabulary"]["warning"] is None
 
 
 def test_a_vocabulary_too_large_is_lowered_with_a_warning_and_fertility_is_held_out(corpus, tmp_path, capsys):

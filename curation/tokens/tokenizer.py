@@ -44,7 +44,15 @@ import sentencepiece as spm
 from curation import io as curation_io
 from curation.mixture import VALIDATION_SALT, unit_hash
 from curation.tokens.coverage import choose_coverage
-from curation.tokens.vocabulary import MIN_PIECE_USES, Sizing, merged_pieces, piece_uses, too_small
+from curation.tokens.vocabulary import (
+    MIN_PIECE_USES,
+    SIZE_STEP,
+    Sizing,
+    merged_pieces,
+    piece_uses,
+    too_many_memorised,
+    too_small,
+)
 
 ModelType = Literal["bpe", "unigram"]
 AUTO = "auto"
@@ -219,16 +227,24 @@ def train_sized(lines: Callable[[], Iterable[str]], vocab_size: int, model_type:
                 **extra: Any) -> tuple[bytes, dict[str, Any], Sizing]:
     """Train on the sample `lines()` (read once per pass: coverage, training, piece counts) a vocabulary of
     `vocab_size` pieces, or the size the sample supports (`curation.tokens.vocabulary`: a size too small is
-    refused, a size too large refused with `hard_vocab_limit`, else lowered and trained again); return the
+    refused, a size too large refused with `hard_vocab_limit`, else lowered; finding that size trains again, a
+    few times, only where the size asked is too large); return the
     `.model` bytes, how the character coverage was chosen (`Coverage.as_dict`; with a number, that number), and
-    the sizing. A lowered vocabulary keeps the coverage chosen for the size asked for (its alphabet fits that)."""
-    coverage: dict[str, Any] = {"character_coverage": character_coverage, "rule": "set by the recipe"}
-    if character_coverage == AUTO:
-        coverage = choose_coverage(lines(), vocab_size).as_dict()
-    chosen = coverage["character_coverage"]
+    the sizing. With `auto`, each size tried gets the coverage chosen for it, so that the size found trains the
+    same model when a recipe asks for it."""
+    coverages: dict[int, dict[str, Any]] = {}
+
+    def coverage_for(size: int) -> dict[str, Any]:
+        """The coverage a recipe asking for `size` pieces gets: the search below sizes what such a recipe trains."""
+        if size not in coverages:
+            coverages[size] = (choose_coverage(lines(), size).as_dict() if character_coverage == AUTO else
+                               {"character_coverage": character_coverage, "rule": "set by the recipe"})
+        return coverages[size]
+
     with tempfile.TemporaryDirectory() as tmp:
 
         def fit(size: int) -> Path:
+            chosen = coverage_for(size)["character_coverage"]
             try:  # sentencepiece's own hard limit is off: the sizing below says what a short sample gives
                 model = train_tokenizer(lines(), Path(tmp) / "tokenizer", size, model_type, seed, byte_fallback,
                                         character_coverage=chosen, hard_vocab_limit=False, **extra)
@@ -240,17 +256,30 @@ def train_sized(lines: Callable[[], Iterable[str]], vocab_size: int, model_type:
                 raise refusal from None
             return model
 
+        def memorised(model: Path) -> tuple[int, int, int]:
+            """Pieces, memorised pieces and merged pieces of a model."""
+            sp = load_tokenizer(model)
+            merged = merged_pieces(sp)
+            return sp.get_piece_size(), int((piece_uses(sp, lines())[merged] < MIN_PIECE_USES).sum()), int(merged.sum())
+
         model = fit(vocab_size)
-        sp = load_tokenizer(model)
-        uses = piece_uses(sp, lines())
-        sizing = Sizing(vocab_size, sp.get_piece_size(), int((uses[merged_pieces(sp)] < MIN_PIECE_USES).sum()),
-                        hard_vocab_limit)
+        possible, rare, merged = memorised(model)
+        supported, best = possible, model.read_bytes()
+        if too_many_memorised(rare, possible):  # the largest size that passes, by halves; no merge at all passes
+            lo, hi = possible - merged, possible
+            while hi - lo > max(SIZE_STEP, lo // 100):
+                mid = (lo + hi) // 2
+                pieces, mid_rare, _ = memorised(fit(mid))
+                lo, hi = (pieces, hi) if not too_many_memorised(mid_rare, pieces) else (lo, mid)
+            supported = lo
+        sizing = Sizing(vocab_size, possible, rare, supported, hard_vocab_limit)
         refusal = sizing.refusal()
         if refusal is not None:
             raise refusal
-        if not hard_vocab_limit and sizing.supported < sizing.possible:
-            model = fit(sizing.supported)
-        return model.read_bytes(), coverage, sizing
+        if not hard_vocab_limit and supported < possible:
+            best = fit(supported).read_bytes()
+            return best, coverage_for(supported), sizing
+        return best, coverage_for(vocab_size), sizing
 
 
 def train_from_documents(files: Sequence[str], seed: int, validation: float, *, vocab_size: int,

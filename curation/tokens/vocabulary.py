@@ -13,11 +13,13 @@ A sample bounds the vocabulary from both sides:
   only twice, so whole phrases of the sample become pieces (64,000 pieces on a few hundred Chinese sentences
   learn 16-character phrases, and the tokens per character of the sample fall far below those of unseen
   text). The rule: a merged piece (not a single character, byte or special piece) that the tokenization of
-  the training sample itself uses fewer than `MIN_PIECE_USES` times is memorised; where such pieces are more
-  than `MEMORISED_SHARE` of the vocabulary, the sample supports the vocabulary less those pieces. Measured on
-  4,000 real Chinese comments (COLD), the supported size so computed stays near 9,500 whether 12,000, 16,000
-  or 32,000 pieces are asked for, and near 6,000 pieces gives held-out tokens per character within 0.04 of
-  32,000 pieces' (while the sample's own fall by 0.2).
+  the training sample itself uses fewer than `MIN_PIECE_USES` times is memorised; the sample supports the
+  largest vocabulary of which such pieces are at most `MEMORISED_SHARE`, found by training again (a search
+  by halves between the alphabet's size and the most sentencepiece can make; only where the size asked is
+  past it, so a sample that supports its size trains once). Counting the memorised pieces of the size asked
+  and taking them off instead lowers far too much: a BPE merge absorbed by a longer memorised piece is
+  rarely used itself, though it was common. `benchmarks/tokenizer_vocab.py` measures what the rule costs
+  on held-out text.
 
 `hard_vocab_limit` says which way a too large size goes: `true` (the default) keeps `vocab_size` exact, as a
 trainer's embedding is sized by it, so a size sentencepiece cannot make is refused in one line (with the most it
@@ -40,6 +42,7 @@ from curation.tokens.coverage import LEAST_COVERAGE
 KEY = "tokenizer.train.vocab_size"
 MIN_PIECE_USES = 3
 MEMORISED_SHARE = 0.05
+SIZE_STEP = 64  # the search for the supported size stops within this many pieces (or 1% of them)
 _ENCODE_LINES = 20_000  # lines encoded at once: bounds the Python lists of token ids, not the sample
 _REQUIRED = re.compile(r"smaller than required_chars\. *(\d+) vs (\d+)")
 
@@ -88,20 +91,20 @@ def merged_pieces(sp: spm.SentencePieceProcessor) -> np.ndarray:
                      and len(sp.id_to_piece(i).removeprefix("\u2581")) > 1 for i in range(sp.get_piece_size())])
 
 
+def too_many_memorised(memorised: int, pieces: int) -> bool:
+    """Whether a vocabulary of `pieces` with `memorised` such pieces is more than its sample supports."""
+    return memorised > MEMORISED_SHARE * pieces
+
+
 @dataclass(frozen=True)
 class Sizing:
     """What the sample supports, against what the recipe asked for."""
 
     requested: int
     possible: int  # the most pieces sentencepiece could make of the sample (<= requested)
-    memorised: int  # merged pieces the sample's own tokenization uses fewer than MIN_PIECE_USES times
+    memorised: int  # merged pieces that `possible` pieces' tokenization of the sample uses fewer than MIN_PIECE_USES
+    supported: int  # the largest size whose memorised pieces are at most MEMORISED_SHARE of it (<= possible)
     hard_vocab_limit: bool
-
-    @property
-    def supported(self) -> int:
-        """The pieces the sample supports (`possible` less the memorised ones, where they are many)."""
-        many = self.memorised > MEMORISED_SHARE * self.possible
-        return self.possible - self.memorised if many else self.possible
 
     def _why(self) -> str:
         parts = []
@@ -109,7 +112,8 @@ class Sizing:
             parts.append(f"sentencepiece can make at most {self.possible:,} pieces of it")
         if self.supported < self.possible:
             parts.append(f"{self.memorised:,} of {self.possible:,} pieces are used fewer than {MIN_PIECE_USES} "
-                         "times in its own tokenization (memorised phrases)")
+                         f"times in its own tokenization (memorised phrases; {self.supported:,} pieces leave at most "
+                         f"{MEMORISED_SHARE:.0%} so)")
         return " and ".join(parts)
 
     def refusal(self) -> VocabularyError | None:
@@ -130,5 +134,5 @@ class Sizing:
         return f"{KEY}: lowered from {self.requested:,} to {self.supported:,}: {self._why()}"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"supported": self.supported, "min_piece_uses": MIN_PIECE_USES,
-                               "memorised_share": MEMORISED_SHARE, "warning": self.warning()}
+        return asdict(self) | {"min_piece_uses": MIN_PIECE_USES, "memorised_share": MEMORISED_SHARE,
+                               "warning": self.warning()}

@@ -26,10 +26,10 @@ class TrainTokenizer(_Strict):
     split_digits: bool = Field(True, description="Every digit is a piece of its own (numbers spelt digit by digit).")
     byte_fallback: bool = Field(True, description="Unknown characters become byte pieces, never <unk>.")
     hard_vocab_limit: bool = Field(
-        True, description="true: the vocabulary has exactly vocab_size pieces, and a size the sample cannot make is "
-        "refused in one line; false: it is lowered, with a warning, to what the sample supports (fewer pieces "
-        "where many are memorised phrases; `curation.tokens.vocabulary`). A size below the sample's alphabet is "
-        "refused either way.")
+        True, description="true: the vocabulary has exactly vocab_size pieces; a size the sample cannot make is "
+        "refused in one line, one of many memorised phrases kept with a warning. false: it is lowered, with a "
+        "warning, to what the sample supports (`curation.tokens.vocabulary`). A size below the sample's alphabet "
+        "is refused either way.")
     held_out: float = Field(
         0.05, ge=0, lt=0.5, description="Share of documents, chosen by a hash of their id, left out of the sample "
         "(they are still packed): the tokens per character in the summary and manifest are measured on them and "

@@ -130,10 +130,9 @@ def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes,
         if shard not in todo:
             fold(read_summary(outs[shard]))
     model_ref = executor.share(model)
-    train = recipe.tokenizer.train
     refs = [executor.submit(tokenize_file, files[s], outs[s], model_ref, buckets=buckets, seed=recipe.seed,
                             validation=recipe.pack.validation, mixture=recipe.mixture,
-                            held_out=train.held_out if train else None) for s in todo]
+                            held_out=recipe.tokenizer.held_out_share()) for s in todo]
     _gather(executor, refs, "tokenize", say, fold)
     return hists, languages
 
@@ -252,13 +251,14 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
 
 def _measured_on(recipe: Recipe) -> dict[str, Any]:
     """Which documents the manifest's `fertility` counts: text the tokenizer never trained on."""
-    train = recipe.tokenizer.train
-    if train is None:
+    share = recipe.tokenizer.held_out_share()
+    if share is None:
         return {"documents": "all", "rule": "every document: the tokenizer was given (tokenizer.model), not trained "
                 "on this corpus"}
-    return {"documents": "held_out", "held_out_share": train.held_out, "validation_share": recipe.pack.validation,
-            "rule": f"held-out documents: the {train.held_out:.1%} tokenizer.train.held_out leaves out of the "
-            f"tokenizer's sample by a hash of the id, and the {recipe.pack.validation:.1%} validation split"}
+    key = "tokenizer.train.held_out" if recipe.tokenizer.train else "tokenizer.held_out"
+    return {"documents": "held_out", "held_out_share": share, "validation_share": recipe.pack.validation,
+            "rule": f"held-out documents: the {share:.1%} ({key}) left out of the tokenizer's sample by a hash of "
+            f"the id, and the {recipe.pack.validation:.1%} validation split"}
 
 
 def token_stats(manifest: dict[str, Any]) -> dict[str, Any]:

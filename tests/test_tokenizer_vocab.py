@@ -158,6 +158,13 @@ def test_a_vocabulary_too_large_is_lowered_with_a_warning_and_fertility_is_held_
     manifest = json.loads((job_dir(tmp_path / "given") / "manifest.json").read_text())
     assert code == 0 and manifest["fertility_measured_on"]["documents"] == "all"
     assert sum(f["documents"] for f in manifest["fertility"].values()) == len(docs)
+    # given with the share it was trained without (as `curate ablate`'s packing jobs give its tokenizer)
+    given = recipe(corpus, tmp_path / "given-held-out", ("zh", "en"),
+                   {"model": str(job / "tokenizer.model"), "held_out": HELD_OUT})
+    code, _, _ = curate(capsys, "run", str(given), "--quiet")
+    again = json.loads((job_dir(tmp_path / "given-held-out") / "manifest.json").read_text())
+    assert code == 0 and again["fertility"] == fertility
+    assert again["fertility_measured_on"]["held_out_share"] == HELD_OUT
 
 
 def ablation(folder: Path, corpus: Path, tokenizer: dict) -> Path:

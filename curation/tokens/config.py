@@ -52,13 +52,24 @@ class TokenizerConfig(_Strict):
 
     model: str | None = Field(None, description="Path or URI of a sentencepiece `.model` file.")
     train: TrainTokenizer | None = Field(None, description="Train one from the curated documents instead.")
+    held_out: float | None = Field(
+        None, ge=0, lt=0.5, description="With `model`: the share of documents (by the hash of `train.held_out`) "
+        "it was trained without, as `curate ablate`'s tokenizer is; tokens per character are measured on them "
+        "and the validation split. Unset: on every document (the model was trained elsewhere).")
 
     @model_validator(mode="after")
     def _one(self) -> TokenizerConfig:
         if (self.model is None) == (self.train is None):
             msg = "give either `model` (a .model file) or `train` (its settings)"
             raise ValueError(msg)
+        if self.held_out is not None and self.train is not None:
+            msg = "`held_out` goes with `model`; a trained tokenizer's is `train.held_out`"
+            raise ValueError(msg)
         return self
+
+    def held_out_share(self) -> float | None:
+        """The share of documents the tokenizer did not train on (besides the validation split); None: all."""
+        return self.train.held_out if self.train is not None else self.held_out
 
 
 class PackConfig(_Strict):

@@ -19,7 +19,10 @@ A sample bounds the vocabulary from both sides:
   past it, so a sample that supports its size trains once). Counting the memorised pieces of the size asked
   and taking them off instead lowers far too much: a BPE merge absorbed by a longer memorised piece is
   rarely used itself, though it was common. `benchmarks/tokenizer_vocab.py` measures what the rule costs
-  on held-out text.
+  on held-out text: on 4,000 real Chinese comments and 100 English sentences about 9,240 pieces are
+  supported whether 16,000 or 64,000 are asked for, at 0.659 tokens per held-out character where 64,000
+  pieces give 0.592 (11% fewer tokens, bought with 60,000 pieces its sample uses once or twice, on which that
+  sample's own figure falls to 0.241).
 
 `hard_vocab_limit` says which way a too large size goes: `true` (the default) keeps `vocab_size` exact, as a
 trainer's embedding is sized by it, so a size sentencepiece cannot make is refused in one line (with the most it

@@ -360,6 +360,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _first_row(scores: dict[str, Any]) -> dict[str, Any]:
+    """Each score of the first document, as a plain scalar: a score that is itself a mapping (a stage's
+    thresholds per n-gram size, each an array over the documents where they depend on the language) becomes
+    one entry per key, `name[key]`."""
+    out: dict[str, Any] = {}
+    for name, values in scores.items():
+        if isinstance(values, dict):
+            out.update(_first_row({f"{name}[{key}]": v for key, v in values.items()}))
+        else:
+            out[name] = _plain(values[0])
+    return out
+
+
 def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> Explanation:
     """Run one document through `recipe`'s document stages (a Recipe, a recipe file or a job folder).
 
@@ -385,7 +398,7 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
         processed = row.get(schema.metric_column("sec", name)) is not None
         scores: dict[str, Any] = {}
         if processed and isinstance(stage, DocumentFilter):
-            scores = {k: _plain(v[0]) for k, v in stage.score(given).items()}
+            scores = _first_row(stage.score(given))
         reason = row[schema.REASON] if row[schema.STAGE] == name else None
         plain = {f.name for f in schema.DOCUMENT_FIELDS} | {"html"}  # the text itself is not a score
         added = {c: row.get(c) for c in stage.output_columns if c not in plain and row.get(c) is not None}

@@ -166,8 +166,11 @@ def tokenizer_model(ablation: Ablation, base: Recipe, documents: list[str], say:
         say(f"tokenizer: {path} (trained before)")
         return path
     started = time.time()
-    io.write_bytes_atomic(path, train_union_tokenizer(documents, config.train, base.seed, pack.validation))
+    model, warning = train_union_tokenizer(documents, config.train, base.seed, pack.validation)
+    io.write_bytes_atomic(path, model)
     say(f"tokenizer: trained on the union of {len(documents)} documents files in {time.time() - started:.1f} s")
+    if warning:
+        say(f"warning: {warning}")
     return path
 
 
@@ -177,11 +180,12 @@ def pack(ablation: Ablation, recipes: dict[str, Recipe], documents: dict[str, Jo
     tokenizer, the ablation's `pack`."""
     base = ablation.base_recipe()
     settings = (ablation.pack or base.pack).model_dump(mode="json")
+    held_out = (ablation.tokenizer or base.tokenizer).held_out_share()  # what the one tokenizer trained without
     out = {}
     for variant, recipe in recipes.items():
         curated = documents[variant]
         packing = pack_recipe(recipe, (curated.recipe, curated.dir), f"{base.name}-{variant}",
-                              ablation.jobs_folder(), model, settings)
+                              ablation.jobs_folder(), model, settings, held_out)
         out[variant] = job = _run_job(packing, curated.dir, address)
         train = job.stats["tokens"]["splits"]["train"]
         say(f"packed: {variant}: {train['tokens']:,} train tokens in {train['rows']:,} rows"

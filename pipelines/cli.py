@@ -92,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     except JobFolderError as exc:
         print(f"curate run: {exc}; nothing was run", file=sys.stderr)
         return 2
+    from curation.tokens.vocabulary import VocabularyError
     from pipelines.console import summary  # Ray is imported only when a job really runs
     from pipelines.run import ShardsFailed, interrupted_by_sigterm, interruption, run
 
@@ -114,6 +115,9 @@ def _run(args: argparse.Namespace) -> int:
     except ShardsFailed as exc:  # the job folder says `failed`, naming them
         print(f"curate run: {exc}", file=sys.stderr)
         return 1
+    except VocabularyError as exc:  # after curation: the job folder says `failed`, its documents are kept
+        print(f"curate run: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:  # SIGTERM or SIGINT: the job folder says `interrupted`
         signum = interruption(exc)
         print(f"curate run: interrupted ({signum.name}); what is done is kept: run it again to resume",
@@ -247,6 +251,7 @@ def _ablate(args: argparse.Namespace) -> int:
         print(f"curate ablate: --write-recipe writes the mixture search's proposal: {args.ablation} has no "
               "mixture_search; nothing was run", file=sys.stderr)
         return 2
+    from curation.tokens.vocabulary import VocabularyError
     from curation.train.resume import ResumeError
     from pipelines.ablate import OverlapError, run_ablation, summary, write_proposal  # Ray: only when it runs
     from pipelines.run import interrupted_by_sigterm, interruption
@@ -255,7 +260,7 @@ def _ablate(args: argparse.Namespace) -> int:
         with interrupted_by_sigterm():
             result = run_ablation(ablation, text=Path(args.ablation).read_text(encoding="utf-8"), resume=args.resume,
                                   address=args.address, quiet=args.quiet)
-    except (FileExistsError, ResumeError, OverlapError) as exc:
+    except (FileExistsError, ResumeError, OverlapError, VocabularyError) as exc:
         print(f"curate ablate: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:

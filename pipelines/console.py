@@ -115,14 +115,23 @@ def _token_summary(tokens: dict[str, Any], console: Console) -> None:
     for split, part in tokens["splits"].items():
         console.print(f"{split}: {part['tokens']:,} tokens in {part['rows']:,} rows of {tokens['seq_len'] + 1} "
                       f"({part['padded_rows']} padded) in {part['shards']} shards")
-    _fertility(tokens.get("fertility", {}), console)
+    for line in tokens.get("tokenizer_warnings", []):
+        console.print(f"warning: {line}", style="yellow", markup=False, highlight=False)
+    _fertility(tokens.get("fertility", {}), tokens.get("fertility_measured_on", {}), console)
 
 
-def _fertility(languages: dict[str, dict[str, Any]], console: Console) -> None:
-    """Tokens per character by language: what the tokenizer does to each language of the job."""
+def _fertility(languages: dict[str, dict[str, Any]], measured_on: dict[str, Any], console: Console) -> None:
+    """Tokens per character by language, on text the tokenizer did not train on: what it does to each language."""
+    on = ("held-out documents" if measured_on.get("documents") == "held_out" else
+          "every document, the tokenizer was not trained on them" if measured_on else "")
     if not languages:
+        if on == "held-out documents":
+            console.print(f"tokens per character: no held-out documents ({measured_on['rule']}); raise "
+                          "tokenizer.train.held_out", markup=False, highlight=False)
         return
-    table = Table(title="tokens per character by language (EOS left out)", title_justify="left")
+    title = f"tokens per character by language, on {on} (EOS left out)" if on else (
+        "tokens per character by language (EOS left out)")
+    table = Table(title=title, title_justify="left")
     for column in ("language", "documents", "characters", "tokens", "tokens/char"):
         table.add_column(column, justify="left" if column == "language" else "right")
     for lang, f in languages.items():

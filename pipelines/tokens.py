@@ -29,6 +29,7 @@ from curation.tokens.buckets import SPLITS, pack_bucket, processor, read_summary
 from curation.tokens.output_shards import shard_count, write_shard
 from curation.tokens.pack import Packer
 from curation.tokens.tokenizer import text_bytes, train_from_documents
+from curation.tokens.vocabulary import VocabularyError
 from pipelines.executors import Executor
 
 TOKENS, PACKED, SHARDS = "_work/tokens", "_work/packed", "shards"
@@ -69,11 +70,15 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
         settings = config.train.model_dump()
         mixture = recipe.mixture
         in_mixture = {} if mixture is None else {"shares": shares(mixture.sources()), "max_epochs": mixture.max_epochs}
-        data, coverage = executor.result(executor.submit(train_from_documents, files, recipe.seed,
-                                                         recipe.pack.validation, **settings, **in_mixture))
+        trained = executor.result(executor.submit(_train, files, recipe.seed, recipe.pack.validation, **settings,
+                                                  **in_mixture))
+        if isinstance(trained, VocabularyError):
+            raise trained
+        data, coverage, sizing = trained
         settings = {k: v for k, v in settings.items() if k != "options" or v}
         io.write_json_atomic(io.join(job_dir, TRAINING), settings | {
-            "character_coverage": coverage["character_coverage"], "character_coverage_choice": coverage})
+            "character_coverage": coverage["character_coverage"], "character_coverage_choice": coverage,
+            "vocabulary": sizing})
     try:
         processor(data)
     except RuntimeError as exc:
@@ -81,6 +86,15 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
         raise ValueError(msg) from None
     io.write_bytes_atomic(target, data)
     return data
+
+
+def _train(files: list[str], seed: int, validation: float, **settings: Any) -> Any:
+    """`train_from_documents`, its refusal of a vocab_size returned rather than raised: a task's exception
+    reaches the driver wrapped in the worker's traceback, and the refusal is one line."""
+    try:
+        return train_from_documents(files, seed, validation, **settings)
+    except VocabularyError as exc:
+        return exc
 
 
 def _training(job_dir: str) -> dict[str, Any] | None:
@@ -117,7 +131,8 @@ def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes,
             fold(read_summary(outs[shard]))
     model_ref = executor.share(model)
     refs = [executor.submit(tokenize_file, files[s], outs[s], model_ref, buckets=buckets, seed=recipe.seed,
-                            validation=recipe.pack.validation, mixture=recipe.mixture) for s in todo]
+                            validation=recipe.pack.validation, mixture=recipe.mixture,
+                            held_out=recipe.tokenizer.held_out_share()) for s in todo]
     _gather(executor, refs, "tokenize", say, fold)
     return hists, languages
 
@@ -193,6 +208,9 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
     say(f"tokenizer: {sp.get_piece_size():,} pieces ({'trained' if recipe.tokenizer.train else 'loaded'})" + (
         f", character coverage {trained['character_coverage']:g} ({trained['character_coverage_choice']['rule']})"
         if trained else ""))
+    warning = (trained or {}).get("vocabulary", {}).get("warning")
+    if warning:
+        say(f"warning: {warning}")
     buckets = max(1, math.ceil(text_bytes(files) / recipe.pack.bucket_bytes)) if files else 1
     histograms, languages = _tokenize(job_dir, recipe, docs, model, buckets, executor, say)
     plans = plan(recipe.mixture, histograms)
@@ -222,6 +240,7 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
         "validation_share": recipe.pack.validation,
         "mixture": _mixture_report(plans, splits["train"]["tokens_per_source"]),
         "fertility": fertility.report([languages]),
+        "fertility_measured_on": _measured_on(recipe),
         "splits": splits,
         "versions": versions,
         "seconds": round(time.time() - started, 3),
@@ -230,10 +249,25 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
     return manifest
 
 
+def _measured_on(recipe: Recipe) -> dict[str, Any]:
+    """Which documents the manifest's `fertility` counts: text the tokenizer never trained on."""
+    share = recipe.tokenizer.held_out_share()
+    if share is None:
+        return {"documents": "all", "rule": "every document: the tokenizer was given (tokenizer.model), not trained "
+                "on this corpus"}
+    key = "tokenizer.train.held_out" if recipe.tokenizer.train else "tokenizer.held_out"
+    return {"documents": "held_out", "held_out_share": share, "validation_share": recipe.pack.validation,
+            "rule": f"held-out documents: the {share:.1%} ({key}) left out of the tokenizer's sample by a hash of "
+            f"the id, and the {recipe.pack.validation:.1%} validation split"}
+
+
 def token_stats(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The manifest's figures for stats.json: per split without the shard list, and the mixture."""
+    """The manifest's figures for stats.json: per split without the shard list, the mixture, tokens per
+    character (and on which documents), and the tokenizer's warning, if any."""
     splits = {s: {k: v for k, v in part.items() if k != "shards"} | {"shards": len(part["shards"])}
               for s, part in manifest["splits"].items()}
+    warning = manifest.get("tokenizer_training", {}).get("vocabulary", {}).get("warning")
     return {"seq_len": manifest["seq_len"], "vocab_size": manifest["vocab_size"], "splits": splits,
             "mixture": manifest["mixture"], "fertility": manifest.get("fertility", {}),
-            "seconds": manifest["seconds"]}
+            "fertility_measured_on": manifest.get("fertility_measured_on", {}),
+            "tokenizer_warnings": [warning] if warning else [], "seconds": manifest["seconds"]}

@@ -8,8 +8,11 @@ import re
 
 import nbformat
 import pytest
+import yaml
 from nbclient import NotebookClient
 
+from curation.recipe import parse_recipe
+from pipelines.run import run
 from tests.conftest import ROOT
 from tests.test_service import watched_job
 
@@ -57,6 +60,42 @@ def test_inspect_filtered_samples_notebook(job, tmp_path, monkeypatch):
     assert "== length / too_few_words" in text and "== exact_dedup / duplicate" in text
     assert "dropped too_few_words" in text and "length               kept" in text  # explain, then a longer text
     assert "similarity 1.0" in text and "https://copy.example/" in text  # the dedup pair
+
+
+@pytest.fixture(scope="module")
+def chinese_job(testdata, tmp_path_factory) -> str:
+    """A job of Chinese documents only, through the chain of `recipes/web-zh-en.yaml` (in this process): the
+    real Chinese pages of the test data as WARC (`recipes/sample/make_pages.py`) and Leipzig's Chinese
+    sentences as JSONL documents, some of one sentence (too few words), one of a line repeated, one copied."""
+    from tests.lang.test_zh_en_end_to_end import make_pages
+
+    root = tmp_path_factory.mktemp("zh-job")
+    assert make_pages().write(testdata, root / "pages", only_chinese=True)["zh.warc.gz"] >= 8
+    lines = (testdata / "langid" / "sentences" / "zh.txt").read_text(encoding="utf-8").splitlines()
+    texts = ["\n".join(lines[k:k + 8]) for k in range(0, 80, 8)] + lines[80:85] + ["\n".join([lines[90]] * 12)]
+    texts.append(texts[0])
+    (root / "zh.jsonl").write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts),
+                                   encoding="utf-8")
+    recipe = yaml.safe_load((ROOT / "recipes" / "web-zh-en.yaml").read_text(encoding="utf-8"))
+    stages = [s for s in recipe["stages"] if next(iter(s)) not in ("toxicity", "pii", "minhash_dedup")]
+    recipe = {"name": "zh-notebook", "output": str(root / "jobs"), "executor": "local", "local": {"workers": 1},
+              "sources": [{"name": "pages", "format": "warc", "paths": [str(root / "pages" / "zh.warc.gz")]},
+                          {"name": "sentences", "format": "jsonl", "paths": [str(root / "zh.jsonl")]}],
+              "stages": [{"extract": {"timeout_s": 300}} if "extract" in s else s for s in stages]}
+    return run(parse_recipe(yaml.safe_dump(recipe, allow_unicode=True)), quiet=True, kind="local").job_dir
+
+
+def test_inspect_filtered_samples_notebook_on_a_chinese_job(chinese_job, tmp_path, monkeypatch):
+    outputs = execute("inspect_filtered_samples.ipynb", chinese_job, tmp_path, monkeypatch)
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    text = text_of(outputs)
+    assert "== gopher_quality / too_few_words" in text and "== exact_dedup / duplicate" in text
+    stage, reason = re.search(r"was dropped by (\w+) \((\w+)\)", text).groups()
+    assert re.search(rf"\n{stage} +dropped {reason} ", text)  # explain agrees with the job
+    assert re.search(r"was kept \(zh\)\n", text)
+    # the kept document went through every stage, judged by Chinese thresholds (a KeyError before)
+    assert re.search(r"gopher_repetition +kept .*_top_bounds\[2\]=0\.\d+", text)
+    assert "similarity 1.0" in text
 
 
 @pytest.mark.ray

@@ -148,9 +148,10 @@ def node_recipe(node: Node, name: str, output: str, parent: tuple[Recipe, str] |
 
 
 def pack_recipe(variant: Recipe, documents: tuple[Recipe, str], name: str, output: str, tokenizer_model: str,
-                pack: dict[str, Any]) -> Recipe:
-    """The job packing a variant's documents (the job `documents` names) with the ablation's tokenizer: no
-    stage, the variant's mixture over the sources that kept documents."""
+                pack: dict[str, Any], held_out: float | None = None) -> Recipe:
+    """The job packing a variant's documents (the job `documents` names) with the ablation's tokenizer (trained
+    without the `held_out` share of documents, if given): no stage, the variant's mixture over the sources that
+    kept documents."""
     sources = continuation_sources(*documents)
     kept = {s["name"] for s in sources}
     mixture = None
@@ -160,5 +161,6 @@ def pack_recipe(variant: Recipe, documents: tuple[Recipe, str], name: str, outpu
             if mixture[kind] is not None:
                 mixture[kind] = {s: w for s, w in mixture[kind].items() if s in kept}
     body = _recipe(variant, name, output, stages=[], sources=sources).model_dump(mode="json")
-    body.update(mixture=mixture, tokenizer={"model": tokenizer_model}, pack=pack)
+    tokenizer = {"model": tokenizer_model} | ({"held_out": held_out} if held_out is not None else {})
+    body.update(mixture=mixture, tokenizer=tokenizer, pack=pack)
     return Recipe.model_validate(body)

@@ -3,9 +3,7 @@ of the variants' documents (each document once, however many variants keep it), 
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -13,9 +11,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation import io
-from curation.mixture import VALIDATION_SALT, unit_hash
+from curation.mixture import unit_hash
 from curation.tokens.config import TrainTokenizer
-from curation.tokens.tokenizer import SAMPLE_SALT, train_tokenizer
+from curation.tokens.tokenizer import SAMPLE_SALT, held_out_documents, train_sized
 
 
 def _read(uri: str, columns: list[str]) -> pa.Table:
@@ -37,15 +35,17 @@ def union_bytes(files: Sequence[str]) -> int:
     return total
 
 
-def union_lines(files: Sequence[str], sample_bytes: int, seed: int, validation: float = 0.0) -> Iterator[str]:
+def union_lines(files: Sequence[str], sample_bytes: int, seed: int, validation: float = 0.0,
+                held_out_share: float = 0.0) -> Iterator[str]:
     """Lines of a seeded sample of about `sample_bytes` of the distinct documents in `files`, none of the
-    validation split: the choice `curation.tokens.tokenizer.sample_texts` makes for one job, over a union."""
+    held-out ones (`held_out_documents`): the choice `curation.tokens.tokenizer.sample_texts` makes for one job,
+    over a union."""
     rate = min(1.0, sample_bytes / max(1, union_bytes(files)))
     seen: set[str] = set()
     for uri in files:
         table = _read(uri, ["id", "text"])
         ids = table.column("id").to_pylist()
-        chosen = (unit_hash(ids, seed ^ SAMPLE_SALT) < rate) & (unit_hash(ids, VALIDATION_SALT) >= validation)
+        chosen = (unit_hash(ids, seed ^ SAMPLE_SALT) < rate) & ~held_out_documents(ids, held_out_share, validation)
         for i in np.flatnonzero(chosen).tolist():
             if ids[i] in seen:
                 continue
@@ -54,16 +54,15 @@ def union_lines(files: Sequence[str], sample_bytes: int, seed: int, validation: 
             yield from (line for line in text.split("\n") if line.strip())
 
 
-def train_union_tokenizer(files: Sequence[str], settings: TrainTokenizer, seed: int, validation: float = 0.0) -> bytes:
-    """The `.model` bytes of a sentencepiece model trained on `union_lines` (deterministic: one thread, seeded)."""
-    texts = union_lines(files, settings.sample_bytes, seed, validation)
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            model = train_tokenizer(texts, Path(tmp) / "tokenizer", settings.vocab_size, settings.model_type, seed,
-                                    settings.byte_fallback, character_coverage=settings.character_coverage,
-                                    split_digits=settings.split_digits, hard_vocab_limit=settings.hard_vocab_limit,
-                                    **settings.options)
-        except RuntimeError as exc:
-            msg = f"tokenizer.train: sentencepiece failed on the variants' sample: {exc}"
-            raise ValueError(msg) from None
-        return model.read_bytes()
+def train_union_tokenizer(files: Sequence[str], settings: TrainTokenizer, seed: int,
+                          validation: float = 0.0) -> tuple[bytes, str | None]:
+    """The `.model` bytes of a sentencepiece model trained on `union_lines` (deterministic: one thread, seeded),
+    sized as one job's (`train_sized`: a size the sample cannot support raises `VocabularyError`, in one line),
+    and the warning of a size lowered (or kept against what the sample supports), if any."""
+    model, _, sizing = train_sized(lambda: union_lines(files, settings.sample_bytes, seed, validation,
+                                                       settings.held_out),
+                                   settings.vocab_size, settings.model_type, seed,
+                                   character_coverage=settings.character_coverage,
+                                   hard_vocab_limit=settings.hard_vocab_limit, byte_fallback=settings.byte_fallback,
+                                   split_digits=settings.split_digits, **settings.options)
+    return model, sizing.warning()

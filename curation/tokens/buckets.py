@@ -25,6 +25,7 @@ from curation import io
 from curation.mixture import CLUSTER_SIZE, VALIDATION_SALT, MixtureParams, SourcePlan, histogram, unit_hash
 from curation.tokens import fertility
 from curation.tokens.pack import Packer, token_dtype
+from curation.tokens.tokenizer import held_out_documents
 
 BUCKET_SALT = 0xB0C7E7
 ORDER_SALT = 0x0DE7
@@ -53,11 +54,14 @@ def _encode(sp: spm.SentencePieceProcessor, texts: pa.ChunkedArray, dtype: np.dt
 
 
 def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed: int,
-                  validation: float, mixture: MixtureParams | None = None) -> dict[str, Any]:
+                  validation: float, mixture: MixtureParams | None = None,
+                  held_out: float | None = None) -> dict[str, Any]:
     """Tokenize one documents file into `out`; return (and store beside it) per source and split the
     documents and tokens (EOS included), the train split's token histogram, and per language the
-    documents, characters and tokens (EOS left out) of all its documents (`curation.tokens.fertility`).
-    With the `mixture`'s `rehydrate`, each row keeps its `repeats` and weighs them in the histogram."""
+    documents, characters and tokens (EOS left out) of the documents the tokenizer did not train on
+    (`curation.tokens.fertility`): with a trained tokenizer's `held_out` share, those `held_out_documents`
+    gives; None (a tokenizer given), every document. With the `mixture`'s `rehydrate`, each row keeps its
+    `repeats` and weighs them in the histogram."""
     fs, path = io.resolve(documents)
     columns = ["id", "source", "text"]
     if "lang" in pq.read_schema(path, filesystem=fs).names:
@@ -77,11 +81,13 @@ def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed:
         **_repeats(path, fs, mixture),
     }).sort_by([("bucket", "ascending"), ("id", "ascending")])
     summary = _summary(rows)
+    unseen = np.ones(len(ids), bool) if held_out is None else held_out_documents(ids, held_out, validation)
+    measured = table.filter(pa.array(unseen))
     languages = fertility.count(
-        np.asarray(table.column("source").to_pylist(), dtype=object),
-        fertility.language_keys(table.column("text"), table.column("lang") if "lang" in columns else None),
-        pc.fill_null(pc.utf8_length(table.column("text")), 0).to_numpy(zero_copy_only=False),
-        pc.list_value_length(tokens).to_numpy(zero_copy_only=False))
+        np.asarray(measured.column("source").to_pylist(), dtype=object),
+        fertility.language_keys(measured.column("text"), measured.column("lang") if "lang" in columns else None),
+        pc.fill_null(pc.utf8_length(measured.column("text")), 0).to_numpy(zero_copy_only=False),
+        pc.list_value_length(tokens.filter(pa.array(unseen))).to_numpy(zero_copy_only=False))
     for source, counts in languages.items():
         summary[source]["languages"] = counts
     io.write_json_atomic(summary_uri(out), summary, indent=None)  # first: the Parquet file marks the work as done

@@ -26,7 +26,14 @@ class TrainTokenizer(_Strict):
     split_digits: bool = Field(True, description="Every digit is a piece of its own (numbers spelt digit by digit).")
     byte_fallback: bool = Field(True, description="Unknown characters become byte pieces, never <unk>.")
     hard_vocab_limit: bool = Field(
-        True, description="false: a sample too small for vocab_size gives a smaller vocabulary instead of an error.")
+        True, description="true: the vocabulary has exactly vocab_size pieces; a size the sample cannot make is "
+        "refused in one line, one of many memorised phrases kept with a warning. false: it is lowered, with a "
+        "warning, to what the sample supports (`curation.tokens.vocabulary`). A size below the sample's alphabet "
+        "is refused either way.")
+    held_out: float = Field(
+        0.05, ge=0, lt=0.5, description="Share of documents, chosen by a hash of their id, left out of the sample "
+        "(they are still packed): the tokens per character in the summary and manifest are measured on them and "
+        "the validation split, text the tokenizer never saw.")
     options: dict[str, Any] = Field(
         default_factory=dict, description="Other sentencepiece trainer options, passed through unchanged.")
 
@@ -45,13 +52,24 @@ class TokenizerConfig(_Strict):
 
     model: str | None = Field(None, description="Path or URI of a sentencepiece `.model` file.")
     train: TrainTokenizer | None = Field(None, description="Train one from the curated documents instead.")
+    held_out: float | None = Field(
+        None, ge=0, lt=0.5, description="With `model`: the share of documents (by the hash of `train.held_out`) "
+        "it was trained without, as `curate ablate`'s tokenizer is; tokens per character are measured on them "
+        "and the validation split. Unset: on every document (the model was trained elsewhere).")
 
     @model_validator(mode="after")
     def _one(self) -> TokenizerConfig:
         if (self.model is None) == (self.train is None):
             msg = "give either `model` (a .model file) or `train` (its settings)"
             raise ValueError(msg)
+        if self.held_out is not None and self.train is not None:
+            msg = "`held_out` goes with `model`; a trained tokenizer's is `train.held_out`"
+            raise ValueError(msg)
         return self
+
+    def held_out_share(self) -> float | None:
+        """The share of documents the tokenizer did not train on (besides the validation split); None: all."""
+        return self.train.held_out if self.train is not None else self.held_out
 
 
 class PackConfig(_Strict):

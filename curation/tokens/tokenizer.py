@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import io
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,6 +44,15 @@ import sentencepiece as spm
 from curation import io as curation_io
 from curation.mixture import VALIDATION_SALT, unit_hash
 from curation.tokens.coverage import choose_coverage
+from curation.tokens.vocabulary import (
+    MIN_PIECE_USES,
+    SIZE_STEP,
+    Sizing,
+    merged_pieces,
+    piece_uses,
+    too_many_memorised,
+    too_small,
+)
 
 ModelType = Literal["bpe", "unigram"]
 AUTO = "auto"
@@ -134,6 +143,7 @@ def encode_batch(
 
 
 SAMPLE_SALT = 0x7E47
+HELD_OUT_SALT = 0x4E1D_0075  # independent of the seed, like the validation split's: one set measures every seed
 
 
 def text_bytes(files: Sequence[str]) -> int:
@@ -186,11 +196,19 @@ def sample_rates(files: Sequence[str], sample_bytes: int, shares: dict[str, floa
     return {s: total * w / available[s] for s, w in wanted.items()}
 
 
-def sample_texts(files: Sequence[str], rates: dict[str, float], seed: int, validation: float = 0.0) -> Iterator[str]:
+def held_out_documents(ids: Sequence[str], share: float, validation: float) -> np.ndarray:
+    """Which documents no tokenizer trained by a job sees (bool per id): the `share` chosen by a hash of the id
+    (`tokenizer.train.held_out`, independent of the seed like the validation split) and the validation split.
+    Tokens per character are reported on them (`curation.tokens.fertility`)."""
+    return (unit_hash(ids, HELD_OUT_SALT) < share) | (unit_hash(ids, VALIDATION_SALT) < validation)
+
+
+def sample_texts(files: Sequence[str], rates: dict[str, float], seed: int, validation: float = 0.0,
+                 held_out_share: float = 0.0) -> Iterator[str]:
     """Lines of a seeded sample of the documents in `files` (Parquet with `id`, `source` and `text`), never
-    from the validation split: `floor(rate)` copies of each document of a source, one more for the share
-    `rate - floor(rate)` of them chosen by hash (`sample_rates`). Lines, because sentencepiece skips any
-    "sentence" longer than its `max_sentence_length` and documents often are."""
+    from the held-out documents (`held_out_documents`): `floor(rate)` copies of each document of a source, one more for
+    the share `rate - floor(rate)` of them chosen by hash (`sample_rates`). Lines, because sentencepiece skips
+    any "sentence" longer than its `max_sentence_length` and documents often are."""
     for uri in files:
         fs, path = curation_io.resolve(uri)
         table = pq.read_table(path, filesystem=fs, columns=["id", "source", "text"])
@@ -198,35 +216,83 @@ def sample_texts(files: Sequence[str], rates: dict[str, float], seed: int, valid
         rate = np.array([rates.get(s, 0.0) for s in table.column("source").to_pylist()], dtype=np.float64)
         whole = np.floor(rate)
         copies = (whole + (unit_hash(ids, seed ^ SAMPLE_SALT) < rate - whole)).astype(np.int64)
-        copies[unit_hash(ids, VALIDATION_SALT) < validation] = 0
+        copies[held_out_documents(ids, held_out_share, validation)] = 0
         for text, n in zip(table.column("text").to_pylist(), copies.tolist(), strict=True):
             for _ in range(n):
                 yield from (line for line in text.split("\n") if line.strip())
 
 
+def train_sized(lines: Callable[[], Iterable[str]], vocab_size: int, model_type: ModelType, seed: int, *,
+                character_coverage: float | Literal["auto"], hard_vocab_limit: bool, byte_fallback: bool = True,
+                **extra: Any) -> tuple[bytes, dict[str, Any], Sizing]:
+    """Train on the sample `lines()` (read once per pass: coverage, training, piece counts) a vocabulary of
+    `vocab_size` pieces, or the size the sample supports (`curation.tokens.vocabulary`: a size too small is
+    refused, a size too large refused with `hard_vocab_limit`, else lowered; finding that size trains again, a
+    few times, only where the size asked is too large); return the
+    `.model` bytes, how the character coverage was chosen (`Coverage.as_dict`; with a number, that number), and
+    the sizing. With `auto`, each size tried gets the coverage chosen for it, so that the size found trains the
+    same model when a recipe asks for it."""
+    coverages: dict[int, dict[str, Any]] = {}
+
+    def coverage_for(size: int) -> dict[str, Any]:
+        """The coverage a recipe asking for `size` pieces gets: the search below sizes what such a recipe trains."""
+        if size not in coverages:
+            coverages[size] = (choose_coverage(lines(), size).as_dict() if character_coverage == AUTO else
+                               {"character_coverage": character_coverage, "rule": "set by the recipe"})
+        return coverages[size]
+
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def fit(size: int) -> Path:
+            chosen = coverage_for(size)["character_coverage"]
+            try:  # sentencepiece's own hard limit is off: the sizing below says what a short sample gives
+                model = train_tokenizer(lines(), Path(tmp) / "tokenizer", size, model_type, seed, byte_fallback,
+                                        character_coverage=chosen, hard_vocab_limit=False, **extra)
+            except RuntimeError as exc:
+                refusal = too_small(exc, size, chosen)
+                if refusal is None:
+                    msg = f"tokenizer.train: sentencepiece failed on the sample: {exc}"
+                    raise ValueError(msg) from None
+                raise refusal from None
+            return model
+
+        def memorised(model: Path) -> tuple[int, int, int]:
+            """Pieces, memorised pieces and merged pieces of a model."""
+            sp = load_tokenizer(model)
+            merged = merged_pieces(sp)
+            return sp.get_piece_size(), int((piece_uses(sp, lines())[merged] < MIN_PIECE_USES).sum()), int(merged.sum())
+
+        model = fit(vocab_size)
+        possible, rare, merged = memorised(model)
+        supported, best = possible, model.read_bytes()
+        if too_many_memorised(rare, possible):  # the largest size that passes, by halves; no merge at all passes
+            lo, hi = possible - merged, possible
+            while hi - lo > max(SIZE_STEP, lo // 100):
+                mid = (lo + hi) // 2
+                pieces, mid_rare, _ = memorised(fit(mid))
+                lo, hi = (pieces, hi) if not too_many_memorised(mid_rare, pieces) else (lo, mid)
+            supported = lo
+        sizing = Sizing(vocab_size, possible, rare, supported, hard_vocab_limit)
+        refusal = sizing.refusal()
+        if refusal is not None:
+            raise refusal
+        if not hard_vocab_limit and supported < possible:
+            best = fit(supported).read_bytes()
+            return best, coverage_for(supported), sizing
+        return best, coverage_for(vocab_size), sizing
+
+
 def train_from_documents(files: Sequence[str], seed: int, validation: float, *, vocab_size: int,
                          model_type: ModelType, sample_bytes: int, character_coverage: float | Literal["auto"],
-                         split_digits: bool, byte_fallback: bool, hard_vocab_limit: bool,
+                         split_digits: bool, byte_fallback: bool, hard_vocab_limit: bool, held_out: float,
                          options: dict[str, Any], shares: dict[str, float] | None = None,
-                         max_epochs: float = 1.0) -> tuple[bytes, dict[str, Any]]:
-    """Train on a seeded sample of curated documents, in the mixture's `shares` where given (`sample_rates`);
-    return the `.model` bytes and how its character coverage was chosen (`Coverage.as_dict`; with a number
-    from the recipe, only that number)."""
+                         max_epochs: float = 1.0) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
+    """Train on a seeded sample of curated documents, in the mixture's `shares` where given (`sample_rates`),
+    none of the held-out ones; return the `.model` bytes, how its character coverage was chosen and how its
+    size (`train_sized`)."""
     rates = sample_rates(files, sample_bytes, shares, max_epochs)
-    coverage: dict[str, Any] = {"character_coverage": character_coverage, "rule": "set by the recipe"}
-    if character_coverage == AUTO:  # a first pass over the same seeded sample: its characters
-        coverage = choose_coverage(sample_texts(files, rates, seed, validation), vocab_size).as_dict()
-    texts = sample_texts(files, rates, seed, validation)
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            model = train_tokenizer(texts, Path(tmp) / "tokenizer", vocab_size, model_type, seed, byte_fallback,
-                                    character_coverage=coverage["character_coverage"], split_digits=split_digits,
-                                    hard_vocab_limit=hard_vocab_limit, **options)
-        except RuntimeError as exc:
-            msg = f"tokenizer.train: sentencepiece failed on the sample: {exc}"
-            if "Vocabulary size too high" in str(exc):
-                msg += " (lower `vocab_size`, raise `sample_bytes`, or set `hard_vocab_limit: false`)"
-            elif "smaller than required_chars" in str(exc):
-                msg += " (raise `vocab_size`, or lower `character_coverage`: the sample has too many characters)"
-            raise ValueError(msg) from None
-        return model.read_bytes(), coverage
+    model, coverage, sizing = train_sized(lambda: sample_texts(files, rates, seed, validation, held_out),
+                                          vocab_size, model_type, seed, character_coverage=character_coverage,
+                                          hard_vocab_limit=hard_vocab_limit, byte_fallback=byte_fallback,
+                                          split_digits=split_digits, **options)
+    return model, coverage, sizing.as_dict()

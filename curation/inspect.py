@@ -12,6 +12,7 @@ import contextlib
 import difflib
 import html
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -373,6 +374,16 @@ def _first_row(scores: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _listed(value: Any) -> Any:
+    """A column's value as one scalar: labelled paragraphs (`lang_paragraphs`) as their count per language
+    ("zh 12, en 3"), another list as its length."""
+    if not isinstance(value, list):
+        return value
+    if all(isinstance(v, dict) and "lang" in v for v in value):
+        return ", ".join(f"{lang} {n}" for lang, n in Counter(v["lang"] for v in value).most_common())
+    return len(value)
+
+
 def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> Explanation:
     """Run one document through `recipe`'s document stages (a Recipe, a recipe file or a job folder).
 
@@ -401,7 +412,7 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
             scores = _first_row(stage.score(given))
         reason = row[schema.REASON] if row[schema.STAGE] == name else None
         plain = {f.name for f in schema.DOCUMENT_FIELDS} | {"html"}  # the text itself is not a score
-        added = {c: row.get(c) for c in stage.output_columns if c not in plain and row.get(c) is not None}
+        added = {c: _listed(row[c]) for c in stage.output_columns if c not in plain and row.get(c) is not None}
         decision = "dropped" if reason and not reason.startswith(schema.SKIPPED) else (
             "skipped" if reason else "kept" if processed else "not applied")
         out.steps.append({"stage": name, "decision": decision, "reason": reason,

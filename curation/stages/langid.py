@@ -121,9 +121,9 @@ from curation.lang.codes import (
     language_tag,
 )
 from curation.lang.han_script import HANS, HANT, han_scripts, to_simplified
+from curation.lang.mixed import mixed_languages, paragraph_languages
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
-from curation.stages.parts import mixed_languages, paragraph_languages
 from curation.text.columns import as_array, list_offsets
 from curation.text.layout import CODE, TABLE, line_kinds, prose_text
 

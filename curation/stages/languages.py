@@ -23,7 +23,7 @@ from curation.lang.settings import LanguageSettings, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, Processed, StageParams
 from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, expand_keep
-from curation.stages.parts import document_totals, fold, language_parts
+from curation.stages.parts import document_totals, fold, split_parts
 from curation.text.columns import as_array, re2_class
 from curation.text.layout import bare_words, prose_text
 from curation.text.splitter import WORDS, Words, warm_up
@@ -171,7 +171,7 @@ class LanguageFilter(DocumentFilter):
 
     def process(self, batch: pa.Table) -> Processed:
         """Judged as every filter is; a document in several languages part by part (`curation.stages.parts`)."""
-        parts = language_parts(batch)
+        parts = split_parts(batch)
         if parts is None:
             return super().process(batch)
         scores, text = self.scores_and_text(parts.table)

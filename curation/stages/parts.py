@@ -3,7 +3,7 @@
 A page alternating Chinese and English paragraphs, labelled by its whole text, was judged entirely by one
 language's words and thresholds (issue 31: half of such documents dropped as `too_few_alpha_words`, English's rule
 read over Chinese words). Where the langid stage labels paragraphs (`per_paragraph: true`, the `lang_paragraphs`
-column), a document whose paragraphs hold two or more languages, each at least `MIXED_SHARE_MIN` of its paragraph
+column), a document whose paragraphs hold two or more languages, each at least a fifth of its paragraph
 characters, is mixed: a filter whose thresholds follow the language (`LanguageFilter`) judges each language's
 paragraphs, joined in their order, as a part with that language's `lang`, and the document is kept when its kept
 parts hold at least `KEPT_SHARE_MIN` of its paragraph characters; a dropped one carries the reason of its largest
@@ -17,38 +17,16 @@ paragraph offsets stay true for the stages after it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curation.lang.mixed import PARAGRAPHS, language_parts
 from curation.stages.base import Processed
 
-PARAGRAPHS = "lang_paragraphs"
 LANG = "lang"
-MIXED_SHARE_MIN = 0.2
 KEPT_SHARE_MIN = 0.5
-
-
-def paragraph_languages(spans: list[dict[str, Any]] | None) -> dict[str, int]:
-    """Characters per language of a document's labelled paragraphs, most first (`unknown` left out)."""
-    chars: dict[str, int] = {}
-    for span in spans or ():
-        lang = span.get("lang")
-        if lang and lang != "unknown":
-            chars[lang] = chars.get(lang, 0) + max(0, int(span["end"]) - int(span["start"]))
-    return dict(sorted(chars.items(), key=lambda item: -item[1]))
-
-
-def mixed_languages(spans: list[dict[str, Any]] | None) -> list[str]:
-    """The languages of a mixed document, most characters first; [] for a document in one language."""
-    chars = paragraph_languages(spans)
-    total = sum(chars.values())
-    if not total:
-        return []
-    major = [lang for lang, n in chars.items() if n >= MIXED_SHARE_MIN * total]
-    return major if len(major) > 1 else []
 
 
 @dataclass
@@ -61,7 +39,7 @@ class Parts:
     mixed: np.ndarray  # bool per document
 
 
-def language_parts(batch: pa.Table) -> Parts | None:
+def split_parts(batch: pa.Table) -> Parts | None:
     """The batch split into language parts, or None where no document of it is mixed."""
     if PARAGRAPHS not in batch.column_names or LANG not in batch.column_names:
         return None
@@ -73,20 +51,19 @@ def language_parts(batch: pa.Table) -> Parts | None:
     chars: list[int] = []
     mixed = np.zeros(batch.num_rows, bool)
     for doc, (spans, text) in enumerate(zip(spans_of, texts, strict=True)):
-        languages = mixed_languages(spans) if text is not None and _spans_fit(spans, len(text)) else []
-        if not languages:
+        by_language = language_parts(text, spans) if text is not None else {}
+        if not by_language:
             rows.append(doc)
             part_text.append(None)
             part_lang.append(None)
             chars.append(len(text or ""))
             continue
         mixed[doc] = True
-        for lang in languages:
-            pieces = [text[s["start"]:s["end"]] for s in spans if s.get("lang") == lang]
+        for lang, part in by_language.items():
             rows.append(doc)
-            part_text.append("\n".join(pieces))
+            part_text.append(part)
             part_lang.append(lang)
-            chars.append(sum(len(p) for p in pieces))
+            chars.append(len(part))
     if not mixed.any():
         return None
     doc_index = np.array(rows, np.int64)
@@ -97,10 +74,6 @@ def language_parts(batch: pa.Table) -> Parts | None:
         replaced = pc.if_else(is_part, pa.array(values, column.type), column)
         table = table.set_column(table.schema.get_field_index(name), name, replaced)
     return Parts(table, doc_index, np.array(chars, np.int64), mixed)
-
-
-def _spans_fit(spans: list[dict[str, Any]] | None, length: int) -> bool:
-    return bool(spans) and all(0 <= int(s["start"]) <= int(s["end"]) <= length for s in spans)
 
 
 def document_totals(scores: dict[str, np.ndarray], parts: Parts, names: tuple[str, ...]) -> None:

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import sentencepiece as spm
 
 from curation import io
+from curation.lang.mixed import PARAGRAPHS
 from curation.mixture import CLUSTER_SIZE, VALIDATION_SALT, MixtureParams, SourcePlan, histogram, unit_hash
 from curation.tokens import fertility
 from curation.tokens.pack import Packer, token_dtype
@@ -64,8 +65,7 @@ def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed:
     `repeats` and weighs them in the histogram."""
     fs, path = io.resolve(documents)
     columns = ["id", "source", "text"]
-    if "lang" in pq.read_schema(path, filesystem=fs).names:
-        columns.append("lang")
+    columns += [c for c in ("lang", PARAGRAPHS) if c in pq.read_schema(path, filesystem=fs).names]
     table = pq.read_table(path, filesystem=fs, columns=columns)
     sp = processor(model)
     dtype = token_dtype(sp.get_piece_size())
@@ -83,11 +83,20 @@ def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed:
     summary = _summary(rows)
     unseen = np.ones(len(ids), bool) if held_out is None else held_out_documents(ids, held_out, validation)
     measured = table.filter(pa.array(unseen))
-    languages = fertility.count(
-        np.asarray(measured.column("source").to_pylist(), dtype=object),
-        fertility.language_keys(measured.column("text"), measured.column("lang") if "lang" in columns else None),
-        pc.fill_null(pc.utf8_length(measured.column("text")), 0).to_numpy(zero_copy_only=False),
-        pc.list_value_length(tokens.filter(pa.array(unseen))).to_numpy(zero_copy_only=False))
+    sources = np.asarray(measured.column("source").to_pylist(), dtype=object)
+    keys = fertility.language_keys(measured.column("text"), measured.column("lang") if "lang" in columns else None)
+    chars = pc.fill_null(pc.utf8_length(measured.column("text")), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    counts = pc.list_value_length(tokens.filter(pa.array(unseen))).to_numpy(zero_copy_only=False).astype(np.int64)
+    documents = np.ones(len(keys), np.int64)
+    if PARAGRAPHS in columns:  # a mixed document's characters and tokens by its language parts
+        row, lang, part_chars, part_tokens = fertility.by_part(
+            measured.column("text"), measured.column(PARAGRAPHS),
+            lambda parts: [len(t) for t in sp.encode(parts, out_type=int, num_threads=1)])
+        chars[row] = counts[row] = 0
+        sources, keys = np.concatenate([sources, sources[row]]), np.concatenate([keys, lang])
+        chars, counts = np.concatenate([chars, part_chars]), np.concatenate([counts, part_tokens])
+        documents = np.concatenate([documents, np.zeros(len(row), np.int64)])
+    languages = fertility.count(sources, keys, chars, counts, documents)
     for source, counts in languages.items():
         summary[source]["languages"] = counts
     io.write_json_atomic(summary_uri(out), summary, indent=None)  # first: the Parquet file marks the work as done

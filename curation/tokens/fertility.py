@@ -4,18 +4,20 @@ Counted while a job's documents are tokenized (`curation.tokens.buckets.tokenize
 document once, both splits, before the mixture repeats or leaves out any; characters are Unicode code
 points, tokens leave out the EOS each document gets. A document's language is its `lang` (the `langid`
 stage's label), else `und-<script>` from its letters (`und` without any), so a job without `langid`
-still sees Chinese apart from English.
+still sees Chinese apart from English; a document in several languages (`langid: {per_paragraph: true}`) counts
+its characters and tokens by its parts (`by_part`), and as one document of its `lang`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curation.lang.mixed import language_parts
 from curation.lang.scripts import script_of_text
 
 Counts = dict[str, list[int]]
@@ -33,16 +35,33 @@ def language_keys(texts: pa.Array | pa.ChunkedArray, langs: pa.Array | pa.Chunke
     return keys
 
 
-def count(groups: np.ndarray, keys: np.ndarray, characters: np.ndarray, tokens: np.ndarray) -> dict[str, Counts]:
-    """Per group (a source) and language: documents, characters and tokens."""
+def count(groups: np.ndarray, keys: np.ndarray, characters: np.ndarray, tokens: np.ndarray,
+          documents: np.ndarray | None = None) -> dict[str, Counts]:
+    """Per group (a source) and language: documents (each row's `documents`, default 1), characters and tokens."""
+    documents = np.ones(len(keys), np.int64) if documents is None else documents
     out: dict[str, Counts] = {}
     for group in np.unique(groups).tolist():
         mine = groups == group
         part = out.setdefault(group, {})
         for key in np.unique(keys[mine]).tolist():
             rows = mine & (keys == key)
-            part[key] = [int(rows.sum()), int(characters[rows].sum()), int(tokens[rows].sum())]
+            part[key] = [int(documents[rows].sum()), int(characters[rows].sum()), int(tokens[rows].sum())]
     return out
+
+
+def by_part(texts: pa.Array | pa.ChunkedArray, paragraphs: pa.Array | pa.ChunkedArray,
+            tokens: Callable[[list[str]], list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows counting a mixed document (`curation.lang.mixed`) by its language parts, its own row then counting
+    none of it: (document, language, characters, tokens) per part, `tokens` counting each part's tokens. A
+    document in one language has no part rows."""
+    rows, langs, parts = [], [], []
+    for row, (text, spans) in enumerate(zip(texts.to_pylist(), paragraphs.to_pylist(), strict=True)):
+        for lang, part in language_parts(text or "", spans).items():
+            rows.append(row)
+            langs.append(lang)
+            parts.append(part)
+    chars = np.array([len(p) for p in parts], np.int64)
+    return np.array(rows, np.int64), np.array(langs, dtype=object), chars, np.array(tokens(parts), np.int64)
 
 
 def add(total: Counts, part: Counts) -> None:

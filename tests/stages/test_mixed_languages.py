@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -71,3 +72,15 @@ def test_rules_of_a_documents_size_count_all_of_its_parts(labelled):
     kept = C4(terminal_punct=False).ready().process(labelled).table
     assert kept.column("text").to_pylist() == [MIXED]  # a mixed document's text is left as it was
     assert kept.column("lang").to_pylist() == ["en"]
+
+
+def test_tokens_per_language_count_a_mixed_documents_parts(labelled):
+    from curation.tokens.fertility import by_part, count
+
+    texts, paragraphs = labelled.column("text"), labelled.column("lang_paragraphs")
+    row, lang, chars, tokens = by_part(texts, paragraphs, lambda parts: [len(p.split()) for p in parts])
+    assert row.tolist() == [0, 0] and lang.tolist() == ["en", "zh"]
+    assert chars.tolist() == [len("\n".join(EN)), len("\n".join(ZH))]
+    counts = count(np.array(["web", "web", "web"], dtype=object), np.array(["en", *lang], dtype=object),
+                   np.array([0, *chars]), np.array([0, *tokens]), np.array([1, 0, 0]))
+    assert counts == {"web": {"en": [1, chars[0], tokens[0]], "zh": [0, chars[1], tokens[1]]}}

@@ -137,6 +137,8 @@ def _from_texts(shingles: dict[str, int]) -> list[tuple[int, str]]:
         if any(len(own) >= 10 and len(own & have) < MIN_OWN * len(own) for own in beyond):
             continue  # its text beyond another candidate's is missing: that other licence it is
         accepted.append((spdx, ref))
+    if found and not accepted:  # each lacks its own part (Apache's text without its appendix, against ECL-2.0's)
+        accepted = [max(found, key=lambda candidate: len(candidate[1] & have) / len(candidate[1]))]
     out = []
     for spdx, ref in accepted:
         inside = any(len(other) > len(ref) and len(ref & other) >= 0.8 * len(ref) for _, other in accepted)

@@ -245,8 +245,13 @@ class CodeReader(Reader):
             with fs.open_input_file(path) as f:
                 # a string that is not UTF-8 skips its row only, not the rest of its batch and file
                 rows = parquet_rows(f, budget=self.inflate_budget(uri, f.size()))
-                for position, (row, invalid) in enumerate(rows):
-                    yield self._row(position, row) if row is not None else _skip(position, "undecodable", invalid)
+                for position, row, invalid in rows:
+                    if row is not None:
+                        yield self._row(position, row)
+                    elif invalid.reason == "invalid_utf8":
+                        yield _skip(position, "undecodable", invalid.detail)
+                    else:  # a row group that cannot be read
+                        yield Record(position, reason=invalid.reason, detail=invalid.detail)
             return
         yield from _Rows(self).records(uri)
 

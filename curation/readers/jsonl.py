@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from curation import io
 from curation.readers.base import Reader, Record
+from curation.readers.salvage import open_salvaging
 
 
 class JsonlReader(Reader):
@@ -19,7 +20,7 @@ class JsonlReader(Reader):
     def records(self, uri: str) -> Iterator[Record]:
         """One record per line that is not blank. A compressed file that inflates past its bound ends in
         `DecompressionBombError` (one `decompression_bomb` reject); blank lines cost next to nothing."""
-        with io.open_text_stream(uri) as raw:
+        with open_salvaging(uri) as raw:
             stream = self.inflate_budget(uri).counting(raw) if io.codec(uri) else raw
             # The line being read is kept as pieces, joined once at its end (joining at every read is
             # quadratic: a 200 MB line took hours), and only up to max_record_bytes: past that its bytes

@@ -48,6 +48,7 @@ from curation.code.source_language import detect_language, is_binary_name
 from curation.readers.base import DecompressionBombError, Reader, Record, is_io_error, link_target
 from curation.readers.jsonl import JsonlReader
 from curation.readers.parquet import parquet_rows
+from curation.readers.salvage import SalvagingStream
 
 _TAR = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tar.zstd", ".tar.lz4")
 _CODECS = {".gz": "gzip", ".tgz": "gzip", ".bz2": "bz2", ".tbz2": "bz2", ".zst": "zstd", ".zstd": "zstd",
@@ -150,7 +151,7 @@ class CodeReader(Reader):
         inflates to (a member skipped too: tarfile reads past it) is spent from the file's budget."""
         fs, path = io.resolve(uri)
         codec = next((c for ext, c in _CODECS.items() if path.lower().endswith(ext)), None) or _sniffed(fs, path)
-        with fs.open_input_stream(path, compression=None) as raw:
+        with fs.open_input_file(path) as raw:
             stream = raw if codec is None else self.inflate_budget(uri).counting(_inflating(raw, codec))
             with tarfile.open(fileobj=stream, mode="r|") as tar:
                 yield tar
@@ -313,8 +314,9 @@ def _sniffed(fs: pafs.FileSystem, path: str) -> str | None:
 
 
 def _inflating(raw: pa.NativeFile, codec: str) -> Any:
-    """`raw` decompressed (Arrow has no xz codec: Python's lzma inflates it, as tarfile would)."""
-    return lzma.LZMAFile(raw) if codec == "xz" else pa.CompressedInputStream(raw, codec)
+    """`raw` decompressed, the members before a break kept (Arrow has no xz codec: Python's lzma inflates
+    it, as tarfile would)."""
+    return lzma.LZMAFile(raw) if codec == "xz" else SalvagingStream(raw, codec)
 
 
 def _in_repository(path: str) -> tuple[str, str]:

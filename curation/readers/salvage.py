@@ -11,7 +11,6 @@ bz2, whose blocks decode whole or not at all) and then raises the break.
 from __future__ import annotations
 
 import bz2
-from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -47,9 +46,8 @@ class _Pieces:
     def seekable(self) -> bool:
         return False
 
-    def close(self) -> None:
+    def close(self) -> None:  # the file is the stream's to close: it is read again after a break
         self.closed = True
-        self.raw.close()
 
 
 def _decompressing(pieces: _Pieces, codec: str) -> Any:
@@ -85,12 +83,12 @@ class _Bz2:
 
 
 class SalvagingStream:
-    """`codec`-compressed bytes of the file `open_raw()` opens, read from the start; see the module doc."""
+    """`codec`-compressed bytes of the seekable file `raw`, read from its start; see the module doc."""
 
-    def __init__(self, open_raw: Callable[[], Any], codec: str) -> None:
-        self.open_raw, self.codec = open_raw, codec
+    def __init__(self, raw: Any, codec: str) -> None:
+        self.raw, self.codec = raw, codec
         self.given = 0
-        self.pieces = _Pieces(open_raw(), self)
+        self.pieces = _Pieces(raw, self)
         self.stream = _decompressing(self.pieces, codec)
         self.salvaged = b""
         self.broken: OSError | None = None
@@ -120,8 +118,9 @@ class SalvagingStream:
         """Reads the file again: in big reads up to where the piece holding the break was read, then a byte at a
         time (pieces and reads), keeping what comes after what was already given, until the break."""
         piece, safe = self.pieces.last
-        self.close()
-        pieces = _Pieces(self.open_raw(), self, slow_from=piece)
+        self.stream.close()
+        self.raw.seek(0)  # not opened again: this is no retry of a storage fault
+        pieces = _Pieces(self.raw, self, slow_from=piece)
         stream = _decompressing(pieces, self.codec)
         kept, at = [], 0
         try:
@@ -142,6 +141,7 @@ class SalvagingStream:
 
     def close(self) -> None:
         self.stream.close()
+        self.raw.close()
 
     def __enter__(self) -> SalvagingStream:
         return self
@@ -157,4 +157,4 @@ def open_salvaging(uri: str) -> Any:
     codec = io.codec(path)
     if codec is None:
         return fs.open_input_stream(path, compression=None)
-    return SalvagingStream(lambda: fs.open_input_stream(path, compression=None), codec)
+    return SalvagingStream(fs.open_input_file(path), codec)

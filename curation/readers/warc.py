@@ -15,7 +15,14 @@ from fastwarc.stream_io import BrotliReader, GzipReader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from curation import io
-from curation.readers.base import BudgetedStream, InflateBudget, Reader, Record, is_io_error
+from curation.readers.base import (
+    BudgetedStream,
+    DecompressionBombError,
+    InflateBudget,
+    Reader,
+    Record,
+    is_io_error,
+)
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _SKIPPED = {
@@ -189,27 +196,34 @@ class WarcReader(Reader):
         kind = str(rec.record_type)
         url = _target_uri(rec.headers.get("WARC-Target-URI"))
         meta = {"warc_record_id": rec.headers.get("WARC-Record-ID"), "warc_date": rec.headers.get("WARC-Date")}
-        base = Record(position=position, url=url, meta=meta, raw_bytes=rec.content_length)
+        base = Record(position=position, url=url, meta=meta)
         # Content-Length is mandatory: without one, fastwarc yielded what it had of a header block cut off by
         # the end of the file (and would report nothing at all)
         if not (rec.headers.get("Content-Length") or "").strip().isdigit():
             base.reason, base.detail = "truncated_input", "header block ends without Content-Length"
             return base
-        if rec.content_length > self.max_record_bytes and kind in ("response", "resource", "conversion"):
+        documents = kind in ("response", "resource", "conversion")
+        too_large = documents and rec.content_length > self.max_record_bytes
+        if too_large or not documents:
+            # read past, not kept, to count what is there: a Content-Length of 10^15 is not 10^15 bytes
+            base.raw_bytes, whole = _drain(rec.reader)
+            if whole and base.raw_bytes < rec.content_length:
+                return _clipped(base, rec.content_length)
+        if too_large:
             base.reason, base.detail = "too_large", f"{rec.content_length} bytes > {self.max_record_bytes}"
             return base
         if kind in _SKIPPED:
             base.reason = _SKIPPED[kind]
             return base
-        if kind == "conversion":
-            return self._conversion(base, rec)
-        if kind not in ("response", "resource"):
+        if not documents:
             base.reason, base.detail = "skipped:unknown_record_type", kind
             return base
         block = rec.reader.read()
+        base.raw_bytes = len(block)
         if len(block) < rec.content_length:
-            base.reason, base.detail = "truncated_record", f"{len(block)} of {rec.content_length} bytes"
-            return base
+            return _clipped(base, rec.content_length)
+        if kind == "conversion":
+            return self._conversion(base, block)
         if kind == "resource":
             content_type, charset, body = rec.headers.get("Content-Type"), None, block
         else:
@@ -234,8 +248,7 @@ class WarcReader(Reader):
         base.meta["http_charset"] = charset
         return base
 
-    def _conversion(self, base: Record, rec: WarcRecord) -> Record:
-        body = rec.reader.read()
+    def _conversion(self, base: Record, body: bytes) -> Record:
         base.text = body.decode("utf-8", errors="replace")
         return base
 
@@ -244,6 +257,25 @@ class WetReader(WarcReader):
     """Common Crawl WET: `conversion` records already hold the extracted text."""
 
     format: ClassVar[str] = "wet"
+
+
+def _drain(reader: Any) -> tuple[int, bool]:
+    """Bytes left in a record's block, read and let go a MiB at a time, and whether it was read to its end:
+    not past a decompression bomb, which the next read (fastwarc's, after this record) meets again."""
+    size = 0
+    try:
+        while chunk := reader.read(1 << 20):
+            size += len(chunk)
+    except DecompressionBombError:
+        return size, False
+    return size, True
+
+
+def _clipped(base: Record, claimed: int) -> Record:
+    """A record whose block ends before its Content-Length: the stream ended first (a file cut short, or a
+    length that lies past the end, swallowing the records after it, which `records` then resyncs to)."""
+    base.reason, base.detail = "truncated_record", f"{base.raw_bytes} of {claimed} bytes"
+    return base
 
 
 # Content-Encoding decoders: fastwarc's streaming readers, which inflate only what is read

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field
 
-from curation import io
+from curation import io, schema
 from curation.code.repository import (
     VCS,
     RepoLicenses,
@@ -163,10 +163,11 @@ class CodeReader(Reader):
             with self._tar_stream(uri) as tar:
                 for member in tar:
                     if member.isfile():
-                        names.append(member.name)
+                        names.append(readable_name(member.name))
                         if wants_text(member.name, member.size):
                             handle = tar.extractfile(member)
-                            texts[member.name] = (handle.read() if handle else b"").decode("utf-8", "replace")
+                            text = (handle.read() if handle else b"").decode("utf-8", "replace")
+                            texts[readable_name(member.name)] = text
         except (tarfile.TarError, OSError, EOFError, ValueError, lzma.LZMAError) as exc:
             if is_io_error(exc):  # the storage's fault: read_shard reads the file again
                 raise
@@ -179,7 +180,7 @@ class CodeReader(Reader):
             for member in tar:
                 if member.isdir():
                     continue
-                path = _strip(member.name, root)
+                path = _strip(readable_name(member.name), root)
                 if not member.isfile():
                     yield _skip(position, "link" if member.issym() or member.islnk() else "not_a_file", path)
                 else:
@@ -222,6 +223,7 @@ class CodeReader(Reader):
     def _loose(self, uri: str) -> Record:
         fs, path = io.resolve(uri)
         root, relative = _in_repository(io.canonical(uri))
+        relative = readable_name(relative)
         info = fs.get_file_info(path)
         if any(v in f"/{relative}" for v in VCS):
             return _skip(0, "vcs", relative, info.size or 0)
@@ -236,7 +238,7 @@ class CodeReader(Reader):
     def link(self, path: str) -> Record:
         """A link met in a folder, named by its path inside its repository."""
         _, relative = _in_repository(path)
-        return _skip(0, "link", f"{relative} -> {link_target(path)}"[:500])
+        return _skip(0, "link", f"{readable_name(relative)} -> {link_target(path)}"[:500])
 
     # -- The-Stack-like tables ---------------------------------------------------------------------
 
@@ -317,6 +319,14 @@ def _inflating(raw: pa.NativeFile, codec: str) -> Any:
     """`raw` decompressed, the members before a break kept (Arrow has no xz codec: Python's lzma inflates
     it, as tarfile would)."""
     return lzma.LZMAFile(raw) if codec == "xz" else SalvagingStream(raw, codec)
+
+
+def readable_name(name: str) -> str:
+    """A file name as UTF-8: tarfile and the OS hand over a name's bytes that are not UTF-8 as lone surrogates
+    (`bad\\xff\\xfe.py`), which no document can hold: each becomes U+FFFD, and the file is read as any other."""
+    if name.isascii():
+        return name
+    return schema.utf8_or_raw(name).decode("utf-8", "replace")
 
 
 def _in_repository(path: str) -> tuple[str, str]:

@@ -13,7 +13,13 @@ from curation.readers.salvage import open_salvaging
 
 
 class JsonlReader(Reader):
-    """One document per line; fields other than `text_field` and `url_field` are kept in `meta`."""
+    """One document per line; fields other than `text_field` and `url_field` are kept in `meta`.
+
+    `NaN`, `Infinity`, `-Infinity` (which Python's json accepts, and strict JSON readers refuse) and numbers
+    past a float's range (`1e999`) are kept in `meta` as null: the record is read, `meta` stays strict JSON.
+    As the text they are no string: a `no_text_field` reject. A compressed file that breaks off or holds
+    garbage keeps every line decoded before the break (`SalvagingStream`), then the rest is one
+    `unreadable_input` (or `truncated_input`) reject."""
 
     format: ClassVar[str] = "jsonl"
 

@@ -20,7 +20,9 @@ class ParquetReader(JsonlReader):
     A row whose string holds bytes that are not UTF-8 is an `invalid_utf8` reject (the other rows of
     its batch are read as usual); a text over `max_record_bytes` is `too_large`. Text and URL columns
     of a binary type are decoded row by row, so only a row whose bytes are not UTF-8 is lost. Row
-    groups whose uncompressed size passes the file's bound end in one `decompression_bomb` reject.
+    groups whose uncompressed size passes the file's bound end in one `decompression_bomb` reject. A row
+    group that cannot be read (a corrupt page) is one `unreadable_input` reject at its first row; the
+    groups after it are read, their rows keeping their positions. NaN and infinite floats are null in `meta`.
     """
 
     format: ClassVar[str] = "parquet"

@@ -23,6 +23,7 @@ from curation.readers.base import (
     Record,
     is_io_error,
 )
+from curation.readers.sniff import binary_body
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _SKIPPED = {
@@ -232,8 +233,8 @@ class WarcReader(Reader):
             except OSError as exc:
                 base.reason, base.detail = "bad_http", str(exc)[:300]
                 return base
-            if status is not None and not 200 <= status < 300:
-                base.reason, base.detail = "skipped:http_status", str(status)
+            if not _complete(status):
+                base.reason, base.detail = "skipped:http_status", _status_line(status, block)
                 return base
             if len(body) > self.max_record_bytes:  # a Content-Encoding bomb: only limit + 1 bytes were inflated
                 base.reason, base.detail = "too_large", f"decoded payload over {self.max_record_bytes} bytes"
@@ -244,11 +245,17 @@ class WarcReader(Reader):
             return base
         if charset is None and content_type and "charset=" in content_type.lower():
             charset = content_type.lower().split("charset=")[1].split(";")[0].strip(" \"'")
+        if (binary := binary_body(body, charset)) is not None:
+            base.reason, base.detail = "skipped:binary", f"{binary}, labelled {mime or 'unknown'}"
+            return base
         base.html = body
         base.meta["http_charset"] = charset
         return base
 
     def _conversion(self, base: Record, body: bytes) -> Record:
+        if (binary := binary_body(body)) is not None:  # WET is UTF-8 text: random bytes are no conversion
+            base.reason, base.detail = "skipped:binary", binary
+            return base
         base.text = body.decode("utf-8", errors="replace")
         return base
 
@@ -257,6 +264,19 @@ class WetReader(WarcReader):
     """Common Crawl WET: `conversion` records already hold the extracted text."""
 
     format: ClassVar[str] = "wet"
+
+
+def _complete(status: int | None) -> bool:
+    """Whether an HTTP status says the payload is the whole resource: 2xx, but not 206 (a part of it).
+    None: a status line fastwarc could not read (`HTTP/1.1 -1`, no code at all)."""
+    return status is not None and 200 <= status < 300 and status != 206
+
+
+def _status_line(status: int | None, block: bytes) -> str:
+    if status is not None:
+        return str(status)
+    line = block.split(b"\n", 1)[0].strip()[:80].decode("utf-8", "backslashreplace")
+    return f"no status code in {line!r}"
 
 
 def _drain(reader: Any) -> tuple[int, bool]:

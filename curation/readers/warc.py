@@ -10,7 +10,6 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-import pyarrow as pa
 from fastwarc.stream_io import BrotliReader, GzipReader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
@@ -23,6 +22,7 @@ from curation.readers.base import (
     Record,
     is_io_error,
 )
+from curation.readers.salvage import SalvagingStream
 from curation.readers.sniff import binary_body
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -45,7 +45,7 @@ def _open(uri: str, offset: int, budget: InflateBudget | None, codec: str | None
         raw = raw if raw is not None else _open_at(uri, offset)
         if codec == "gzip":
             return _Inflating(raw, offset, budget)
-        return budget.counting(pa.CompressedInputStream(raw, codec))
+        return budget.counting(SalvagingStream(raw, codec))  # from the start: the records before a break kept
     if offset == 0 and not io.is_remote(uri):
         if raw is not None:
             raw.close()

@@ -326,10 +326,12 @@ def _http_payload(block: bytes, limit: int) -> tuple[int | None, str | None, str
         for coding in reversed(codings):  # the last coding applied is undone first
             stream = _DECODERS[coding](stream)
         with contextlib.suppress(OSError):  # not encoded after all (stored decoded): keep the bytes as they are
-            body = stream.read(limit + 1)  # type: ignore[attr-defined]
+            # nothing from many bytes: the decoder gave up without a word (fastwarc's brotli on random bytes)
+            body = stream.read(limit + 1) or (b"" if len(body) <= _EMPTY_ENCODED else body)  # type: ignore[attr-defined]
     return record.http_headers.status_code, record.http_content_type, record.http_charset, body[: limit + 1]
 
 
+_EMPTY_ENCODED = 32  # bytes an encoded empty payload takes at most (gzip: 20, brotli: 1)
 _GZIP, _PLAIN = b"\x1f\x8b\x08", b"WARC/1."
 _MAGIC = {"gzip": _GZIP, "zstd": b"\x28\xb5\x2f\xfd", "lz4": b"\x04\x22\x4d\x18"}  # as Arrow names the codecs
 _SCAN = 1 << 20

@@ -124,6 +124,12 @@ class WarcReader(Reader):
 
     Requests, revisits, metadata and warcinfo records are skipped and counted; non-HTML payloads,
     clipped records, undecodable transfer encodings and records over `max_record_bytes` are rejects.
+    Only a complete 2xx response is a document: 206 (a part) and a status line without a code (`-1`) are
+    `skipped:http_status`. A body that is binary by its own bytes whatever its Content-Type says (a PDF, an
+    image, random bytes; `curation.readers.sniff`), and a WET conversion of such bytes, is `skipped:binary`.
+    A record's `raw_bytes` (the read stage's bytes_in) are the bytes its block really had: a record whose
+    Content-Length (10^15) runs past the end is a `truncated_record` of the bytes up to the end of the file,
+    and the records it swallowed are read again after it (below).
     """
 
     format: ClassVar[str] = "warc"

@@ -19,6 +19,8 @@ from curation import io
 from curation.io import is_io_error
 
 PIECE = 1 << 16  # compressed bytes handed to Arrow at a time
+EXACT_BYTES = 4 << 20  # decompressed bytes read one at a time before a break
+MAX_SALVAGED = 64 << 20
 
 
 class _Pieces:
@@ -116,26 +118,26 @@ class SalvagingStream:
 
     def _salvage(self, exc: BaseException) -> None:
         """Reads the file again: in big reads up to where the piece holding the break was read, then a byte at a
-        time (pieces and reads), keeping what comes after what was already given, until the break."""
+        time (pieces and reads), keeping what comes after what was already given, until the break. Past
+        `EXACT_BYTES` of that (a piece of a bomb inflates 1,000 to 40,000 times) reads are big again, and no
+        more than `MAX_SALVAGED` bytes are kept: the break is then reported there."""
         piece, safe = self.pieces.last
         self.stream.close()
         self.raw.seek(0)  # not opened again: this is no retry of a storage fault
-        pieces = _Pieces(self.raw, self, slow_from=piece)
-        stream = _decompressing(pieces, self.codec)
-        kept, at = [], 0
+        stream = _decompressing(_Pieces(self.raw, self, slow_from=piece), self.codec)
+        kept, at = bytearray(), 0
         try:
             while at < safe and (data := stream.read(min(PIECE, safe - at))):
                 at += len(data)
-            while data := stream.read(1):
-                if at >= self.given:
-                    kept.append(data)
-                at += 1
+            while len(kept) < MAX_SALVAGED and (data := stream.read(1 if at - safe < EXACT_BYTES else PIECE)):
+                kept += data[max(self.given - at, 0) :]
+                at += len(data)
         except (ValueError, OSError, EOFError) as again:
             if is_io_error(again):
                 raise
         finally:
             stream.close()
-        self.salvaged = b"".join(kept)
+        self.salvaged = bytes(kept)
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         self.broken = OSError(f"{self.codec} data broken after {at} decompressed bytes: {message}")
 

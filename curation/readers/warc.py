@@ -281,7 +281,7 @@ def _complete(status: int | None) -> bool:
 def _status_line(status: int | None, block: bytes) -> str:
     if status is not None:
         return str(status)
-    line = block.split(b"\n", 1)[0].strip()[:80].decode("utf-8", "backslashreplace")
+    line = block[:200].split(b"\n", 1)[0].strip()[:80].decode("utf-8", "backslashreplace")
     return f"no status code in {line!r}"
 
 

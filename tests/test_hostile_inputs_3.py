@@ -28,6 +28,7 @@ from fastwarc.stream_io import ZstdReader
 
 from curation import schema
 from curation.readers import CodeReader, JsonlReader, ParquetReader, WarcReader, WetReader
+from curation.readers.sniff import binary_body
 from curation.recipe import parse_recipe
 from pipelines.run import run
 from tests.test_hostile_inputs import details, good_url, jsonl_line, outcome, page, prose, read, warc_record
@@ -86,6 +87,18 @@ def test_gzip_jsonl_with_trailing_garbage_keeps_all_its_records(tmp_path: Path):
     assert documents(table) == [json.loads(line)["text"] for line in lines]
     (detail,) = details(table)["unreadable_input"]
     assert detail.startswith(f"OSError: gzip data broken after {len(b''.join(lines))} decompressed bytes")
+
+
+@pytest.mark.parametrize(("codec", "extension"), [("gzip", "gz"), ("zstd", "zst"), ("bz2", "bz2"), ("lz4", "lz4")])
+def test_garbage_after_the_stream_costs_no_record_in_any_codec(tmp_path: Path, codec: str, extension: str):
+    lines = notes(300)
+    path = tmp_path / f"tail.jsonl.{extension}"
+    path.write_bytes(compressed(b"".join(lines), codec) + b"\x07not compressed\xfe" * 8)
+    table = read(JsonlReader(), path)
+    assert outcome(table) == {"doc": 300, "unreadable_input": 1}
+    assert documents(table) == [json.loads(line)["text"] for line in lines]
+    assert details(table)["unreadable_input"][0].startswith(
+        f"OSError: {codec} data broken after {len(b''.join(lines))} decompressed bytes")
 
 
 def test_zstd_jsonl_damaged_at_70_percent_keeps_every_record_before_the_damaged_block(tmp_path: Path):
@@ -276,6 +289,13 @@ def test_binary_bodies_labelled_html_are_skipped_as_binary_and_text_is_not(tmp_p
                            "a PNG by its first bytes, labelled text/html"]
     assert all(d.endswith(" bytes are control characters, labelled text/html") for d in skipped[2:5])
     assert skipped[5] == "a PDF by its first bytes, labelled text/html"  # decoded from br first
+
+
+def test_no_real_page_is_taken_for_binary(testdata: Path):
+    pages = sorted((testdata / "html").rglob("*.htm*"))
+    bodies = [gzip.decompress(p.read_bytes()) if p.name.endswith(".gz") else p.read_bytes() for p in pages]
+    assert len(bodies) > 1000  # the extraction gold sets' pages, in many languages and encodings
+    assert [p.name for p, body in zip(pages, bodies, strict=True) if binary_body(body) is not None] == []
 
 
 def test_a_wet_conversion_of_random_bytes_is_skipped_as_binary(tmp_path: Path):

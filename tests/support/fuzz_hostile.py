@@ -43,6 +43,9 @@ class Expect:
     plus: Counter = field(default_factory=Counter)
     title_has: str | None = None  # a document's title holds this
     max_bytes_in: int | None = None  # the read stage's bytes_in (sum of `_bin:read`) stays under this
+    # garbage after a baseline that ends in a break of its own (a record cut off by the end of the file, which the
+    # garbage now fills): that break and the garbage's may be one reject, never a document less
+    merges_last_break: bool = False
 
 
 def compress(data: bytes, codec: str) -> bytes:
@@ -86,7 +89,8 @@ def hostile_case(rng: random.Random, case: Case, seed: Seed, inner: bytes, limit
     elif case.format == "parquet":
         (_row_group if rng.random() < 0.7 else _parquet_nan)(rng, case, seed)
     elif case.format in ("warc", "wet"):
-        kinds = [_lying_length, _binary_bodies, _statuses] if case.format == "warc" else [_lying_length, _wet_binary]
+        kinds = [_lying_length, _binary_bodies, _statuses, _warc_tail] if case.format == "warc" else \
+            [_lying_length, _wet_binary, _warc_tail]
         rng.choice(kinds)(rng, case, seed)
     elif seed.name.endswith(".tar.gz"):
         _tar_name(rng, case, seed)
@@ -194,6 +198,17 @@ def _lying_length(rng: random.Random, case: Case, seed: Seed) -> None:
     # the liar's block runs to the end of the file, and the seed's own clipped records may too: a few times the
     # file's bytes, never the 10^15 claimed
     _prepend(case, seed, [record], Counter({"truncated_record": 1}), max_bytes_in=4 * inflated + (64 << 10))
+
+
+def _warc_tail(rng: random.Random, case: Case, seed: Seed) -> None:
+    """Garbage after the last record: of the seed as it is (gzip members, or plain), or of its records in one zstd
+    or lz4 stream; the records before it all read, then one reject."""
+    codec = rng.choice(("as is", "zstd", "lz4"))
+    data = seed.data if codec == "as is" else compress(_inflated(seed), codec)
+    name = seed.name if codec == "as is" else _stem(seed.name) + CODECS[codec]
+    case.mutations.append(f"tail: warc {codec} garbage")
+    case.files[name] = data + GARBAGE
+    case.expect = Expect(baseline={name: data}, plus=Counter({"unreadable_input": 1}), merges_last_break=True)
 
 
 def _inflated(seed: Seed) -> bytes:

@@ -4,8 +4,10 @@ Arrow's `CompressedInputStream` fails a whole `read` at a break: the bytes that 
 lost, and with them every record of a small file (a gzip JSON Lines file with trailing garbage gave 0 of
 its 20 records; a zstd one damaged at 70%, 0 of 1,000). `SalvagingStream` reads through Arrow as before
 and, at a break, reads the file once more up to it, in single bytes and single-byte reads, so that it
-gives what the codec can decode before the damage (to the byte in gzip and lz4, to the block in zstd and
-bz2, whose blocks decode whole or not at all) and then raises the break.
+gives what the codec can decode before the damage (to the byte in gzip; to the block in zstd, lz4 and bz2,
+whose blocks decode whole or not at all) and then raises the break. bz2 is Python's: Arrow's gives garbage
+fed a byte at a time. A damage that still decodes (flipped bits in deflate, lz4 without checksums) gives
+garbage before the break is seen: those lines are rejects of their own (`bad_json`...).
 """
 
 from __future__ import annotations

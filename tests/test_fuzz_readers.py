@@ -4,7 +4,9 @@ Each case is a number: the same number builds the same files, so a failure names
 (`.venv/bin/python benchmarks/fuzz_readers.py --case N`). A read must end, raise nothing, account for every
 record (document, counted skip or reject; the end-of-shard marker counts them), keep no id twice, hold valid
 UTF-8 and never bring in what a link points at; a job's `records_read` must equal kept + dropped + skipped with
-the ids of `documents/` and `rejects/` disjoint. `benchmarks/fuzz_readers.py` runs tens of thousands.
+the ids of `documents/` and `rejects/` disjoint. A share of the cases are `tests/support/fuzz_hostile.py`'s (corrupt
+tails in every codec, bad row groups, lying lengths, binary bodies, bad names, NaN), each checked against what it
+must give. `benchmarks/fuzz_readers.py` runs tens of thousands.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import fuzzing
+from tests.support import fuzz_hostile, fuzzing
 
 pytestmark = pytest.mark.timeout(300, method="thread")
 
@@ -48,7 +50,8 @@ def test_the_cases_cover_every_kind_of_mutation_and_are_reproducible(seeds):
     described = " ".join(fuzzing.make_case(seeds, n, bomb_mib=BOMB_MIB).describe()
                          for fmt in fuzzing.FORMATS for n in fuzzing.case_numbers(seeds, fmt, CASES_PER_FORMAT))
     for kind in (*fuzzing.BYTE_MUTATIONS, "bomb", "link", "parquet invalid_utf8", "parquet binary_text",
-                 "zip symlink entry", "tar member type", "archive: truncate"):
+                 "zip symlink entry", "tar member type", "archive: truncate", *fuzz_hostile.KINDS,
+                 *(f"tail: {codec}" for codec in fuzz_hostile.CODECS)):
         assert kind in described, kind
     again = fuzzing.make_case(seeds, 12345)
     assert again.files == fuzzing.make_case(seeds, 12345).files and again.mutations

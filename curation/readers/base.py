@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io as _io
 import json
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -184,7 +185,7 @@ def _row(record: Record, source: str, uri: str, shard: str, key: str) -> dict[st
         "title": record.title,
         "text": record.text,
         "html": record.html,
-        "meta": json.dumps(meta, ensure_ascii=False, default=str),
+        "meta": _meta_json(meta),
         schema.SHARD: shard,
         schema.STAGE: "read" if record.reason else None,
         schema.REASON: record.reason,
@@ -210,6 +211,26 @@ def _row(record: Record, source: str, uri: str, shard: str, key: str) -> dict[st
 
 
 _STRINGS = ("text", "url", "title", "meta", schema.DETAIL)
+
+
+def _meta_json(meta: dict[str, Any]) -> str:
+    """`meta` as strict JSON: NaN and the infinities (which Python's json reads from `NaN`, `Infinity` or
+    `1e999`, and a Parquet float column holds) become null, as JavaScript's JSON.stringify writes them;
+    `json.dumps` would write `NaN`, which strict readers (DuckDB, jq, browsers) refuse."""
+    try:
+        return json.dumps(meta, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:  # out of range: only then is every value looked at
+        return json.dumps(_finite(meta), ensure_ascii=False, default=str, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _spelled(text: str) -> str:

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field
 
-from curation import io
+from curation import io, schema
 from curation.code.repository import (
     VCS,
     RepoLicenses,
@@ -48,6 +48,7 @@ from curation.code.source_language import detect_language, is_binary_name
 from curation.readers.base import DecompressionBombError, Reader, Record, is_io_error, link_target
 from curation.readers.jsonl import JsonlReader
 from curation.readers.parquet import parquet_rows
+from curation.readers.salvage import SalvagingStream
 
 _TAR = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tar.zstd", ".tar.lz4")
 _CODECS = {".gz": "gzip", ".tgz": "gzip", ".bz2": "bz2", ".tbz2": "bz2", ".zst": "zstd", ".zstd": "zstd",
@@ -150,7 +151,7 @@ class CodeReader(Reader):
         inflates to (a member skipped too: tarfile reads past it) is spent from the file's budget."""
         fs, path = io.resolve(uri)
         codec = next((c for ext, c in _CODECS.items() if path.lower().endswith(ext)), None) or _sniffed(fs, path)
-        with fs.open_input_stream(path, compression=None) as raw:
+        with fs.open_input_file(path) as raw:
             stream = raw if codec is None else self.inflate_budget(uri).counting(_inflating(raw, codec))
             with tarfile.open(fileobj=stream, mode="r|") as tar:
                 yield tar
@@ -162,10 +163,11 @@ class CodeReader(Reader):
             with self._tar_stream(uri) as tar:
                 for member in tar:
                     if member.isfile():
-                        names.append(member.name)
+                        names.append(readable_name(member.name))
                         if wants_text(member.name, member.size):
                             handle = tar.extractfile(member)
-                            texts[member.name] = (handle.read() if handle else b"").decode("utf-8", "replace")
+                            text = (handle.read() if handle else b"").decode("utf-8", "replace")
+                            texts[readable_name(member.name)] = text
         except (tarfile.TarError, OSError, EOFError, ValueError, lzma.LZMAError) as exc:
             if is_io_error(exc):  # the storage's fault: read_shard reads the file again
                 raise
@@ -178,7 +180,7 @@ class CodeReader(Reader):
             for member in tar:
                 if member.isdir():
                     continue
-                path = _strip(member.name, root)
+                path = _strip(readable_name(member.name), root)
                 if not member.isfile():
                     yield _skip(position, "link" if member.issym() or member.islnk() else "not_a_file", path)
                 else:
@@ -221,6 +223,7 @@ class CodeReader(Reader):
     def _loose(self, uri: str) -> Record:
         fs, path = io.resolve(uri)
         root, relative = _in_repository(io.canonical(uri))
+        relative = readable_name(relative)
         info = fs.get_file_info(path)
         if any(v in f"/{relative}" for v in VCS):
             return _skip(0, "vcs", relative, info.size or 0)
@@ -235,7 +238,7 @@ class CodeReader(Reader):
     def link(self, path: str) -> Record:
         """A link met in a folder, named by its path inside its repository."""
         _, relative = _in_repository(path)
-        return _skip(0, "link", f"{relative} -> {link_target(path)}"[:500])
+        return _skip(0, "link", f"{readable_name(relative)} -> {link_target(path)}"[:500])
 
     # -- The-Stack-like tables ---------------------------------------------------------------------
 
@@ -245,8 +248,13 @@ class CodeReader(Reader):
             with fs.open_input_file(path) as f:
                 # a string that is not UTF-8 skips its row only, not the rest of its batch and file
                 rows = parquet_rows(f, budget=self.inflate_budget(uri, f.size()))
-                for position, (row, invalid) in enumerate(rows):
-                    yield self._row(position, row) if row is not None else _skip(position, "undecodable", invalid)
+                for position, row, invalid in rows:
+                    if row is not None:
+                        yield self._row(position, row)
+                    elif invalid.reason == "invalid_utf8":
+                        yield _skip(position, "undecodable", invalid.detail)
+                    else:  # a row group that cannot be read
+                        yield Record(position, reason=invalid.reason, detail=invalid.detail)
             return
         yield from _Rows(self).records(uri)
 
@@ -308,8 +316,17 @@ def _sniffed(fs: pafs.FileSystem, path: str) -> str | None:
 
 
 def _inflating(raw: pa.NativeFile, codec: str) -> Any:
-    """`raw` decompressed (Arrow has no xz codec: Python's lzma inflates it, as tarfile would)."""
-    return lzma.LZMAFile(raw) if codec == "xz" else pa.CompressedInputStream(raw, codec)
+    """`raw` decompressed, the members before a break kept (Arrow has no xz codec: Python's lzma inflates
+    it, as tarfile would)."""
+    return lzma.LZMAFile(raw) if codec == "xz" else SalvagingStream(raw, codec)
+
+
+def readable_name(name: str) -> str:
+    """A file name as UTF-8: tarfile and the OS hand over a name's bytes that are not UTF-8 as lone surrogates
+    (`bad\\xff\\xfe.py`), which no document can hold: each becomes U+FFFD, and the file is read as any other."""
+    if name.isascii():
+        return name
+    return schema.utf8_or_raw(name).decode("utf-8", "replace")
 
 
 def _in_repository(path: str) -> tuple[str, str]:

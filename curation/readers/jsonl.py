@@ -9,17 +9,24 @@ from typing import Any, ClassVar
 
 from curation import io
 from curation.readers.base import Reader, Record
+from curation.readers.salvage import open_salvaging
 
 
 class JsonlReader(Reader):
-    """One document per line; fields other than `text_field` and `url_field` are kept in `meta`."""
+    """One document per line; fields other than `text_field` and `url_field` are kept in `meta`.
+
+    `NaN`, `Infinity`, `-Infinity` (which Python's json accepts, and strict JSON readers refuse) and numbers
+    past a float's range (`1e999`) are kept in `meta` as null: the record is read, `meta` stays strict JSON.
+    As the text they are no string: a `no_text_field` reject. A compressed file that breaks off or holds
+    garbage keeps every line decoded before the break (`SalvagingStream`), then the rest is one
+    `unreadable_input` (or `truncated_input`) reject."""
 
     format: ClassVar[str] = "jsonl"
 
     def records(self, uri: str) -> Iterator[Record]:
         """One record per line that is not blank. A compressed file that inflates past its bound ends in
         `DecompressionBombError` (one `decompression_bomb` reject); blank lines cost next to nothing."""
-        with io.open_text_stream(uri) as raw:
+        with open_salvaging(uri) as raw:
             stream = self.inflate_budget(uri).counting(raw) if io.codec(uri) else raw
             # The line being read is kept as pieces, joined once at its end (joining at every read is
             # quadratic: a 200 MB line took hours), and only up to max_record_bytes: past that its bytes

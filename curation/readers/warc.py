@@ -10,12 +10,20 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-import pyarrow as pa
 from fastwarc.stream_io import BrotliReader, GzipReader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from curation import io
-from curation.readers.base import BudgetedStream, InflateBudget, Reader, Record, is_io_error
+from curation.readers.base import (
+    BudgetedStream,
+    DecompressionBombError,
+    InflateBudget,
+    Reader,
+    Record,
+    is_io_error,
+)
+from curation.readers.salvage import SalvagingStream
+from curation.readers.sniff import binary_body
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _SKIPPED = {
@@ -37,7 +45,7 @@ def _open(uri: str, offset: int, budget: InflateBudget | None, codec: str | None
         raw = raw if raw is not None else _open_at(uri, offset)
         if codec == "gzip":
             return _Inflating(raw, offset, budget)
-        return budget.counting(pa.CompressedInputStream(raw, codec))
+        return budget.counting(SalvagingStream(raw, codec))  # from the start: the records before a break kept
     if offset == 0 and not io.is_remote(uri):
         if raw is not None:
             raw.close()
@@ -116,6 +124,12 @@ class WarcReader(Reader):
 
     Requests, revisits, metadata and warcinfo records are skipped and counted; non-HTML payloads,
     clipped records, undecodable transfer encodings and records over `max_record_bytes` are rejects.
+    Only a complete 2xx response is a document: 206 (a part) and a status line without a code (`-1`) are
+    `skipped:http_status`. A body that is binary by its own bytes whatever its Content-Type says (a PDF, an
+    image, random bytes; `curation.readers.sniff`), and a WET conversion of such bytes, is `skipped:binary`.
+    A record's `raw_bytes` (the read stage's bytes_in) are the bytes its block really had: a record whose
+    Content-Length (10^15) runs past the end is a `truncated_record` of the bytes up to the end of the file,
+    and the records it swallowed are read again after it (below).
     """
 
     format: ClassVar[str] = "warc"
@@ -189,27 +203,34 @@ class WarcReader(Reader):
         kind = str(rec.record_type)
         url = _target_uri(rec.headers.get("WARC-Target-URI"))
         meta = {"warc_record_id": rec.headers.get("WARC-Record-ID"), "warc_date": rec.headers.get("WARC-Date")}
-        base = Record(position=position, url=url, meta=meta, raw_bytes=rec.content_length)
+        base = Record(position=position, url=url, meta=meta)
         # Content-Length is mandatory: without one, fastwarc yielded what it had of a header block cut off by
         # the end of the file (and would report nothing at all)
         if not (rec.headers.get("Content-Length") or "").strip().isdigit():
             base.reason, base.detail = "truncated_input", "header block ends without Content-Length"
             return base
-        if rec.content_length > self.max_record_bytes and kind in ("response", "resource", "conversion"):
+        documents = kind in ("response", "resource", "conversion")
+        too_large = documents and rec.content_length > self.max_record_bytes
+        if too_large or not documents:
+            # read past, not kept, to count what is there: a Content-Length of 10^15 is not 10^15 bytes
+            base.raw_bytes, whole = _drain(rec.reader)
+            if whole and base.raw_bytes < rec.content_length:
+                return _clipped(base, rec.content_length)
+        if too_large:
             base.reason, base.detail = "too_large", f"{rec.content_length} bytes > {self.max_record_bytes}"
             return base
         if kind in _SKIPPED:
             base.reason = _SKIPPED[kind]
             return base
-        if kind == "conversion":
-            return self._conversion(base, rec)
-        if kind not in ("response", "resource"):
+        if not documents:
             base.reason, base.detail = "skipped:unknown_record_type", kind
             return base
         block = rec.reader.read()
+        base.raw_bytes = len(block)
         if len(block) < rec.content_length:
-            base.reason, base.detail = "truncated_record", f"{len(block)} of {rec.content_length} bytes"
-            return base
+            return _clipped(base, rec.content_length)
+        if kind == "conversion":
+            return self._conversion(base, block)
         if kind == "resource":
             content_type, charset, body = rec.headers.get("Content-Type"), None, block
         else:
@@ -218,8 +239,8 @@ class WarcReader(Reader):
             except OSError as exc:
                 base.reason, base.detail = "bad_http", str(exc)[:300]
                 return base
-            if status is not None and not 200 <= status < 300:
-                base.reason, base.detail = "skipped:http_status", str(status)
+            if not _complete(status):
+                base.reason, base.detail = "skipped:http_status", _status_line(status, block)
                 return base
             if len(body) > self.max_record_bytes:  # a Content-Encoding bomb: only limit + 1 bytes were inflated
                 base.reason, base.detail = "too_large", f"decoded payload over {self.max_record_bytes} bytes"
@@ -230,12 +251,17 @@ class WarcReader(Reader):
             return base
         if charset is None and content_type and "charset=" in content_type.lower():
             charset = content_type.lower().split("charset=")[1].split(";")[0].strip(" \"'")
+        if (binary := binary_body(body, charset)) is not None:
+            base.reason, base.detail = "skipped:binary", f"{binary}, labelled {mime or 'unknown'}"
+            return base
         base.html = body
         base.meta["http_charset"] = charset
         return base
 
-    def _conversion(self, base: Record, rec: WarcRecord) -> Record:
-        body = rec.reader.read()
+    def _conversion(self, base: Record, body: bytes) -> Record:
+        if (binary := binary_body(body)) is not None:  # WET is UTF-8 text: random bytes are no conversion
+            base.reason, base.detail = "skipped:binary", binary
+            return base
         base.text = body.decode("utf-8", errors="replace")
         return base
 
@@ -244,6 +270,38 @@ class WetReader(WarcReader):
     """Common Crawl WET: `conversion` records already hold the extracted text."""
 
     format: ClassVar[str] = "wet"
+
+
+def _complete(status: int | None) -> bool:
+    """Whether an HTTP status says the payload is the whole resource: 2xx, but not 206 (a part of it).
+    None: a status line fastwarc could not read (`HTTP/1.1 -1`, no code at all)."""
+    return status is not None and 200 <= status < 300 and status != 206
+
+
+def _status_line(status: int | None, block: bytes) -> str:
+    if status is not None:
+        return str(status)
+    line = block[:200].split(b"\n", 1)[0].strip()[:80].decode("utf-8", "backslashreplace")
+    return f"no status code in {line!r}"
+
+
+def _drain(reader: Any) -> tuple[int, bool]:
+    """Bytes left in a record's block, read and let go a MiB at a time, and whether it was read to its end:
+    not past a decompression bomb, which the next read (fastwarc's, after this record) meets again."""
+    size = 0
+    try:
+        while chunk := reader.read(1 << 20):
+            size += len(chunk)
+    except DecompressionBombError:
+        return size, False
+    return size, True
+
+
+def _clipped(base: Record, claimed: int) -> Record:
+    """A record whose block ends before its Content-Length: the stream ended first (a file cut short, or a
+    length that lies past the end, swallowing the records after it, which `records` then resyncs to)."""
+    base.reason, base.detail = "truncated_record", f"{base.raw_bytes} of {claimed} bytes"
+    return base
 
 
 # Content-Encoding decoders: fastwarc's streaming readers, which inflate only what is read
@@ -274,10 +332,12 @@ def _http_payload(block: bytes, limit: int) -> tuple[int | None, str | None, str
         for coding in reversed(codings):  # the last coding applied is undone first
             stream = _DECODERS[coding](stream)
         with contextlib.suppress(OSError):  # not encoded after all (stored decoded): keep the bytes as they are
-            body = stream.read(limit + 1)  # type: ignore[attr-defined]
+            # nothing from many bytes: the decoder gave up without a word (fastwarc's brotli on random bytes)
+            body = stream.read(limit + 1) or (b"" if len(body) <= _EMPTY_ENCODED else body)  # type: ignore[attr-defined]
     return record.http_headers.status_code, record.http_content_type, record.http_charset, body[: limit + 1]
 
 
+_EMPTY_ENCODED = 32  # bytes an encoded empty payload takes at most (gzip: 20, brotli: 1)
 _GZIP, _PLAIN = b"\x1f\x8b\x08", b"WARC/1."
 _MAGIC = {"gzip": _GZIP, "zstd": b"\x28\xb5\x2f\xfd", "lz4": b"\x04\x22\x4d\x18"}  # as Arrow names the codecs
 _SCAN = 1 << 20

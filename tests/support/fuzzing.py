@@ -37,17 +37,21 @@ from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
 from curation import schema
 from curation.readers import read_shard
+from tests.support import fuzz_hostile
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMATS = ("warc", "wet", "jsonl", "parquet", "code")
 SECRET = "FUZZ-SECRET-never-read-through-a-link"  # the text of every file a link points at
 MAX_RECORD_BYTES = 256 << 10  # small, so huge lines and big records cost little
 MAX_FILE_BYTES = 64 << 10  # the code reader's bound, small for the same reason
+BREAKS = {"truncated_record", "truncated_input", "unreadable_input"}  # reasons that give up the rest of a file
+HOSTILE_SHARE = 0.3  # cases of `fuzz_hostile`'s kinds (corrupt tails, lying lengths, binary bodies...)
 INVALID_UTF8 = (b"\xff", b"\xfe\xff", b"\xc3\x28", b"\xe2\x82", b"\xf0\x28\x8c\x28", b"\xc0\xaf", b"\x80\x80\x80")
 SURROGATE_BYTES = (b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xed\xb2\x80")  # CESU-8 / WTF-8 lone surrogates
 SURROGATE_ESCAPES = (b"\\ud800", b"\\udfff", b"\\ud83d", b"\\ud800\\ud800")
@@ -309,6 +313,7 @@ class Case:
     files: dict[str, bytes] = field(default_factory=dict)  # relative path in the case folder -> bytes
     links: dict[str, str] = field(default_factory=dict)  # relative path of a link -> format of its outside target
     pattern: str = "*"  # what the source's `paths` names inside the case folder
+    expect: fuzz_hostile.Expect | None = None  # what the read must give, where it can be known
 
     def describe(self) -> str:
         return f"case {self.seed}: {self.format} seed {self.seed_name!r}, mutations {self.mutations}"
@@ -327,10 +332,13 @@ def make_case(seeds: dict[str, list[Seed]], seed: int, *, bomb_mib: int = 4) -> 
     fmt = formats[seed % len(formats)]
     picked = rng.choice(seeds[fmt])
     case = Case(seed, fmt, picked.name)
-    if picked.files:  # a repository: archive or folder
-        _code_case(rng, case, picked)
-    else:
-        case.files[picked.name] = _mutate_file(rng, case, picked.name, picked.data, bomb_mib)
+    hostile = random.Random(f"round three {seed}")  # apart: the other cases stay what they were
+    if not (hostile.random() < HOSTILE_SHARE and fuzz_hostile.hostile_case(
+            hostile, case, picked, _decompress(picked.name, picked.data), MAX_RECORD_BYTES)):
+        if picked.files:  # a repository: archive or folder
+            _code_case(rng, case, picked)
+        else:
+            case.files[picked.name] = _mutate_file(rng, case, picked.name, picked.data, bomb_mib)
     if rng.random() < 0.15:  # a link among the inputs, to a file outside them holding a secret
         name = f"linked{_suffix(picked.name)}" if fmt != "code" else "linked.py"
         case.links[f"{picked.name}/{name}" if case.pattern.endswith("/**") else name] = fmt
@@ -534,6 +542,8 @@ def shard_problems(tables: list[pa.Table]) -> list[str]:
             problems.append("a reject without a reason")
         if row[schema.REASON] is None and (row["url"] or "").startswith("<") and (row["url"] or "").endswith(">"):
             problems.append(f"a URL still in angle brackets: {row['url'][:120]}")
+        if row["meta"] is not None and (why := fuzz_hostile.strict_json(row["meta"])) is not None:
+            problems.append(f"meta is no strict JSON ({why}): {row['meta'][:120]}")
         seen = " ".join(str(row[c]) for c in ("text", "html", "meta", "url", "title", schema.DETAIL))
         if SECRET in seen:
             problems.append(f"a link was followed out of the input: {row[schema.REASON] or 'document'}")
@@ -572,6 +582,8 @@ def read_case(case: Case, folder: Path) -> Outcome:
     problems: list[str] = []
     rows: Counter = Counter()
     breaks: list[str] = []  # why the rest of a file was given up
+    titles: list[str] = []
+    bytes_in = 0
     try:
         source = Source.model_validate(yaml.safe_load(source_yaml(case.format, glob)))
         for shard in list_shards(SimpleNamespace(sources=[source])):  # all a recipe gives the listing
@@ -582,6 +594,9 @@ def read_case(case: Case, folder: Path) -> Outcome:
                 rows.update(r or "document" for r in reasons)
                 breaks += [d for r, d in zip(reasons, table.column(schema.DETAIL).to_pylist(), strict=True)
                            if r in ("unreadable_input", "truncated_input")]
+                titles += [t for r, t in zip(reasons, table.column("title").to_pylist(), strict=True)
+                           if r is None and t]
+                bytes_in += pc.sum(table.column(schema.metric_column("bin", "read"))).as_py() or 0
     except BaseException as exc:  # a fuzz failure, whatever it is
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -591,7 +606,32 @@ def read_case(case: Case, folder: Path) -> Outcome:
     expected, records = expected_records(case), sum(rows.values()) - rows[schema.END_OF_SHARD]
     if expected is not None and not problems and records != expected:
         problems.append(f"{records} records from {expected} lines that are not blank: {dict(rows)}; {breaks}")
+    if case.expect is not None and not problems:
+        problems += _unmet(case, folder, rows, titles, bytes_in)
     return Outcome(case, problems, time.perf_counter() - started, rows)
+
+
+def _unmet(case: Case, folder: Path, rows: Counter, titles: list[str], bytes_in: int) -> list[str]:
+    """What a case of `fuzz_hostile` was to give and did not (links, each its own shard, left aside)."""
+    expect = case.expect
+    assert expect is not None
+    own = Counter({r: n for r, n in rows.items() if r not in (schema.END_OF_SHARD, "skipped:link")})
+    problems = []
+    if expect.records is not None and sum(own.values()) not in expect.records:
+        problems.append(f"{sum(own.values())} records, expected {sorted(expect.records)}: {dict(own)}")
+    if expect.baseline is not None:
+        plain = read_case(Case(case.seed, case.format, case.seed_name, files=expect.baseline), folder / "baseline")
+        wanted = Counter({r: n for r, n in plain.rows.items() if r != schema.END_OF_SHARD}) + expect.plus
+        merged = expect.merges_last_break and bool(BREAKS & set(plain.rows)) and \
+            own["document"] == wanted["document"] and sum(own.values()) == sum(wanted.values()) - 1
+        if plain.problems or (own != wanted and not merged):
+            problems.append(f"rows {dict(own)}, expected {dict(wanted)} (the input without it, and "
+                            f"{dict(expect.plus)}){plain.problems}")
+    if expect.title_has is not None and not any(expect.title_has in t for t in titles):
+        problems.append(f"no document title holds {expect.title_has!r}: {titles[:20]}")
+    if expect.max_bytes_in is not None and bytes_in > expect.max_bytes_in:
+        problems.append(f"bytes_in {bytes_in} over {expect.max_bytes_in}")
+    return problems
 
 
 # -- a whole job ---------------------------------------------------------------------------------------------------

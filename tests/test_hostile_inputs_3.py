@@ -1,0 +1,401 @@
+"""Hostile inputs, round three (issue 32, items 2-4 and 6-8): each file is built here, next to good records.
+
+A readable head is kept before a corrupt tail (gzip, zstd, Parquet row groups); a WARC record that claims
+10^15 bytes neither hides the record after it nor counts 10^15 bytes read; a tar member whose name is not
+UTF-8 is read; a body labelled text/html that is a PDF, an image or random bytes (a WET conversion too) is a
+`skipped:binary` (and none of the extraction gold sets' 1,298 real pages is); only complete 2xx responses are
+documents; NaN and the infinities are null in `meta`. The last test runs a job (`executor: local`) and reads the
+counts its shards were recorded with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import random
+import tarfile
+import uuid
+import zlib
+from pathlib import Path
+
+import brotli
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from fastwarc.stream_io import ZstdReader
+
+from curation import schema
+from curation.readers import CodeReader, JsonlReader, ParquetReader, WarcReader, WetReader
+from curation.readers.sniff import binary_body
+from curation.recipe import parse_recipe
+from pipelines.run import run
+from tests.test_hostile_inputs import details, good_url, jsonl_line, outcome, page, prose, read, warc_record
+
+pytestmark = pytest.mark.timeout(120, method="thread")
+
+BIN = schema.metric_column("bin", "read")
+
+
+def documents(table: pa.Table, column: str = "text") -> list:
+    return [v for v, r in zip(table.column(column).to_pylist(), table.column(schema.REASON).to_pylist(), strict=True)
+            if r is None]
+
+
+def compressed(data: bytes, codec: str) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, codec) as stream:
+        stream.write(data)
+    return sink.getvalue().to_pybytes()
+
+
+def damaged(data: bytes, share: float, size: int = 64) -> bytes:
+    """`data` with `size` bytes flipped from `share` of its length on."""
+    at = int(len(data) * share)
+    return data[:at] + bytes(b ^ 0x55 for b in data[at : at + size]) + data[at + size :]
+
+
+def zcat(data: bytes) -> bytes:
+    """What gzip members decode to before a break, fed a byte at a time (as zcat writes it before it fails)."""
+    out, inflater = [], zlib.decompressobj(31)
+    for i in range(len(data)):
+        try:
+            out.append(inflater.decompress(data[i : i + 1]))
+        except zlib.error:
+            break
+        if inflater.eof:
+            if not inflater.unused_data and i + 1 < len(data) and data[i + 1 : i + 3] != b"\x1f\x8b":
+                break  # what follows is no gzip member
+            inflater = zlib.decompressobj(31)
+    return b"".join(out)
+
+
+def notes(n: int) -> list[bytes]:
+    return [jsonl_line(f"note-{i}") for i in range(n)]
+
+
+# -- item 2: a readable head before a corrupt tail --------------------------------------------------------------
+
+
+def test_gzip_jsonl_with_trailing_garbage_keeps_all_its_records(tmp_path: Path):
+    lines = notes(20)
+    path = tmp_path / "tail.jsonl.gz"
+    path.write_bytes(gzip.compress(b"".join(lines), mtime=0) + b"\x00garbage after the member" * 4)
+    table = read(JsonlReader(), path)
+    assert outcome(table) == {"doc": 20, "unreadable_input": 1}
+    assert documents(table) == [json.loads(line)["text"] for line in lines]
+    (detail,) = details(table)["unreadable_input"]
+    assert detail.startswith(f"OSError: gzip data broken after {len(b''.join(lines))} decompressed bytes")
+
+
+@pytest.mark.parametrize(("codec", "extension"), [("gzip", "gz"), ("zstd", "zst"), ("bz2", "bz2"), ("lz4", "lz4")])
+def test_garbage_after_the_stream_costs_no_record_in_any_codec(tmp_path: Path, codec: str, extension: str):
+    lines = notes(300)
+    path = tmp_path / f"tail.jsonl.{extension}"
+    path.write_bytes(compressed(b"".join(lines), codec) + b"\x07not compressed\xfe" * 8)
+    table = read(JsonlReader(), path)
+    assert outcome(table) == {"doc": 300, "unreadable_input": 1}
+    assert documents(table) == [json.loads(line)["text"] for line in lines]
+    assert details(table)["unreadable_input"][0].startswith(
+        f"OSError: {codec} data broken after {len(b''.join(lines))} decompressed bytes")
+
+
+def test_zstd_jsonl_damaged_at_70_percent_keeps_every_record_before_the_damaged_block(tmp_path: Path):
+    lines = notes(1000)
+    data = damaged(compressed(b"".join(lines), "zstd"), 0.7)
+    path = tmp_path / "damaged.jsonl.zst"
+    path.write_bytes(data)
+    table = read(JsonlReader(), path)
+    readable = b""  # what another zstd decoder (fastwarc's) gives before the damage
+    reader = ZstdReader(io.BytesIO(data))
+    with pytest.raises(OSError, match="corruption"):
+        while chunk := reader.read(4096):
+            readable += chunk
+    kept = readable.count(b"\n")
+    assert kept > 500  # the whole first 128 KiB block
+    assert outcome(table) == {"doc": kept, "unreadable_input": 1}
+    assert documents(table) == [json.loads(line)["text"] for line in lines[:kept]]
+    assert "zstd data broken after" in details(table)["unreadable_input"][0]
+
+
+def test_gzip_jsonl_damaged_at_70_percent_keeps_what_zcat_decodes(tmp_path: Path):
+    lines = notes(1000)
+    data = damaged(compressed(b"".join(lines), "gzip"), 0.7, size=16)
+    path = tmp_path / "damaged.jsonl.gz"
+    path.write_bytes(data)
+    table = read(JsonlReader(), path)
+    readable = zcat(data)
+    assert 0 < len(readable) < len(b"".join(lines))
+    whole = [line for line in readable.split(b"\n")[:-1] if line.strip()]  # the line cut by the break is lost
+    assert len(table) - 1 == len(whole) + 1  # one record per whole line, then the break
+    intact = next(i for i, line in enumerate([*whole, b""]) if i == len(lines) or line + b"\n" != lines[i])
+    assert documents(table)[:intact] == [json.loads(line)["text"] for line in lines[:intact]]
+    assert intact > 600
+    assert outcome(table)["unreadable_input"] == 1
+
+
+def corrupt_row_group(path: Path, rows: int = 1000, group_rows: int = 100, bad: int = 4) -> None:
+    table = pa.table({"text": [prose(f"row-{i}", 12) for i in range(rows)], "url": [good_url(f"row-{i}")
+                                                                                      for i in range(rows)]})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, row_group_size=group_rows, compression="snappy")
+    data = bytearray(sink.getvalue())
+    column = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(bad).column(0)
+    start = column.dictionary_page_offset or column.data_page_offset
+    data[start + 20 : start + column.total_compressed_size - 4] = b"\xab" * (column.total_compressed_size - 24)
+    path.write_bytes(bytes(data))
+
+
+def test_a_parquet_file_with_one_corrupt_row_group_keeps_the_others(tmp_path: Path):
+    path = tmp_path / "groups.parquet"
+    corrupt_row_group(path)
+    table = read(ParquetReader(), path)
+    assert outcome(table) == {"doc": 900, "unreadable_input": 1}
+    expected = [good_url(f"row-{i}") for i in range(1000) if not 400 <= i < 500]
+    assert documents(table, "url") == expected
+    (detail,) = details(table)["unreadable_input"]
+    assert detail.startswith("row group 4 (rows 400-499) cannot be read: OSError: Corrupt snappy")
+    positions = [json.loads(m)["position"] for m in documents(table, "meta")]
+    assert positions == [i for i in range(1000) if not 400 <= i < 500]  # ids after the group do not move
+
+
+def test_a_code_table_with_a_corrupt_row_group_keeps_the_others(tmp_path: Path):
+    rows = 30
+    table = pa.table({"content": [f"def f{i}():\n    return {i}\n" for i in range(rows)],
+                      "path": [f"f{i}.py" for i in range(rows)], "repo": ["org/repo"] * rows})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, row_group_size=10, compression="snappy")
+    data = bytearray(sink.getvalue())
+    column = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(1).column(0)
+    start = column.dictionary_page_offset or column.data_page_offset
+    data[start + 20 : start + column.total_compressed_size - 4] = b"\xab" * (column.total_compressed_size - 24)
+    path = tmp_path / "stack.parquet"
+    path.write_bytes(bytes(data))
+    read_back = read(CodeReader(), path)
+    assert outcome(read_back) == {"doc": 20, "unreadable_input": 1}
+    assert documents(read_back, "title") == [f"f{i}.py" for i in (*range(10), *range(20, 30))]
+
+
+def test_a_tar_gz_cut_short_keeps_the_members_before_the_cut(tmp_path: Path):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for i in range(40):
+            data = f'"""Module {i}: {prose(f"m{i}", 30)}"""\n'.encode()
+            info = tarfile.TarInfo(f"repo/m{i:02}.py")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    archive = buffer.getvalue()
+    path = tmp_path / "cut.tar.gz"
+    path.write_bytes(archive[: len(archive) * 7 // 10])
+    table = read(CodeReader(), path)
+    members = []  # the members tarfile reads from what zcat decodes
+    decoded = io.BytesIO(zcat(archive[: len(archive) * 7 // 10]))
+    with tarfile.open(fileobj=decoded, mode="r|") as tar, contextlib.suppress(tarfile.TarError):
+        members += [m.name.removeprefix("repo/") for m in tar if tar.extractfile(m).read() is not None]
+    kept = documents(table, "title")
+    assert kept == [f"m{i:02}.py" for i in range(len(kept))]
+    assert len(kept) >= len(members) - 1 > 20  # the member the cut falls in may be lost
+    assert sum(outcome(table).values()) == len(kept) + 1
+
+
+# -- item 3: a lying Content-Length --------------------------------------------------------------------------
+
+
+def lying(kind: str, url: str, gz: bool) -> bytes:
+    body = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" if kind == "request" else page("liar")
+    record = warc_record(url, body, gz=False)
+    claimed = record.split(b"Content-Length: ")[1].split(b"\r\n")[0]
+    record = record.replace(b"Content-Length: " + claimed, b"Content-Length: " + str(10**15).encode(), 1)
+    record = record.replace(b"WARC-Type: response", f"WARC-Type: {kind}".encode(), 1)
+    return gzip.compress(record, mtime=0) if gz else record
+
+
+@pytest.mark.parametrize("gz", [True, False], ids=["gzip-per-record", "plain"])
+@pytest.mark.parametrize("kind", ["response", "request"])
+def test_a_content_length_of_10_15_loses_no_record_after_it(tmp_path: Path, gz: bool, kind: str):
+    records = [warc_record(good_url("before"), page("before"), gz=gz), lying(kind, good_url("liar"), gz),
+               warc_record(good_url("after"), page("after"), gz=gz)]
+    path = tmp_path / ("lie.warc.gz" if gz else "lie.warc")
+    path.write_bytes(b"".join(records))
+    table = read(WarcReader(), path)
+    assert outcome(table) == {"doc": 2, "truncated_record": 1}
+    assert documents(table, "url") == [good_url("before"), good_url("after")]
+    (detail,) = details(table)["truncated_record"]
+    assert detail.endswith(f" of {10**15} bytes")
+    inflated = len(b"".join(gzip.decompress(r) if gz else r for r in records))
+    read_bytes = pc.sum(table.column(BIN)).as_py()
+    assert read_bytes < 2 * inflated  # bytes there (the liar's block runs to the end), never the 10^15 claimed
+
+
+# -- item 4: a tar member whose name is not UTF-8 ------------------------------------------------------------
+
+
+def test_a_tar_member_named_in_bytes_that_are_not_utf8_is_read(tmp_path: Path):
+    files = {b"repo/ok.py": b"def ok():\n    return 1\n", b"repo/bad\xff\xfe.py": b"def bad():\n    return 2\n"}
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.GNU_FORMAT) as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name.decode("utf-8", "surrogateescape"))
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    path = tmp_path / "names.tar.gz"
+    path.write_bytes(buffer.getvalue())
+    table = read(CodeReader(), path)
+    assert outcome(table) == {"doc": 2}
+    assert documents(table, "title") == ["ok.py", "bad\ufffd\ufffd.py"]
+    assert documents(table) == ["def ok():\n    return 1\n", "def bad():\n    return 2\n"]
+    assert json.loads(documents(table, "meta")[1])["path"] == "bad\ufffd\ufffd.py"
+
+
+# -- items 6 and 7: what a response's bytes and status say ----------------------------------------------------
+
+
+def response(url: str, body: bytes, *, status: str = "200 OK", content_type: str = "text/html",
+             headers: str = "") -> bytes:
+    http = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n{headers}\r\n".encode() + body
+    head = (f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>\r\n"
+            f"WARC-Target-URI: {url}\r\nContent-Type: application/http; msgtype=response\r\n"
+            f"Content-Length: {len(http)}\r\n\r\n")
+    return gzip.compress(head.encode() + http + b"\r\n\r\n", mtime=0)
+
+
+PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n" + random.Random(1).randbytes(3000)
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + random.Random(2).randbytes(3000)
+RANDOM = random.Random(3).randbytes(150_000)
+SHORT_RANDOM = random.Random(8).randbytes(512)  # fastwarc's brotli decodes it to b"" and says nothing
+
+
+def test_binary_bodies_labelled_html_are_skipped_as_binary_and_text_is_not(tmp_path: Path):
+    russian = "<html><body><p>Привет, мир: это страница в кодировке windows-1251.</p></body></html>"
+    bodies = {
+        "page": (page("page"), ""),
+        "pdf": (PDF, ""),
+        "png": (PNG, ""),
+        "random": (RANDOM, ""),
+        "random-br": (RANDOM, "Content-Encoding: br\r\n"),
+        "short-random-br": (SHORT_RANDOM, "Content-Encoding: br\r\n"),
+        "pdf-br": (brotli.compress(PDF), "Content-Encoding: br\r\n"),
+        "utf16": ("\ufeff<html><body><p>a page in UTF-16</p></body></html>".encode("utf-16-le"), ""),
+        "cp1251": (russian.encode("cp1251"), ""),
+    }
+    path = tmp_path / "bodies.warc.gz"
+    path.write_bytes(b"".join(response(good_url(k), body, headers=h) for k, (body, h) in bodies.items()))
+    table = read(WarcReader(), path)
+    assert outcome(table) == {"doc": 3, "skipped:binary": 6}
+    assert documents(table, "url") == [good_url("page"), good_url("utf16"), good_url("cp1251")]
+    skipped = details(table)["skipped:binary"]
+    assert skipped[:2] == ["a PDF by its first bytes, labelled text/html",
+                           "a PNG by its first bytes, labelled text/html"]
+    assert all(d.endswith(" bytes are control characters, labelled text/html") for d in skipped[2:5])
+    assert skipped[5] == "a PDF by its first bytes, labelled text/html"  # decoded from br first
+
+
+def test_no_real_page_is_taken_for_binary(testdata: Path):
+    pages = sorted((testdata / "html").rglob("*.htm*"))
+    bodies = [gzip.decompress(p.read_bytes()) if p.name.endswith(".gz") else p.read_bytes() for p in pages]
+    assert len(bodies) > 1000  # the extraction gold sets' pages, in many languages and encodings
+    assert [p.name for p, body in zip(pages, bodies, strict=True) if binary_body(body) is not None] == []
+
+
+def test_a_wet_conversion_of_random_bytes_is_skipped_as_binary(tmp_path: Path):
+    def conversion(url: str, body: bytes) -> bytes:
+        head = (f"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: {url}\r\nContent-Type: text/plain\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        return gzip.compress(head + body + b"\r\n\r\n", mtime=0)
+
+    path = tmp_path / "texts.warc.wet.gz"
+    path.write_bytes(conversion(good_url("text"), prose("text").encode()) + conversion(good_url("noise"), RANDOM))
+    table = read(WetReader(), path)
+    assert outcome(table) == {"doc": 1, "skipped:binary": 1}
+    assert documents(table) == [prose("text")]
+    assert details(table)["skipped:binary"][0].endswith("% of its first 4096 bytes are control characters")
+
+
+def test_only_complete_2xx_responses_become_documents(tmp_path: Path):
+    statuses = ["200 OK", "203 Non-Authoritative Information", "206 Partial Content", "-1 Unknown", "404 Not Found",
+                "abc"]
+    path = tmp_path / "statuses.warc.gz"
+    path.write_bytes(b"".join(response(good_url(f"s{i}"), page(f"s{i}"), status=s) for i, s in enumerate(statuses)))
+    table = read(WarcReader(), path)
+    assert outcome(table) == {"doc": 2, "skipped:http_status": 4}
+    assert documents(table, "url") == [good_url("s0"), good_url("s1")]
+    assert details(table)["skipped:http_status"] == [
+        "206", "no status code in 'HTTP/1.1 -1 Unknown'", "404", "no status code in 'HTTP/1.1 abc'"]
+
+
+# -- item 8: NaN and the infinities --------------------------------------------------------------------------
+
+
+def strict(text: str) -> object:
+    def refuse(constant: str) -> None:
+        msg = f"{constant} is no JSON"
+        raise ValueError(msg)
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_nan_and_infinity_are_null_in_meta(tmp_path: Path):
+    path = tmp_path / "numbers.jsonl"
+    path.write_text('{"text": "a", "score": NaN, "x": [Infinity, -Infinity, 1e999, 1.5], "y": {"z": NaN}}\n'
+                    '{"text": NaN, "score": 1}\n{"text": "b", "score": 0.25}\n')
+    table = read(JsonlReader(), path)
+    assert outcome(table) == {"doc": 2, "no_text_field": 1}
+    metas = [strict(m) for m in documents(table, "meta")]
+    assert [(m["score"], m.get("x"), m.get("y")) for m in metas] == [
+        (None, [None, None, None, 1.5], {"z": None}), (0.25, None, None)]
+    assert details(table)["no_text_field"] == ["field 'text' is float"]  # NaN: a number, no text
+
+
+def test_nan_floats_of_a_parquet_column_are_null_in_meta(tmp_path: Path):
+    path = tmp_path / "floats.parquet"
+    pq.write_table(pa.table({"text": ["a", "b", "c"], "score": [float("nan"), float("inf"), 0.5]}), path)
+    table = read(ParquetReader(), path)
+    assert [strict(m)["score"] for m in documents(table, "meta")] == [None, None, 0.5]
+
+
+# -- the shard is recorded with those counts, through a real run ---------------------------------------------
+
+
+def test_a_run_records_each_damaged_shard_with_its_kept_and_rejected_counts(tmp_path: Path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "tail.jsonl.gz").write_bytes(gzip.compress(b"".join(notes(20)), mtime=0) + b"garbage" * 8)
+    corrupt_row_group(inputs / "groups.parquet")
+    (inputs / "lie.warc.gz").write_bytes(warc_record(good_url("before"), page("before"))
+                                         + lying("response", good_url("liar"), True)
+                                         + warc_record(good_url("after"), page("after")))
+    recipe = parse_recipe(f"""\
+name: round-three
+output: {tmp_path}/jobs
+executor: local
+local: {{workers: 1}}
+sources:
+  - {{name: notes, format: jsonl, paths: ["{inputs}/*.jsonl.gz"]}}
+  - {{name: rows, format: parquet, paths: ["{inputs}/*.parquet"]}}
+  - {{name: web, format: warc, paths: ["{inputs}/*.warc.gz"]}}
+stages:
+  - length: {{min_words: 1}}
+rejects: {{sample: 1.0}}
+""")
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True)
+    job = Path(result.job_dir)
+    shards = {}
+    for record in (job / "_shards").glob("*.json"):
+        data = json.loads(record.read_text())
+        shards[data["shard"]] = data["counters"]["read"]
+    by_source = {name.split("/")[0].split("-")[0]: counters for name, counters in shards.items()}
+    assert len(shards) == 3, sorted(shards)
+    found = {}
+    for counters in shards.values():
+        found[(counters["docs_out"], tuple(sorted(counters["dropped"].items())))] = counters["bytes_in"]
+    assert set(found) == {(20, (("unreadable_input", 1),)), (900, (("unreadable_input", 1),)),
+                          (2, (("truncated_record", 1),))}, by_source
+    assert max(found.values()) < 1_000_000  # bytes read, never the 10^15 a record claims
+    stats = json.loads((job / "stats.json").read_text())
+    assert stats["documents"]["records_read"] == 20 + 1 + 900 + 1 + 2 + 1
+    files = (job / "rejects" / "stage=read").rglob("*.parquet")
+    rejected = sorted((p.parent.name, pq.read_table(p).num_rows) for p in files)
+    assert rejected == [("reason=truncated_record", 1), ("reason=unreadable_input", 1),
+                        ("reason=unreadable_input", 1)]

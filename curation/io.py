@@ -53,7 +53,12 @@ def canonical(uri: str) -> str:
     return uri
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def has_wildcard(path: str) -> bool:
+    return bool(_WILDCARD.search(path))
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """The regular expression of a path pattern (`*`, `?`, `[..]`, `**`), matching whole paths."""
     out = []
     i = 0
     while i < len(pattern):
@@ -101,7 +106,7 @@ def expand_sized(pattern: str) -> list[tuple[str, int]]:
     base = "/".join(parts[:first]) or "/"
     recursive = "**" in path or len(parts) - first > 1
     selector = pafs.FileSelector(base, recursive=recursive, allow_not_found=True)
-    regex = _glob_regex(path)
+    regex = glob_regex(path)
     found = [
         (prefix + info.path, info.size or 0)
         for info in fs.get_file_info(selector)
@@ -170,7 +175,7 @@ def list_files(pattern: str) -> list[Listed]:
         return list_files(path.rstrip("/") + "/**") if info.type == pafs.FileType.Directory else []
     parts = path.split("/")
     first = next(i for i, part in enumerate(parts) if _WILDCARD.search(part))
-    regex = _glob_regex(path)
+    regex = glob_regex(path)
     walk = walk_files("/".join(parts[:first]) or "/", recursive="**" in path or len(parts) - first > 1)
     return sorted((found for found in walk if regex.match(found.uri)), key=lambda found: found.uri)
 
@@ -224,13 +229,9 @@ def exists(uri: str) -> bool:
 
 def write_bytes_atomic(uri: str, data: bytes) -> None:
     """Write under a temporary name, then rename: readers never see half a file."""
-    fs, path = resolve(uri)
-    parent = path.rsplit("/", 1)[0]
-    fs.create_dir(parent, recursive=True)
-    tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
-    with fs.open_output_stream(tmp) as out:
+    fs, _ = resolve(uri)
+    with temp_path(uri) as tmp, fs.open_output_stream(tmp) as out:  # a failed write (a full disk) leaves no .tmp
         out.write(data)
-    fs.move(tmp, path)
 
 
 def write_json_atomic(uri: str, obj: Any, *, indent: int | None = 2) -> None:

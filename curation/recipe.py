@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import glob
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
+import pyarrow.fs as pa_fs
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
 
@@ -25,6 +28,12 @@ from curation.shards import list_shards
 from curation.stages import STAGES, StageParams
 from curation.tokens.config import PackConfig, TokenizerConfig
 
+# Names become file names (`<name>-<hash>/`, `<source>-<file stem>-<hash>.parquet.<time>.tmp`), of at most 255
+# bytes on every common filesystem: 100 characters leave room for the rest.
+MAX_NAME_CHARS = 100
+# Nodes a recipe may have once its YAML aliases are expanded: a real recipe has a few hundred; eight levels of
+# nine aliases ("billion laughs") have 43 million, which the checks below would walk one by one.
+MAX_YAML_NODES = 100_000
 CORPUS_STAGES: dict[str, type[CorpusStage]] = {s.name: s for s in (ExactDedup, MinhashDedup, BloomDedup)}
 ALL_STAGES = {**STAGES, **CORPUS_STAGES}
 
@@ -36,7 +45,8 @@ class _Strict(BaseModel):
 class Source(_Strict):
     """An input: files of one format under one name (the name the mixture and `only:` refer to)."""
 
-    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", description="Source name, unique in the recipe.")
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", max_length=MAX_NAME_CHARS,
+                      description="Source name, unique in the recipe (it starts its shards' file names).")
     format: Literal["warc", "wet", "jsonl", "parquet", "code"] = Field(
         ..., description="Input file format; `code`: repository archives or folders, or The-Stack-like tables.")
     paths: list[str] = Field(
@@ -124,7 +134,8 @@ class Recipe(_Strict):
     """A curation job: where documents come from, what stages they pass, where the output goes."""
 
     name: str = Field(
-        ..., pattern=r"^[A-Za-z0-9_.-]+$", description="Job name; the job folder is output/<name>-<hash>."
+        ..., pattern=r"^[A-Za-z0-9_.-]+$", max_length=MAX_NAME_CHARS,
+        description="Job name; the job folder is output/<name>-<hash>."
     )
     output: str = Field("./jobs", description="Folder or URI under which the job folder is made.")
     seed: int = Field(42, description="Seed of every random choice (sampling, shuffles).")
@@ -239,6 +250,9 @@ def _describe(error: dict[str, Any]) -> str:
         return msg
     if kind == "missing":
         return "required key is missing"
+    if kind == "string_too_long":
+        return (f"{msg}, got {len(error['input'])}: it names files and folders of the job, and a file name may "
+                "have at most 255 bytes")
     if kind == "literal_error":
         return f"{msg}, got {error['input']!r}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
@@ -309,6 +323,7 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
             if not matched[i, j]:
                 out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
     out += _shared_files(recipe, matched)
+    out += _reads_output(recipe, matched)
     if recipe.tokenizer is not None and recipe.tokenizer.model and not io.exists(recipe.tokenizer.model):
         out.append((("tokenizer", "model"), f"no tokenizer model at {recipe.tokenizer.model!r}"))
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
@@ -318,6 +333,63 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
         for j, path in enumerate(getattr(params, "benchmarks", None) or []):
             if not Path(path).exists():
                 out.append((("stages", i, kind, "benchmarks", j), f"no benchmark file or folder at {path!r}"))
+    return out
+
+
+# What a job writes in its folder (`curation.job`), `{}` standing for a shard's name: an input pattern matching
+# one of these in a job folder would read that job's output as input, more of it on every run.
+JOB_FILES = ("documents/{}.parquet", "_work/documents/{}.parquet", "rejects/stage=x/reason=y/{}.parquet",
+             "_shards/{}.json", "shards/train-00000.arrow", "recipe.yaml", "stats.json", "events.jsonl",
+             "_progress.json", "manifest.json", "tokenizer.model")
+
+
+def _job_folders(recipe: Recipe) -> list[str]:
+    """This job's folder (made or not) and every job folder already under `output`, spelled as `io.resolve`
+    spells paths."""
+    fs, root = io.resolve(recipe.output)
+    own = io.resolve(recipe.job_dir())[1]
+    listed = fs.get_file_info(pa_fs.FileSelector(root, allow_not_found=True))
+    jobs = [i.path for i in listed if i.type == pa_fs.FileType.Directory and i.path != own and (
+        fs.get_file_info(f"{i.path}/recipe.yaml").type == pa_fs.FileType.File
+        or fs.get_file_info(f"{i.path}/_shards").type == pa_fs.FileType.Directory)]
+    return [own, *jobs]
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """What `pattern` matches, as a regular expression over `io.resolve` spellings (a folder: all below it)."""
+    fs, path = io.resolve(pattern)
+    if not io.has_wildcard(path):
+        is_folder = fs.get_file_info(path).type == pa_fs.FileType.Directory
+        return io.glob_regex(f"{path.rstrip('/')}/**" if is_folder else glob.escape(path))
+    return io.glob_regex(path)
+
+
+def _reads_output(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[tuple[tuple[Any, ...], str]]:
+    """Input patterns reaching into a job folder under `output` (this job's, even before it is made, or
+    another's): files the pattern matches there now, or files this job will write there."""
+    try:
+        jobs = _job_folders(recipe)
+    except OSError:
+        return []  # an output that cannot be listed is the run's to report, where it writes
+    remote = io.is_remote(recipe.output)
+    out: list[tuple[tuple[Any, ...], str]] = []
+    for i, source in enumerate(recipe.sources):
+        shard = f"{source.name}-file-0123456789"
+        for j, pattern in enumerate(source.paths):
+            if io.is_remote(pattern) != remote:
+                continue
+            regex = _pattern_regex(pattern)
+            found = [io.resolve(u)[1] for u in matched.get((i, j), [])]
+            for job in jobs:
+                reached = next((f for f in found if f.startswith(f"{job}/")), None) or next(
+                    (f"{job}/{f.format(shard)}" for f in JOB_FILES if regex.match(f"{job}/{f.format(shard)}")), None)
+                if reached is not None:
+                    whose = "this job's folder" if job == jobs[0] else "the job folder"
+                    out.append((("sources", i, "paths", j),
+                                f"{pattern!r} reaches {whose} {job} under `output` ({reached}): a job would read "
+                                "its own output as input, more of it on every run; narrow the pattern or give "
+                                "`output` a folder outside the inputs"))
+                    break
     return out
 
 
@@ -361,6 +433,34 @@ def _read_as_shards(recipe: Recipe, clashes: dict[tuple[int, int, int, int], lis
     return kept
 
 
+def _expanded_nodes(root: yaml.Node | None) -> int:
+    """How many nodes `root` has once every alias is expanded, counted without expanding any: an alias is the
+    very node it names, so each node's size is counted once (a recursive alias, once as well)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            sizes[id(node)] = 1
+            if isinstance(node, yaml.MappingNode):
+                sizes[id(node)] = 1 + sum(size(k) + size(v) for k, v in node.value)
+            elif isinstance(node, yaml.SequenceNode):
+                sizes[id(node)] = 1 + sum(size(item) for item in node.value)
+        return sizes[id(node)]
+
+    return size(root) if root is not None else 0
+
+
+def _bounded_aliases(root: yaml.Node | None, text: str, file: str) -> None:
+    """Refuse a document whose aliases expand it past `MAX_YAML_NODES`, naming the first alias's line."""
+    if _expanded_nodes(root) <= MAX_YAML_NODES:
+        return
+    alias = next((e for e in yaml.parse(text) if isinstance(e, yaml.AliasEvent)), None)
+    mark = alias.start_mark if alias is not None else None
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    raise RecipeError([Problem(file, line, col, "", f"YAML aliases (*name) expand this document past "
+                               f"{MAX_YAML_NODES:,} values: write the values out, or repeat fewer")])
+
+
 def parse_yaml_model(text: str, file: str, model: type[BaseModel],
                      checks: Callable[[Any], list[tuple[tuple[Any, ...], str]]] | None = None, *,
                      what: str = "expected a YAML mapping of keys") -> Any:
@@ -368,11 +468,14 @@ def parse_yaml_model(text: str, file: str, model: type[BaseModel],
     `checks(validated)` may add (location, message) problems of its own (cross-references, paths)."""
     try:
         root = yaml.compose(text)
+        _bounded_aliases(root, text, file)
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise RecipeError([Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]) from None
+    except RecursionError:
+        raise RecipeError([Problem(file, 1, 1, "", "not valid YAML: nested too deeply")]) from None
     if not isinstance(data, dict):
         raise RecipeError([Problem(file, 1, 1, "", what)])
     problems = _duplicate_keys(root, file)

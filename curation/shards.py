@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow.fs as pa_fs
+
 from curation import io, schema
 
 if TYPE_CHECKING:
@@ -67,3 +69,34 @@ def list_shards(recipe: Recipe) -> list[Shard]:
                 name = shard_name(source.name, key)
                 shards.setdefault(name, Shard(name, source.name, uri, key, found.size))
     return list(shards.values())
+
+
+def input_fingerprint(uri: str) -> dict[str, int] | None:
+    """What tells that an input changed without reading it: its size and modification time (None where it
+    cannot be looked at now: its read will say why)."""
+    fs, path = io.resolve(uri)
+    try:
+        info = fs.get_file_info(path)
+    except OSError:
+        return None
+    if info.type != pa_fs.FileType.File:
+        return None
+    return {"size": info.size or 0, "mtime_ns": info.mtime_ns or 0}
+
+
+def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]:
+    """{shard: how its input changed} for the shards `done` records (`_shards/` records) whose input is not
+    the file they were read from: another size or modification time than the record's `input`. A record
+    without one (written before inputs were fingerprinted) is taken as is."""
+    changed = {}
+    for shard in shards:
+        before = (done.get(shard.name) or {}).get("input")
+        if not before:
+            continue
+        now = input_fingerprint(shard.uri)
+        if now != before:
+            how = "is gone" if now is None else (
+                f"changed (size {before['size']} -> {now['size']} bytes, modified "
+                f"{before['mtime_ns'] / 1e9:.3f} -> {now['mtime_ns'] / 1e9:.3f})")
+            changed[shard.name] = f"{shard.uri} {how}"
+    return changed

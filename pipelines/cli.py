@@ -93,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"curate run: {exc}; nothing was run", file=sys.stderr)
         return 2
     from pipelines.console import summary  # Ray is imported only when a job really runs
-    from pipelines.run import ShardsFailed, interrupted_by_sigterm, interruption, run
+    from pipelines.run import ShardsFailed, interrupted_by_sigterm, interruption, run, storage_error
 
     service = None
     if args.serve:
@@ -113,6 +113,10 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     except ShardsFailed as exc:  # the job folder says `failed`, naming them
         print(f"curate run: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # the job folder cannot be written: a full disk, a read-only mount
+        print(f"curate run: {storage_error(exc, recipe.job_dir(args.output))}; the shards done are kept and no "
+              "temporary file is left", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:  # SIGTERM or SIGINT: the job folder says `interrupted`
         signum = interruption(exc)

@@ -226,12 +226,13 @@ def _train(args: argparse.Namespace) -> int:
     recipe = _load(args.recipe, "; nothing was run", loader=load_train_recipe)
     if recipe is None:
         return 2
+    from curation.train.loader import PackedDataError
     from curation.train.resume import ResumeError
     from pipelines.train import train  # Ray and torch are imported only when a run really starts
 
     try:
         result = train(recipe, resume=args.resume, address=args.address)
-    except (FileExistsError, ResumeError) as exc:
+    except (FileExistsError, ResumeError, PackedDataError) as exc:
         print(f"curate train: {exc}", file=sys.stderr)
         return 2
     first, last = (result.metrics[0], result.metrics[-1]) if result.metrics else ({}, {})

@@ -381,3 +381,75 @@ def test_an_events_file_without_newlines_is_read_a_bounded_amount_per_poll_and_n
     before = read_bytes()
     assert folder.status()["shards"]["total"] == 7
     assert read_bytes() - before < (1 << 20)
+
+
+# -- 14: what the trainer is given ------------------------------------------------------------------------------
+
+
+def packed_job(path: Path) -> Path:
+    """A packed job as `curate run` leaves one: shards and a tokenizer, each with its sha256 in the manifest."""
+    from curation.tokens.output_shards import file_sha256
+    from tests.support.packed_job import build_job
+
+    build_job(path)
+    (path / "tokenizer.model").write_bytes(b"a sentencepiece model, as packing wrote it")
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["tokenizer"]["sha256"] = file_sha256(str(path / "tokenizer.model"))
+    for part in manifest["splits"].values():
+        for shard in part["shards"]:
+            shard["sha256"] = file_sha256(str(path / shard["file"]))
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    return path
+
+
+def edit_manifest(job: Path, change) -> None:
+    manifest = json.loads((job / "manifest.json").read_text())
+    change(manifest)
+    (job / "manifest.json").write_text(json.dumps(manifest))
+
+
+def truncate(path: Path) -> None:
+    with path.open("r+b") as f:
+        f.truncate(path.stat().st_size // 2)
+
+
+@pytest.mark.parametrize(("harm", "named", "why"), [
+    (lambda job: (job / "tokenizer.model").write_bytes(os.urandom(64)), "tokenizer.model",
+     "the tokenizer was replaced after packing"),
+    (lambda job: edit_manifest(job, lambda m: m["tokenizer"].update(sha256="0" * 64)), "tokenizer.model",
+     "the tokenizer was replaced after packing"),
+    (lambda job: edit_manifest(job, lambda m: m["splits"]["train"]["shards"][1].update(sha256="0" * 64)),
+     "shards/train-00001.arrow", "truncated, damaged or replaced after packing"),
+    (lambda job: truncate(job / "shards" / "train-00002.arrow"), "shards/train-00002.arrow",
+     "truncated, damaged or replaced after packing"),
+    (lambda job: (truncate(job / "shards" / "train-00002.arrow"), edit_manifest(
+        job, lambda m: m["splits"]["train"]["shards"][2].pop("sha256"))), "shards/train-00002.arrow",
+     "not a whole Arrow stream of packed rows"),  # a manifest of before checksums: the shard is opened whole
+])
+def test_curate_train_refuses_files_that_are_not_what_the_manifest_records_in_one_line(tmp_path: Path, capsys,
+                                                                                        harm, named: str, why: str):
+    from pipelines.cli import main
+
+    job = packed_job(tmp_path / "job")
+    harm(job)
+    recipe = tmp_path / "train.yaml"
+    recipe.write_text(f"job: {job}\ntrain_dir: {tmp_path / 'train'}\nsteps: 2\nbatch_size: 2\nworkers: 1\n")
+    assert main(["train", str(recipe)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"curate train: {job / named}: ") and why in err[0], err
+    assert not (tmp_path / "train" / "ray").exists()  # refused before Ray Train started
+
+
+def test_packing_records_each_shards_sha256(tmp_path: Path):
+    from curation.tokens.output_shards import file_sha256, write_shard
+    from tests.support.packed_job import build_job
+
+    built = build_job(tmp_path / "packed")
+    bucket = tmp_path / "bucket.arrow"
+    table = built.splits["train"]
+    with pa.OSFile(str(bucket), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    out = tmp_path / "shard.arrow"
+    counts = write_shard([str(bucket)], [table.num_rows], 0, table.num_rows, 7, str(out))
+    assert counts["sha256"] == file_sha256(str(out)) and counts["rows"] == table.num_rows
+    assert write_shard([str(bucket)], [table.num_rows], 0, table.num_rows, 7, str(out)) == counts  # a rerun's

@@ -144,6 +144,10 @@ class Recipe(_Strict):
         "no Ray (a laptop or a small job: no cluster's fixed memory and start-up; same output).")
     ray: RayConfig = Field(default_factory=RayConfig)
     local: LocalConfig = Field(default_factory=LocalConfig)
+    stall_timeout_s: float | None = Field(
+        600.0, gt=0, description="A shard task that hands over no batch for this long (a worker stopped, a "
+        "storage mount hung) is stopped: on Ray it is run again on a fresh worker (up to 3 times, then the shard "
+        "fails), locally its shard fails, visibly, and a rerun reads it. null: wait for ever.")
     sources: list[Source] = Field(..., min_length=1)
     stages: list[StageEntry] = Field(default_factory=list, description="Document stages, in order.")
     rejects: Rejects = Field(default_factory=Rejects)
@@ -170,7 +174,7 @@ class Recipe(_Strict):
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (not where it runs or is written)."""
-        how = {"executor", "ray", "local", "output"}
+        how = {"executor", "ray", "local", "output", "stall_timeout_s"}
         retries = {"__all__": {"read_attempts", "read_backoff_s"}}  # how hard a read is tried, not what it gives
         body = self.model_dump(mode="json", exclude={**dict.fromkeys(how, True), "sources": retries})
         body["_ids"] = schema.ID_SCHEME

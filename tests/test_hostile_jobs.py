@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -453,3 +455,62 @@ def test_packing_records_each_shards_sha256(tmp_path: Path):
     counts = write_shard([str(bucket)], [table.num_rows], 0, table.num_rows, 7, str(out))
     assert counts["sha256"] == file_sha256(str(out)) and counts["rows"] == table.num_rows
     assert write_shard([str(bucket)], [table.num_rows], 0, table.num_rows, 7, str(out)) == counts  # a rerun's
+
+
+# -- 15: a worker that stops -----------------------------------------------------------------------------------
+
+
+class StopOnce(Stage):
+    """Stops its own worker process (SIGSTOP, as a debugger or a frozen mount would) on a batch holding
+    `marker`, the first time only (`flag` is made first; with `always`, every time)."""
+
+    name = "stop_once"
+
+    class Params(StageParams):
+        flag: str = Field(..., description="Made before the first stop.")
+        always: bool = Field(False, description="Stop every time, not only the first.")
+        marker: str = Field("STOPHERE", description="Text that stops the worker.")
+
+    def process(self, batch: pa.Table) -> Processed:
+        if any(self.params.marker in (t or "") for t in batch.column("text").to_pylist()) and (
+                self.params.always or not Path(self.params.flag).exists()):
+            Path(self.params.flag).write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return Processed(batch, pa.nulls(batch.num_rows, pa.string()))
+
+
+def stopping_inputs(tmp_path: Path) -> list[str]:
+    write_notes(tmp_path / "in" / "calm.jsonl", [f"calm{i}" for i in range(5)])
+    stop = tmp_path / "in" / "stop.jsonl"
+    stop.write_text("".join(json.dumps({"text": f"STOPHERE {prose(f's{i}', 20)}"}) + "\n" for i in range(3)))
+    return [f"{tmp_path}/in/*.jsonl"]
+
+
+def test_a_stopped_local_worker_fails_its_shard_visibly_after_the_stall_timeout(tmp_path: Path):
+    from pipelines.run import ShardsFailed
+
+    text = local_recipe(stopping_inputs(tmp_path), tmp_path / "jobs").replace(
+        "local: {workers: 1}", "local: {workers: 2}\nstall_timeout_s: 1")
+    recipe = parse_recipe(text)
+    flag = tmp_path / "stopped"
+    with pytest.raises(ShardsFailed) as failed:
+        run(recipe, quiet=True, stages=[("stop", StopOnce(flag=str(flag), always=True))])
+    [(shard, why)] = failed.value.failed.items()
+    assert shard.startswith("notes-stop.jsonl-") and why.startswith("StalledTask: no batch for 1 s (local worker ")
+    assert not psutil.pid_exists(int(flag.read_text())) or psutil.Process(int(flag.read_text())).status() == "zombie"
+    job = Path(recipe.job_dir())
+    assert len(documents(job)) == 5  # the other shard is done and kept
+    events = [json.loads(x) for x in (job / "events.jsonl").read_text().splitlines()]
+    assert [e["shard"] for e in events if e["event"] == "shard_failed"] == [shard]
+
+
+@pytest.mark.ray
+def test_a_stopped_ray_worker_is_run_again_and_nothing_is_lost_or_doubled(ray_session, tmp_path: Path):
+    text = local_recipe(stopping_inputs(tmp_path), tmp_path / "jobs").replace(
+        "executor: local\nlocal: {workers: 1}", "executor: ray\nstall_timeout_s: 3")
+    flag = tmp_path / "stopped"
+    result = run(parse_recipe(text), quiet=True, stages=[("stop", StopOnce(flag=str(flag)))])
+    assert flag.exists(), "the worker should have stopped once"
+    texts = documents(result.job_dir)
+    assert len(texts) == 8 and len(set(texts)) == 8
+    assert result.stats["documents"] == {"records_read": 8, "in": 8, "out": 8}

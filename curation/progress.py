@@ -363,7 +363,7 @@ class JobFolder:
         with self.lock:
             try:
                 status = self._status()
-                json.dumps(status, allow_nan=False, default=str)  # every answer must carry it: finite numbers
+                _check_status(status)
             except Exception as exc:  # anything the content of the folder makes of the status
                 return self._unreadable_status(f"{type(exc).__name__}: {exc}")
             if self.unreadable:
@@ -432,6 +432,7 @@ class JobFolder:
         folder holds what no counter can be (its status says `unreadable`)."""
         try:
             rows = self._funnel()
+            _check_rows(rows)
         except Exception:  # anything the content of the folder makes of the counters
             return []
         return [] if self.unreadable else rows
@@ -486,6 +487,36 @@ class JobFolder:
             return logged
         return [{**r, "reason": r["spike"] if isinstance(r["spike"], str) else None}
                 for r in self.train_metrics() if r.get("spike")]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_status(status: dict[str, Any]) -> None:
+    """Raise unless every count and time of a status is a number (or, where it may be, None) and the whole
+    of it can be sent as JSON: what a crafted file puts there must not reach an answer or a metric."""
+    counts = [status["percent"], status["records"], status["documents"], *status["shards"].values(),
+              *status["corpus_steps"].values()]
+    times = [status[k] for k in ("started", "finished", "updated", "elapsed_seconds", "eta_seconds")]
+    if not all(map(_is_number, counts)) or not all(t is None or _is_number(t) for t in [*times,
+                                                                                         *status["rate"].values()]):
+        msg = "a count or a time of the job that is no number"
+        raise TypeError(msg)
+    json.dumps(status, allow_nan=False, default=str)  # finite numbers only
+
+
+def _check_rows(rows: list[dict[str, Any]]) -> None:
+    """Raise unless each funnel row names its stage and counts in numbers, as `curate run` writes them."""
+    for row in rows:
+        tallies = [row.get(k) or 0 for k in ("docs_in", "docs_out", "bytes_in", "bytes_out", "seconds")]
+        reasons = [(row.get(k) or {}) for k in ("dropped", "skipped", "bypassed")]
+        if not isinstance(row.get("stage"), str) or not all(map(_is_number, tallies)) or not all(
+                isinstance(r, dict) and all(isinstance(k, str) and _is_number(n) for k, n in r.items())
+                for r in reasons):
+            msg = f"a funnel row of the wrong shape: {str(row)[:100]}"
+            raise TypeError(msg)
+    json.dumps(rows, allow_nan=False, default=str)
 
 
 KNOWN_EVENTS = {"job_started", "shard_done", "shard_failed", "corpus_stages_started", "corpus_step_done", "job_done",

@@ -92,14 +92,18 @@ def expand(pattern: str) -> list[str]:
 
 def expand_sized(pattern: str) -> list[tuple[str, int]]:
     """`expand` with each file's size in bytes (the listing has it: no extra request per file)."""
+    return [(found.uri, found.size) for found in _expand_listed(pattern)]
+
+
+def _expand_listed(pattern: str) -> list[Listed]:
     fs, path = resolve(pattern)
     prefix = "" if "://" not in pattern or pattern.startswith("file://") else pattern.split("://")[0] + "://"
     if not _WILDCARD.search(path):
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.File:
-            return [(prefix + path, info.size or 0)]
+            return [Listed(prefix + path, info.size or 0, mtime_ns=info.mtime_ns)]
         if info.type == pafs.FileType.Directory:
-            return expand_sized(pattern.rstrip("/") + "/**")
+            return _expand_listed(pattern.rstrip("/") + "/**")
         return []
     parts = path.split("/")
     first = next(i for i, part in enumerate(parts) if _WILDCARD.search(part))
@@ -108,11 +112,11 @@ def expand_sized(pattern: str) -> list[tuple[str, int]]:
     selector = pafs.FileSelector(base, recursive=recursive, allow_not_found=True)
     regex = glob_regex(path)
     found = [
-        (prefix + info.path, info.size or 0)
+        Listed(prefix + info.path, info.size or 0, mtime_ns=info.mtime_ns)
         for info in fs.get_file_info(selector)
         if info.type == pafs.FileType.File and regex.match(info.path)
     ]
-    return sorted(found)
+    return sorted(found, key=lambda listed: listed.uri)
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,7 @@ class Listed:
     uri: str
     size: int = 0
     link: bool = False
+    mtime_ns: int | None = None  # when it was last modified, as listed (with `size`: how a change is told)
 
 
 def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], bool] | None = None,
@@ -138,7 +143,7 @@ def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], 
                 return
             folders = info.path[len(path.rstrip("/")) + 1 :].split("/")[:-1]
             if info.type == pafs.FileType.File and not (prune and any(map(prune, folders))):
-                yield Listed(prefix + info.path, info.size or 0)
+                yield Listed(prefix + info.path, info.size or 0, mtime_ns=info.mtime_ns)
         return
     pending = [resolve(folder)[1]]
     seen = 0
@@ -158,7 +163,8 @@ def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], 
                 if recursive and not (prune and prune(entry.name)):
                     pending.append(entry.path)
             elif entry.is_file(follow_symlinks=False):  # not a FIFO, socket or device: reading one could block
-                yield Listed(entry.path, entry.stat(follow_symlinks=False).st_size)
+                st = entry.stat(follow_symlinks=False)
+                yield Listed(entry.path, st.st_size, mtime_ns=st.st_mtime_ns)
 
 
 def list_files(pattern: str) -> list[Listed]:
@@ -166,12 +172,12 @@ def list_files(pattern: str) -> list[Listed]:
     link, never followed (what it names may lie anywhere); a path named without wildcards is the user's choice
     and is followed, a link there listed as the real path of its target."""
     if is_remote(pattern):
-        return [Listed(uri, size) for uri, size in expand_sized(pattern)]
+        return _expand_listed(pattern)
     fs, path = resolve(pattern)  # resolves the links in the part the user named
     if not _WILDCARD.search(path):
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.File:
-            return [Listed(path, info.size or 0)]
+            return [Listed(path, info.size or 0, mtime_ns=info.mtime_ns)]
         return list_files(path.rstrip("/") + "/**") if info.type == pafs.FileType.Directory else []
     parts = path.split("/")
     first = next(i for i, part in enumerate(parts) if _WILDCARD.search(part))

@@ -347,16 +347,18 @@ JOB_FILES = ("documents/{}.parquet", "_work/documents/{}.parquet", "rejects/stag
              "_progress.json", "manifest.json", "tokenizer.model")
 
 
-def _job_folders(recipe: Recipe) -> list[str]:
-    """This job's folder (made or not) and every job folder already under `output`, spelled as `io.resolve`
-    spells paths."""
-    fs, root = io.resolve(recipe.output)
-    own = io.resolve(recipe.job_dir())[1]
-    listed = fs.get_file_info(pa_fs.FileSelector(root, allow_not_found=True))
-    jobs = [i.path for i in listed if i.type == pa_fs.FileType.Directory and i.path != own and (
-        fs.get_file_info(f"{i.path}/recipe.yaml").type == pa_fs.FileType.File
-        or fs.get_file_info(f"{i.path}/_shards").type == pa_fs.FileType.Directory)]
-    return [own, *jobs]
+def _job_folder_holding(fs: pa_fs.FileSystem, root: str, path: str, seen: dict[str, bool]) -> str | None:
+    """The job folder directly under `root` (`output`) that `path` lies in, if it is one (it holds a
+    recipe.yaml or `_shards/`); `seen` remembers the folders looked at."""
+    if not path.startswith(f"{root.rstrip('/')}/"):
+        return None
+    top = f"{root.rstrip('/')}/{path[len(root.rstrip('/')) + 1 :].split('/')[0]}"
+    if top == path:
+        return None
+    if top not in seen:
+        seen[top] = (fs.get_file_info(f"{top}/recipe.yaml").type == pa_fs.FileType.File
+                     or fs.get_file_info(f"{top}/_shards").type == pa_fs.FileType.Directory)
+    return top if seen[top] else None
 
 
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
@@ -369,13 +371,14 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
 
 
 def _reads_output(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[tuple[tuple[Any, ...], str]]:
-    """Input patterns reaching into a job folder under `output` (this job's, even before it is made, or
-    another's): files the pattern matches there now, or files this job will write there."""
+    """Input patterns reaching into a job folder under `output`: this job's (files it matches there now, or
+    files this job will write there, before the folder is even made) or another's (files it matches there)."""
     try:
-        jobs = _job_folders(recipe)
+        fs, root = io.resolve(recipe.output)
+        own = io.resolve(recipe.job_dir())[1]
     except OSError:
-        return []  # an output that cannot be listed is the run's to report, where it writes
-    remote = io.is_remote(recipe.output)
+        return []  # an output that cannot be looked at is the run's to report, where it writes
+    remote, seen = io.is_remote(recipe.output), {}
     out: list[tuple[tuple[Any, ...], str]] = []
     for i, source in enumerate(recipe.sources):
         shard = f"{source.name}-file-0123456789"
@@ -384,16 +387,18 @@ def _reads_output(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> 
                 continue
             regex = _pattern_regex(pattern)
             found = [io.resolve(u)[1] for u in matched.get((i, j), [])]
-            for job in jobs:
-                reached = next((f for f in found if f.startswith(f"{job}/")), None) or next(
-                    (f"{job}/{f.format(shard)}" for f in JOB_FILES if regex.match(f"{job}/{f.format(shard)}")), None)
-                if reached is not None:
-                    whose = "this job's folder" if job == jobs[0] else "the job folder"
-                    out.append((("sources", i, "paths", j),
-                                f"{pattern!r} reaches {whose} {job} under `output` ({reached}): a job would read "
-                                "its own output as input, more of it on every run; narrow the pattern or give "
-                                "`output` a folder outside the inputs"))
+            job, reached = own, next((f"{own}/{f.format(shard)}" for f in JOB_FILES
+                                      if regex.match(f"{own}/{f.format(shard)}")), None)
+            for path in found if reached is None else []:
+                if (job := _job_folder_holding(fs, root, path, seen)) is not None:
+                    reached = path
                     break
+            if reached is not None:
+                whose = "this job's folder" if job == own else "the job folder"
+                out.append((("sources", i, "paths", j),
+                            f"{pattern!r} reaches {whose} {job} under `output` ({reached}): a job would read "
+                            "its own output as input, more of it on every run; narrow the pattern or give "
+                            "`output` a folder outside the inputs"))
     return out
 
 

@@ -18,8 +18,6 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import pyarrow.fs as pa_fs
-
 from curation import io, schema
 
 if TYPE_CHECKING:
@@ -33,6 +31,7 @@ class Shard:
     uri: str
     key: str  # the file's path below its source's root: what its documents' ids hash
     size: int = 0  # bytes, as listed
+    mtime_ns: int | None = None  # last modified, as listed (None: a link, never read through)
 
 
 def shard_name(source: str, key: str) -> str:
@@ -67,21 +66,14 @@ def list_shards(recipe: Recipe) -> list[Shard]:
                 uri = io.literal_uri(found.uri) if found.link else found.uri
                 key = file_key(uri, root)
                 name = shard_name(source.name, key)
-                shards.setdefault(name, Shard(name, source.name, uri, key, found.size))
+                shards.setdefault(name, Shard(name, source.name, uri, key, found.size, found.mtime_ns))
     return list(shards.values())
 
 
-def input_fingerprint(uri: str) -> dict[str, int] | None:
-    """What tells that an input changed without reading it: its size and modification time (None where it
-    cannot be looked at now: its read will say why)."""
-    fs, path = io.resolve(uri)
-    try:
-        info = fs.get_file_info(path)
-    except OSError:
-        return None
-    if info.type != pa_fs.FileType.File:
-        return None
-    return {"size": info.size or 0, "mtime_ns": info.mtime_ns or 0}
+def input_fingerprint(shard: Shard) -> dict[str, int] | None:
+    """What tells that a shard's input changed without reading it: its size and modification time, as listed
+    (None for a link, which is never read through)."""
+    return None if shard.mtime_ns is None else {"size": shard.size, "mtime_ns": shard.mtime_ns}
 
 
 def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]:
@@ -91,12 +83,8 @@ def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]
     changed = {}
     for shard in shards:
         before = (done.get(shard.name) or {}).get("input")
-        if not before:
-            continue
-        now = input_fingerprint(shard.uri)
-        if now != before:
-            how = "is gone" if now is None else (
-                f"changed (size {before['size']} -> {now['size']} bytes, modified "
-                f"{before['mtime_ns'] / 1e9:.3f} -> {now['mtime_ns'] / 1e9:.3f})")
-            changed[shard.name] = f"{shard.uri} {how}"
+        now = input_fingerprint(shard)
+        if before and now and now != before:
+            changed[shard.name] = (f"{shard.uri} changed (size {before['size']} -> {now['size']} bytes, modified "
+                                   f"{before['mtime_ns'] / 1e9:.3f} -> {now['mtime_ns'] / 1e9:.3f})")
     return changed

@@ -154,7 +154,7 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
     if changed:  # documents of the old file would stay beside the new file's: read those shards again
         writer.forget(changed)
     todo = [s for s in shards if s.name not in done]
-    writer.inputs = {s.name: input_fingerprint(s.uri) for s in todo}
+    writer.inputs = {s.name: input_fingerprint(s) for s in todo}
     io.write_bytes_atomic(io.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
     events = EventLog(job_dir)
     events.emit("job_started", shards=len(shards), already_done=len(shards) - len(todo), versions=versions(),

@@ -63,11 +63,14 @@ PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that
 
 _QUEUE: Any = None  # in a local worker: where its shard tasks announce their outputs
 _SPOOL = ""  # ... and the folder the outputs themselves are written to
+# ... and where each says it started: a SimpleQueue, written at once (a Queue's feeder thread might not have
+# sent it yet when the process is stopped, and a task never heard of is never seen to stall)
+_STARTS: Any = None
 
 
-def _worker_init(announcements: Any, spool: str, caller: int) -> None:
-    global _QUEUE, _SPOOL
-    _QUEUE, _SPOOL = announcements, spool
+def _worker_init(announcements: Any, spool: str, caller: int, starts: Any) -> None:
+    global _QUEUE, _SPOOL, _STARTS
+    _QUEUE, _SPOOL, _STARTS = announcements, spool, starts
     _release_forkserver()
     _die_with_parent(caller)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller stops its workers (`abort`); no traceback each
@@ -122,14 +125,14 @@ def _into_queue(fn: Callable[..., Iterator[Any]], index: int, skip: int, item: A
     """Put (index, output) for each output of `fn(item, *shared)` past the first `skip` (already taken by
     the caller before a worker died); return how many it made."""
     pid = os.getpid()
-    _QUEUE.put((index, None, pid))  # started, here: from now on, its silence counts (`stall_s`)
+    _STARTS.put((index, pid))  # from now on, its silence counts (`stall_s`)
     made = 0
     for out in fn(item, *shared):
         if isinstance(out, ItemFailed):  # the item's last output, handed over even where a rerun failed sooner
-            _QUEUE.put((index, _spool(out, f"{pid}-{index}-failed"), pid))
+            _QUEUE.put((index, _spool(out, f"{pid}-{index}-failed")))
             return max(made, skip) + 1
         if made >= skip:
-            _QUEUE.put((index, _spool(out, f"{pid}-{index}-{made}"), pid))
+            _QUEUE.put((index, _spool(out, f"{pid}-{index}-{made}")))
         made += 1
     return made
 
@@ -158,9 +161,10 @@ class LocalExecutor(Executor):
         else:
             context.set_forkserver_preload(PRELOAD)
         self._batches = context.Queue(maxsize=BATCHES_AHEAD * self._workers)
+        self._starts = context.SimpleQueue()
         self._spool = _new_spool()
         self._pool = ProcessPoolExecutor(self._workers, mp_context=context, initializer=_worker_init,
-                                         initargs=(self._batches, self._spool, os.getpid()))
+                                         initargs=(self._batches, self._spool, os.getpid(), self._starts))
         if self.start_method == "fork":  # every worker forks now, before the pool's threads (or the caller's) start
             try:
                 self._pool.submit(os.getpid).result()
@@ -244,11 +248,14 @@ class LocalExecutor(Executor):
         `_Stalled`) for a task silent for `stall_s`, whose worker is killed (the pool is then replaced)."""
         heard: dict[int, tuple[float, int]] = {}  # item -> (when its task last handed over something, its pid)
         while True:
-            try:
-                index, path, pid = self._batches.get(timeout=0.1)
+            while not self._starts.empty():
+                index, pid = self._starts.get()
                 heard[index] = (time.monotonic(), pid)
-                if path is not None:
-                    yield index, _unspool(path)
+            try:
+                index, path = self._batches.get(timeout=0.1)
+                if index in heard:
+                    heard[index] = (time.monotonic(), heard[index][1])
+                yield index, _unspool(path)
                 continue
             except queue.Empty:
                 pass
@@ -290,6 +297,7 @@ class LocalExecutor(Executor):
         if self._pool is not None and not self._aborted:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._batches.close()
+            self._starts.close()
             shutil.rmtree(self._spool, ignore_errors=True)
 
     def abort(self) -> None:
@@ -301,6 +309,7 @@ class LocalExecutor(Executor):
         self._pool.shutdown(wait=True, cancel_futures=True)  # its workers are gone: returns at once
         self._batches.close()
         self._batches.cancel_join_thread()
+        self._starts.close()
         shutil.rmtree(self._spool, ignore_errors=True)
 
 

@@ -115,6 +115,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"curate run: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the job folder cannot be written: a full disk, a read-only mount
+        if isinstance(exc, ConnectionError):  # a Ray that cannot be joined: `main` says so
+            raise
         print(f"curate run: {storage_error(exc, recipe.job_dir(args.output))}; the shards done are kept and no "
               "temporary file is left", file=sys.stderr)
         return 1

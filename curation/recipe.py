@@ -402,6 +402,13 @@ def _reads_output(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> 
     return out
 
 
+def output_problems(recipe: Recipe, output: str) -> list[str]:
+    """What `_reads_output` finds when the job is written under `output` instead (`curate run --output`)."""
+    moved = recipe.model_copy(update={"output": output})
+    matched = {(i, j): io.expand(p) for i, source in enumerate(recipe.sources) for j, p in enumerate(source.paths)}
+    return [f"sources[{loc[1]}].paths[{loc[3]}]: {msg}" for loc, msg in _reads_output(moved, matched)]
+
+
 def _shared_files(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[tuple[tuple[Any, ...], str]]:
     """A file read by two sources: its documents would come twice, under the same ids (ids derive from the
     file's canonical URI and the record's position, not the source). Files are compared by canonical URI, so

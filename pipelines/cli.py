@@ -86,7 +86,11 @@ def _run(args: argparse.Namespace) -> int:
     if recipe is None:
         return 2
     from curation.job import JobFolderError, claim_job_folder
+    from curation.recipe import output_problems
 
+    for problem in output_problems(recipe, args.output) if args.output else []:
+        print(f"curate run: {problem}; nothing was run", file=sys.stderr)
+        return 2
     try:  # before a status service or Ray starts: the folder must be free or this recipe's own
         claim_job_folder(recipe.job_dir(args.output), recipe.fingerprint())
     except JobFolderError as exc:

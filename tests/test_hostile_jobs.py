@@ -514,3 +514,16 @@ def test_a_stopped_ray_worker_is_run_again_and_nothing_is_lost_or_doubled(ray_se
     texts = documents(result.job_dir)
     assert len(texts) == 8 and len(set(texts)) == 8
     assert result.stats["documents"] == {"records_read": 8, "in": 8, "out": 8}
+
+
+def test_curate_run_refuses_an_output_flag_that_puts_the_job_where_its_inputs_reach(tmp_path: Path):
+    write_notes(tmp_path / "data" / "a.jsonl", ["a"])
+    recipe_file = tmp_path / "r.yaml"
+    recipe_file.write_text(local_recipe([f"{tmp_path}/data/**"], tmp_path / "elsewhere"))  # valid as it is
+    done = subprocess.run([CURATE, "run", str(recipe_file), "--quiet", "--output", str(tmp_path / "data" / "jobs")],
+                          capture_output=True, text=True, env=without_ray_address(), timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"curate run: sources[0].paths[0]: '{tmp_path}/data/**' reaches this job's folder "
+                           f"{tmp_path}/data/jobs/notes-") and line.endswith("; nothing was run")
+    assert not (tmp_path / "data" / "jobs").exists()

@@ -11,7 +11,7 @@ Printed: the cases, the requests, the failures (an answer about a good job, or a
 differs, status or body, from what a service over the good jobs alone answers), the crafted jobs' answers by
 status code, and the service's peak RSS beside the good-only service's and beside `--rss-limit-mib`.
 
-    .venv/bin/python benchmarks/service_fuzz.py [--rounds 3] [--good 3] [--rss-limit-mib 400]
+    .venv/bin/python benchmarks/service_fuzz.py [--rounds 3] [--good 3] [--rss-limit-mib 400] [--only deep inf]
 """
 
 from __future__ import annotations
@@ -182,12 +182,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="times every route of every job is asked")
     parser.add_argument("--good", type=int, default=3, help="good job folders beside the crafted ones")
     parser.add_argument("--rss-limit-mib", type=float, default=400.0, help="the service's peak RSS limit")
+    parser.add_argument("--only", nargs="+", help="only the cases whose name holds one of these (a reproducer)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="service-fuzz-") as tmp:
         base = Path(tmp)
         outside = base / "outside"
         outside.mkdir()
-        crafted = cases(outside)
+        crafted = {name: harm for name, harm in cases(outside).items()
+                   if not args.only or any(part in name for part in args.only)}
         good = build(base / "good", args.good, None)
         build(base / "fuzz", args.good, crafted)
         every = sorted(p.name for p in (base / "fuzz").iterdir())

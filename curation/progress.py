@@ -462,7 +462,16 @@ class JobFolder:
         return rows
 
     def throughput(self) -> dict[str, Any]:
-        """Time series of records read, documents kept and shards done, with rates between points."""
+        """Time series of records read, documents kept and shards done, with rates between points; none where
+        the snapshot's points are not numbers."""
+        try:
+            series = self._throughput()
+            json.dumps(series, allow_nan=False)
+        except Exception:  # anything the content of the snapshot makes of the series
+            return {"started": None, "points": []}
+        return series
+
+    def _throughput(self) -> dict[str, Any]:
         progress = self.progress() or {}
         points = (progress.get("series") or {}).get("points") or []
         out = []

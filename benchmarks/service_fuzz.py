@@ -2,7 +2,8 @@
 
 Beside a few good job folders (a finished job's files as `curate run` leaves them, `service_load.py`'s), it
 builds many crafted ones, each a good job with one file replaced by something hostile: JSON nested 100,000
-deep, numbers out of range (1e999, NaN, a 5,000-digit integer), values of the wrong type, huge files (a 2 GiB
+deep, numbers out of range (1e999, NaN, a 5,000-digit integer), values of the wrong type (also in the progress
+snapshot of a job still running, which its status is made of), huge files (a 2 GiB
 events.jsonl without a newline, sparse; a 1 GiB stats.json), links (out of the jobs folder, to /dev/zero, a
 loop, a FIFO), a recipe.yaml of YAML aliases (billion laughs) and binary garbage. A real `curate serve`
 process serves them; every route of every job is asked `--rounds` times (a 2 GiB file is read across polls).

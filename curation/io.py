@@ -53,7 +53,12 @@ def canonical(uri: str) -> str:
     return uri
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def has_wildcard(path: str) -> bool:
+    return bool(_WILDCARD.search(path))
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """The regular expression of a path pattern (`*`, `?`, `[..]`, `**`), matching whole paths."""
     out = []
     i = 0
     while i < len(pattern):
@@ -87,27 +92,31 @@ def expand(pattern: str) -> list[str]:
 
 def expand_sized(pattern: str) -> list[tuple[str, int]]:
     """`expand` with each file's size in bytes (the listing has it: no extra request per file)."""
+    return [(found.uri, found.size) for found in _expand_listed(pattern)]
+
+
+def _expand_listed(pattern: str) -> list[Listed]:
     fs, path = resolve(pattern)
     prefix = "" if "://" not in pattern or pattern.startswith("file://") else pattern.split("://")[0] + "://"
     if not _WILDCARD.search(path):
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.File:
-            return [(prefix + path, info.size or 0)]
+            return [Listed(prefix + path, info.size or 0, mtime_ns=info.mtime_ns)]
         if info.type == pafs.FileType.Directory:
-            return expand_sized(pattern.rstrip("/") + "/**")
+            return _expand_listed(pattern.rstrip("/") + "/**")
         return []
     parts = path.split("/")
     first = next(i for i, part in enumerate(parts) if _WILDCARD.search(part))
     base = "/".join(parts[:first]) or "/"
     recursive = "**" in path or len(parts) - first > 1
     selector = pafs.FileSelector(base, recursive=recursive, allow_not_found=True)
-    regex = _glob_regex(path)
+    regex = glob_regex(path)
     found = [
-        (prefix + info.path, info.size or 0)
+        Listed(prefix + info.path, info.size or 0, mtime_ns=info.mtime_ns)
         for info in fs.get_file_info(selector)
         if info.type == pafs.FileType.File and regex.match(info.path)
     ]
-    return sorted(found)
+    return sorted(found, key=lambda listed: listed.uri)
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,7 @@ class Listed:
     uri: str
     size: int = 0
     link: bool = False
+    mtime_ns: int | None = None  # when it was last modified, as listed (with `size`: how a change is told)
 
 
 def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], bool] | None = None,
@@ -133,7 +143,7 @@ def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], 
                 return
             folders = info.path[len(path.rstrip("/")) + 1 :].split("/")[:-1]
             if info.type == pafs.FileType.File and not (prune and any(map(prune, folders))):
-                yield Listed(prefix + info.path, info.size or 0)
+                yield Listed(prefix + info.path, info.size or 0, mtime_ns=info.mtime_ns)
         return
     pending = [resolve(folder)[1]]
     seen = 0
@@ -153,7 +163,8 @@ def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], 
                 if recursive and not (prune and prune(entry.name)):
                     pending.append(entry.path)
             elif entry.is_file(follow_symlinks=False):  # not a FIFO, socket or device: reading one could block
-                yield Listed(entry.path, entry.stat(follow_symlinks=False).st_size)
+                st = entry.stat(follow_symlinks=False)
+                yield Listed(entry.path, st.st_size, mtime_ns=st.st_mtime_ns)
 
 
 def list_files(pattern: str) -> list[Listed]:
@@ -161,16 +172,16 @@ def list_files(pattern: str) -> list[Listed]:
     link, never followed (what it names may lie anywhere); a path named without wildcards is the user's choice
     and is followed, a link there listed as the real path of its target."""
     if is_remote(pattern):
-        return [Listed(uri, size) for uri, size in expand_sized(pattern)]
+        return _expand_listed(pattern)
     fs, path = resolve(pattern)  # resolves the links in the part the user named
     if not _WILDCARD.search(path):
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.File:
-            return [Listed(path, info.size or 0)]
+            return [Listed(path, info.size or 0, mtime_ns=info.mtime_ns)]
         return list_files(path.rstrip("/") + "/**") if info.type == pafs.FileType.Directory else []
     parts = path.split("/")
     first = next(i for i, part in enumerate(parts) if _WILDCARD.search(part))
-    regex = _glob_regex(path)
+    regex = glob_regex(path)
     walk = walk_files("/".join(parts[:first]) or "/", recursive="**" in path or len(parts) - first > 1)
     return sorted((found for found in walk if regex.match(found.uri)), key=lambda found: found.uri)
 
@@ -224,13 +235,9 @@ def exists(uri: str) -> bool:
 
 def write_bytes_atomic(uri: str, data: bytes) -> None:
     """Write under a temporary name, then rename: readers never see half a file."""
-    fs, path = resolve(uri)
-    parent = path.rsplit("/", 1)[0]
-    fs.create_dir(parent, recursive=True)
-    tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
-    with fs.open_output_stream(tmp) as out:
+    fs, _ = resolve(uri)
+    with temp_path(uri) as tmp, fs.open_output_stream(tmp) as out:  # a failed write (a full disk) leaves no .tmp
         out.write(data)
-    fs.move(tmp, path)
 
 
 def write_json_atomic(uri: str, obj: Any, *, indent: int | None = 2) -> None:

@@ -9,10 +9,14 @@ rewrites the others under the same names, so nothing is lost or doubled.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import socket
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +36,7 @@ WORK_DOCUMENTS = "_work/documents"  # documents before corpus stages, when a rec
 REJECTS = "rejects"
 SHARDS = "_shards"
 RECIPE = "recipe.yaml"
+LOCK = "_lock"  # held by the run writing the folder (`job_folder_lock`)
 RECIPE_HASH_LINE = "# recipe hash: "  # the line of recipe.yaml naming the recipe that wrote the folder
 ROW_GROUP_BYTES = 4 << 20
 
@@ -86,13 +91,42 @@ def claim_job_folder(job_dir: str, recipe_hash: str | None = None) -> None:
         return
     selector = pa.fs.FileSelector(path, recursive=True, allow_not_found=True)
     stray = sorted(i.path for i in fs.get_file_info(selector)
-                   if i.type == pa.fs.FileType.File and not i.path.endswith(".tmp"))
+                   if i.type == pa.fs.FileType.File and not i.path.endswith(".tmp") and i.base_name != LOCK)
     if stray:
         example = stray[0][len(path.rstrip("/")) + 1 :]
         what = f"{len(stray)} files curate run did not write, e.g. {example}" if len(stray) > 1 else (
             f"a file curate run did not write: {example}")
         msg = f"job folder {job_dir} exists and holds {what}; give `output` (--output) another folder, or empty it"
         raise JobFolderError(msg)
+
+
+class JobFolderBusy(JobFolderError):
+    """Another run writes the job folder now (it holds `_lock`)."""
+
+
+@contextlib.contextmanager
+def job_folder_lock(job_dir: str) -> Iterator[None]:
+    """Hold the job folder for one run: two runs of a recipe into one folder would both do every shard. The
+    second raises `JobFolderBusy` naming the process that holds it. An flock, so a run that dies (SIGKILL, a
+    crash) releases it with its last descriptor. Object stores have no locks: there, nothing is held."""
+    if io.is_remote(job_dir):
+        yield
+        return
+    path = Path(io.resolve(job_dir)[1])
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
+            msg = f"job folder {job_dir} is being written by {holder}: wait for that run to end, or stop it"
+            raise JobFolderBusy(msg) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()} (since {time.strftime('%F %T')})".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock; the file stays (removing it would race with a run taking it)
 
 
 def _no_file_on_the_way(path: Path, job_dir: str) -> None:
@@ -102,6 +136,22 @@ def _no_file_on_the_way(path: Path, job_dir: str) -> None:
         if folder.exists() or folder.is_symlink():
             msg = f"cannot make the job folder {job_dir}: {folder} is a file, not a folder (`output`, --output)"
             raise JobFolderError(msg)
+
+
+def _later_outputs(job_dir: str) -> str | None:
+    """What steps after the document stages wrote in the job folder (a name for a message), or None."""
+    fs, path = io.resolve(job_dir)
+    work = [i.base_name for i in fs.get_file_info(pa.fs.FileSelector(io.join(path, "_work"), allow_not_found=True))
+            if i.base_name != "documents"]
+    if work:
+        return f"_work/{sorted(work)[0]}"
+    return next((name for name in ("manifest.json", "shards") if io.exists(io.join(job_dir, name))), None)
+
+
+def _delete(uri: str) -> None:
+    fs, path = io.resolve(uri)
+    if fs.get_file_info(path).type == pa.fs.FileType.File:
+        fs.delete_file(path)
 
 
 def _is_folder(fs: pa.fs.FileSystem, path: str) -> bool:
@@ -223,6 +273,7 @@ class JobWriter:
         self.max_rejects = max_rejects_per_reason
         self.open: dict[str, _Shard] = {}
         self.done: dict[str, dict[str, Any]] = {}
+        self.inputs: dict[str, dict[str, int] | None] = {}  # shard -> its input's fingerprint as its read began
 
     # -- before the run ---------------------------------------------------------------------
     def resume(self) -> dict[str, dict[str, Any]]:
@@ -237,6 +288,28 @@ class JobWriter:
                     record = json.loads(f.read())
                 self.done[record["shard"]] = record
         return self.done
+
+    def forget(self, shards: dict[str, str]) -> None:
+        """Undo done shards (their input changed: {shard: how}), to be read again: the record goes first (a crash
+        meanwhile leaves them undone), then their documents and rejects, which the new read may not replace.
+        Refused (`JobFolderError`) once later steps (corpus stages, packing) used their documents."""
+        later = _later_outputs(self.dir)
+        if later:
+            name, how = next(iter(sorted(shards.items())))
+            more = f" (and {len(shards) - 1} more shards)" if len(shards) > 1 else ""
+            msg = (f"the input of shard {name} {how}{more} since the job folder {self.dir} was written, and its "
+                   f"documents are already used by {later}: give `output` (--output) another folder, or remove "
+                   "this one to start again")
+            raise JobFolderError(msg)
+        for name in sorted(shards):
+            _delete(io.join(self.dir, SHARDS, f"{name}.json"))
+            self.done.pop(name, None)
+        fs, _ = io.resolve(self.dir)
+        for folder in (DOCUMENTS, WORK_DOCUMENTS, REJECTS):
+            _, path = io.resolve(io.join(self.dir, folder))
+            for info in fs.get_file_info(pa.fs.FileSelector(path, recursive=True, allow_not_found=True)):
+                if info.type == pa.fs.FileType.File and info.base_name.removesuffix(".parquet") in shards:
+                    fs.delete_file(info.path)
 
     # -- while it runs ----------------------------------------------------------------------
     def add(self, batch: pa.Table) -> list[str]:
@@ -313,6 +386,7 @@ class JobWriter:
             "documents": shard.documents.rows if shard.documents else 0,
             "rejects_written": sum(shard.reject_counts.values()),
             "counters": shard.counters,
+            "input": self.inputs.get(shard.name),  # a rerun redoes the shard when its input is another file
         }
         io.write_json_atomic(io.join(self.dir, SHARDS, f"{shard.name}.json"), record)
         self.done[shard.name] = record
@@ -337,7 +411,8 @@ class JobWriter:
             return
         for file in [partial.documents, *partial.rejects.values()]:
             if file is not None:
-                file.writer.close()
+                with contextlib.suppress(OSError):  # what it still held cannot be written (a full disk)
+                    file.writer.close()
                 file.fs.delete_file(file.tmp)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import socket
 import threading
@@ -45,6 +46,10 @@ SERIES_COLUMNS = ["time", "records", "documents", "shards_done"]
 SERIES_POINTS = 512
 RECENT_SECONDS = 10.0  # window of the "current" rate: long enough to smooth batches, short enough to react
 FINAL_STEP = "final documents"
+MAX_READ = 16 << 20  # bytes of a JSON-lines file one poll reads: a 2 GB file is read across polls, never at once
+MAX_LINE = 4 << 20  # a line longer than this is no event or metrics line: skipped
+MAX_JSON_BYTES = 64 << 20  # a stats.json or _progress.json larger than this is unreadable, not read
+MAX_INT_DIGITS = 19
 
 
 class LiveProgress:
@@ -125,11 +130,48 @@ def by_name(path: Path, *, folder: bool = False) -> Iterator[Path | None]:  # an
     yield path
 
 
+class Unreadable(ValueError):
+    """A job file whose content no answer can hold: JSON nested too deep, a number out of range, not JSON."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: inf, which no JSON answer can carry
+        msg = f"number out of range: {text[:40]}"
+        raise Unreadable(msg)
+    return value
+
+
+def _not_a_number(text: str) -> float:
+    msg = f"{text} is not a JSON number"
+    raise Unreadable(msg)
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:  # a counter past 2**63 is no counter; a float of it would overflow
+        msg = f"number out of range: {text[:40]}... ({len(text)} digits)"
+        raise Unreadable(msg)
+    return int(text)
+
+
+def loads(data: str | bytes) -> Any:
+    """JSON a job folder holds, as a job wrote it or refused (`Unreadable`): only finite numbers, nesting no
+    deeper than the parser's recursion allows."""
+    try:
+        return json.loads(data, parse_float=_finite, parse_int=_bounded_int, parse_constant=_not_a_number)
+    except RecursionError:
+        msg = "JSON nested too deeply"
+        raise Unreadable(msg) from None
+
+
 class _Lines:
-    """A JSON-lines file read incrementally: only appended complete lines are parsed."""
+    """A JSON-lines file read incrementally: only appended complete lines are parsed, at most `MAX_READ` bytes
+    a read. A line longer than `MAX_LINE` (a file without newlines) is skipped, as read, to its end: where a
+    read stopped is kept either way, so no byte is read twice however often the file is polled."""
 
     def __init__(self, path: Path, opener: Opener = by_name) -> None:
         self.path, self.opener, self.offset, self.rows, self.inode = path, opener, 0, [], None
+        self.skipping = False  # within an overlong line: the bytes up to its newline are passed over
 
     def read(self) -> list[dict[str, Any]]:
         with self.opener(self.path) as named:
@@ -146,26 +188,55 @@ class _Lines:
         st = os.fstat(f.fileno())
         size = st.st_size
         if size < self.offset or st.st_ino != self.inode:  # replaced by a rename, or rewritten shorter
-            self.offset, self.rows, self.inode = 0, [], st.st_ino
-        if size > self.offset:
+            self.offset, self.rows, self.inode, self.skipping = 0, [], st.st_ino, False
+        budget = MAX_READ
+        while size > self.offset and budget > 0:
             f.seek(self.offset)
-            chunk = f.read(size - self.offset)
+            chunk = f.read(min(size - self.offset, budget, MAX_LINE))
+            if not chunk:
+                return
+            budget -= len(chunk)
+            if self.skipping:
+                newline = chunk.find(b"\n")
+                self.skipping = newline < 0
+                self.offset += len(chunk) if newline < 0 else newline + 1
+                continue
             end = chunk.rfind(b"\n") + 1  # a line still being written waits for the next read
-            for line in chunk[:end].splitlines():
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue  # a damaged line must not hide the others
-                if isinstance(row, dict):
-                    self.rows.append(row)
+            if end == 0:
+                if len(chunk) < MAX_LINE:
+                    return
+                self.skipping = True  # no newline in MAX_LINE bytes: no line, whatever follows
+                self.offset += len(chunk)
+                continue
+            self._parse(chunk[:end])
             self.offset += end
+
+    def _parse(self, lines: bytes) -> None:
+        for line in lines.splitlines():
+            try:
+                row = loads(line)
+            except ValueError:
+                continue  # a damaged line must not hide the others
+            if isinstance(row, dict):
+                self.rows.append(row)
 
 
 def _read_json(path: Path) -> Any:
+    """A job's JSON file, None where absent or not to be read; `Unreadable` where its content is hostile."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        with path.open("rb") as f:
+            data = f.read(MAX_JSON_BYTES + 1)
+    except OSError:
         return None
+    if len(data) > MAX_JSON_BYTES:
+        msg = f"larger than {MAX_JSON_BYTES >> 20} MiB"
+        raise Unreadable(msg)
+    try:
+        return loads(data)
+    except Unreadable:
+        raise
+    except ValueError:
+        return None  # half written by a tool that writes in place, or damaged: as absent, as it always was
 
 
 def pid_alive(pid: int) -> bool:
@@ -202,6 +273,7 @@ class JobFolder:
         self.spike_log = _Lines(self.path / TRAIN_SPIKES, self.opened)
         self.seen: dict[str, Any] = {}
         self.cache: dict[str, Any] = {}
+        self.unreadable: dict[str, str] = {}  # file (relative) -> why its content cannot be shown
 
     def opened(self, path: Path, *, folder: bool = False) -> AbstractContextManager[Path | None]:
         """The name to read `path` (a file, or with `folder` a folder) by, or None: every read goes through it."""
@@ -218,9 +290,13 @@ class JobFolder:
         if name not in self.cache or self.seen.get(name) != key:
             self.seen[name] = key
             self.cache[name] = None
+            self.unreadable.pop(relative, None)
             if key is not None:
                 with self.opened(path, folder=folder) as named:
-                    self.cache[name] = None if named is None else loader(named)
+                    try:
+                        self.cache[name] = None if named is None else loader(named)
+                    except (Unreadable, RecursionError) as exc:  # recorded: the status says so
+                        self.unreadable[relative] = str(exc) or "JSON nested too deeply"
         return self.cache[name]
 
     def _plan(self) -> dict[str, list[str]]:
@@ -282,9 +358,28 @@ class JobFolder:
             return self._load("progress", PROGRESS, _read_json)
 
     def status(self) -> dict[str, Any]:
-        """State, phase, percent done, rates and ETA of the job's latest run."""
+        """State, phase, percent done, rates and ETA of the job's latest run; `unreadable`, naming the file and
+        why, where a file holds what no answer can carry (so that one crafted folder costs only its own status)."""
         with self.lock:
-            return self._status()
+            try:
+                status = self._status()
+                _check_status(status)
+            except Exception as exc:  # anything the content of the folder makes of the status
+                return self._unreadable_status(f"{type(exc).__name__}: {exc}")
+            if self.unreadable:
+                file, why = next(iter(sorted(self.unreadable.items())))
+                return self._unreadable_status(f"{file}: {why}")
+            return status
+
+    def _unreadable_status(self, error: str) -> dict[str, Any]:
+        return {
+            "id": self.id, "name": self.id.rsplit("-", 1)[0], "state": "unreadable", "phase": "unreadable",
+            "error": error.splitlines()[0][:500] if error else "unreadable", "started": None, "finished": None,
+            "updated": None, "elapsed_seconds": None, "percent": 0.0, "eta_seconds": None,
+            "shards": {"total": 0, "done": 0, "already_done": 0}, "corpus_steps": {"total": 0, "done": 0},
+            "records": 0, "documents": 0, "rate": {"records_per_s": None, "mean_records_per_s": None},
+            "stages": {"document": [], "corpus": []},
+            "has": {"stats": False, "manifest": False, "train": False, "rejects": False}}
 
     def _status(self) -> dict[str, Any]:
         events = self._run_events()
@@ -333,7 +428,16 @@ class JobFolder:
         }
 
     def funnel(self) -> list[dict[str, Any]]:
-        """Per-stage counters in pipeline order: stats.json once written, else the live ones."""
+        """Per-stage counters in pipeline order: stats.json once written, else the live ones; none where the
+        folder holds what no counter can be (its status says `unreadable`)."""
+        try:
+            rows = self._funnel()
+            _check_rows(rows)
+        except Exception:  # anything the content of the folder makes of the counters
+            return []
+        return [] if self.unreadable else rows
+
+    def _funnel(self) -> list[dict[str, Any]]:
         with self.lock:
             stats = self._load("stats", STATS, _read_json)
             plan = self._plan()
@@ -358,7 +462,16 @@ class JobFolder:
         return rows
 
     def throughput(self) -> dict[str, Any]:
-        """Time series of records read, documents kept and shards done, with rates between points."""
+        """Time series of records read, documents kept and shards done, with rates between points; none where
+        the snapshot's points are not numbers."""
+        try:
+            series = self._throughput()
+            json.dumps(series, allow_nan=False)
+        except Exception:  # anything the content of the snapshot makes of the series
+            return {"started": None, "points": []}
+        return series
+
+    def _throughput(self) -> dict[str, Any]:
         progress = self.progress() or {}
         points = (progress.get("series") or {}).get("points") or []
         out = []
@@ -383,6 +496,36 @@ class JobFolder:
             return logged
         return [{**r, "reason": r["spike"] if isinstance(r["spike"], str) else None}
                 for r in self.train_metrics() if r.get("spike")]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_status(status: dict[str, Any]) -> None:
+    """Raise unless every count and time of a status is a number (or, where it may be, None) and the whole
+    of it can be sent as JSON: what a crafted file puts there must not reach an answer or a metric."""
+    counts = [status["percent"], status["records"], status["documents"], *status["shards"].values(),
+              *status["corpus_steps"].values()]
+    times = [status[k] for k in ("started", "finished", "updated", "elapsed_seconds", "eta_seconds")]
+    if not all(map(_is_number, counts)) or not all(t is None or _is_number(t) for t in [*times,
+                                                                                         *status["rate"].values()]):
+        msg = "a count or a time of the job that is no number"
+        raise TypeError(msg)
+    json.dumps(status, allow_nan=False, default=str)  # finite numbers only
+
+
+def _check_rows(rows: list[dict[str, Any]]) -> None:
+    """Raise unless each funnel row names its stage and counts in numbers, as `curate run` writes them."""
+    for row in rows:
+        tallies = [row.get(k) or 0 for k in ("docs_in", "docs_out", "bytes_in", "bytes_out", "seconds")]
+        reasons = [(row.get(k) or {}) for k in ("dropped", "skipped", "bypassed")]
+        if not isinstance(row.get("stage"), str) or not all(map(_is_number, tallies)) or not all(
+                isinstance(r, dict) and all(isinstance(k, str) and _is_number(n) for k, n in r.items())
+                for r in reasons):
+            msg = f"a funnel row of the wrong shape: {str(row)[:100]}"
+            raise TypeError(msg)
+    json.dumps(rows, allow_nan=False, default=str)
 
 
 KNOWN_EVENTS = {"job_started", "shard_done", "shard_failed", "corpus_stages_started", "corpus_step_done", "job_done",

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import glob
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
+import pyarrow.fs as pa_fs
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
 
@@ -25,6 +28,12 @@ from curation.shards import list_shards
 from curation.stages import STAGES, StageParams
 from curation.tokens.config import PackConfig, TokenizerConfig
 
+# Names become file names (`<name>-<hash>/`, `<source>-<file stem>-<hash>.parquet.<time>.tmp`), of at most 255
+# bytes on every common filesystem: 100 characters leave room for the rest.
+MAX_NAME_CHARS = 100
+# Nodes a recipe may have once its YAML aliases are expanded: a real recipe has a few hundred; eight levels of
+# nine aliases ("billion laughs") have 43 million, which the checks below would walk one by one.
+MAX_YAML_NODES = 100_000
 CORPUS_STAGES: dict[str, type[CorpusStage]] = {s.name: s for s in (ExactDedup, MinhashDedup, BloomDedup)}
 ALL_STAGES = {**STAGES, **CORPUS_STAGES}
 
@@ -36,7 +45,8 @@ class _Strict(BaseModel):
 class Source(_Strict):
     """An input: files of one format under one name (the name the mixture and `only:` refer to)."""
 
-    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", description="Source name, unique in the recipe.")
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", max_length=MAX_NAME_CHARS,
+                      description="Source name, unique in the recipe (it starts its shards' file names).")
     format: Literal["warc", "wet", "jsonl", "parquet", "code"] = Field(
         ..., description="Input file format; `code`: repository archives or folders, or The-Stack-like tables.")
     paths: list[str] = Field(
@@ -124,7 +134,8 @@ class Recipe(_Strict):
     """A curation job: where documents come from, what stages they pass, where the output goes."""
 
     name: str = Field(
-        ..., pattern=r"^[A-Za-z0-9_.-]+$", description="Job name; the job folder is output/<name>-<hash>."
+        ..., pattern=r"^[A-Za-z0-9_.-]+$", max_length=MAX_NAME_CHARS,
+        description="Job name; the job folder is output/<name>-<hash>."
     )
     output: str = Field("./jobs", description="Folder or URI under which the job folder is made.")
     seed: int = Field(42, description="Seed of every random choice (sampling, shuffles).")
@@ -133,6 +144,10 @@ class Recipe(_Strict):
         "no Ray (a laptop or a small job: no cluster's fixed memory and start-up; same output).")
     ray: RayConfig = Field(default_factory=RayConfig)
     local: LocalConfig = Field(default_factory=LocalConfig)
+    stall_timeout_s: float | None = Field(
+        600.0, gt=0, description="A shard task that hands over no batch for this long (a worker stopped, a "
+        "storage mount hung) is stopped: on Ray it is run again on a fresh worker (up to 3 times, then the shard "
+        "fails), locally its shard fails, visibly, and a rerun reads it. null: wait for ever.")
     sources: list[Source] = Field(..., min_length=1)
     stages: list[StageEntry] = Field(default_factory=list, description="Document stages, in order.")
     rejects: Rejects = Field(default_factory=Rejects)
@@ -159,7 +174,7 @@ class Recipe(_Strict):
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (not where it runs or is written)."""
-        how = {"executor", "ray", "local", "output"}
+        how = {"executor", "ray", "local", "output", "stall_timeout_s"}
         retries = {"__all__": {"read_attempts", "read_backoff_s"}}  # how hard a read is tried, not what it gives
         body = self.model_dump(mode="json", exclude={**dict.fromkeys(how, True), "sources": retries})
         body["_ids"] = schema.ID_SCHEME
@@ -239,6 +254,9 @@ def _describe(error: dict[str, Any]) -> str:
         return msg
     if kind == "missing":
         return "required key is missing"
+    if kind == "string_too_long":
+        return (f"{msg}, got {len(error['input'])}: it names files and folders of the job, and a file name may "
+                "have at most 255 bytes")
     if kind == "literal_error":
         return f"{msg}, got {error['input']!r}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
@@ -309,6 +327,7 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
             if not matched[i, j]:
                 out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
     out += _shared_files(recipe, matched)
+    out += _reads_output(recipe, matched)
     if recipe.tokenizer is not None and recipe.tokenizer.model and not io.exists(recipe.tokenizer.model):
         out.append((("tokenizer", "model"), f"no tokenizer model at {recipe.tokenizer.model!r}"))
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
@@ -319,6 +338,75 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
             if not Path(path).exists():
                 out.append((("stages", i, kind, "benchmarks", j), f"no benchmark file or folder at {path!r}"))
     return out
+
+
+# What a job writes in its folder (`curation.job`), `{}` standing for a shard's name: an input pattern matching
+# one of these in a job folder would read that job's output as input, more of it on every run.
+JOB_FILES = ("documents/{}.parquet", "_work/documents/{}.parquet", "rejects/stage=x/reason=y/{}.parquet",
+             "_shards/{}.json", "shards/train-00000.arrow", "recipe.yaml", "stats.json", "events.jsonl",
+             "_progress.json", "manifest.json", "tokenizer.model")
+
+
+def _job_folder_holding(fs: pa_fs.FileSystem, root: str, path: str, seen: dict[str, bool]) -> str | None:
+    """The job folder directly under `root` (`output`) that `path` lies in, if it is one (it holds a
+    recipe.yaml or `_shards/`); `seen` remembers the folders looked at."""
+    if not path.startswith(f"{root.rstrip('/')}/"):
+        return None
+    top = f"{root.rstrip('/')}/{path[len(root.rstrip('/')) + 1 :].split('/')[0]}"
+    if top == path:
+        return None
+    if top not in seen:
+        seen[top] = (fs.get_file_info(f"{top}/recipe.yaml").type == pa_fs.FileType.File
+                     or fs.get_file_info(f"{top}/_shards").type == pa_fs.FileType.Directory)
+    return top if seen[top] else None
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """What `pattern` matches, as a regular expression over `io.resolve` spellings (a folder: all below it)."""
+    fs, path = io.resolve(pattern)
+    if not io.has_wildcard(path):
+        is_folder = fs.get_file_info(path).type == pa_fs.FileType.Directory
+        return io.glob_regex(f"{path.rstrip('/')}/**" if is_folder else glob.escape(path))
+    return io.glob_regex(path)
+
+
+def _reads_output(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[tuple[tuple[Any, ...], str]]:
+    """Input patterns reaching into a job folder under `output`: this job's (files it matches there now, or
+    files this job will write there, before the folder is even made) or another's (files it matches there)."""
+    try:
+        fs, root = io.resolve(recipe.output)
+        own = io.resolve(recipe.job_dir())[1]
+    except OSError:
+        return []  # an output that cannot be looked at is the run's to report, where it writes
+    remote, seen = io.is_remote(recipe.output), {}
+    out: list[tuple[tuple[Any, ...], str]] = []
+    for i, source in enumerate(recipe.sources):
+        shard = f"{source.name}-file-0123456789"
+        for j, pattern in enumerate(source.paths):
+            if io.is_remote(pattern) != remote:
+                continue
+            regex = _pattern_regex(pattern)
+            found = [io.resolve(u)[1] for u in matched.get((i, j), [])]
+            job, reached = own, next((f"{own}/{f.format(shard)}" for f in JOB_FILES
+                                      if regex.match(f"{own}/{f.format(shard)}")), None)
+            for path in found if reached is None else []:
+                if (job := _job_folder_holding(fs, root, path, seen)) is not None:
+                    reached = path
+                    break
+            if reached is not None:
+                whose = "this job's folder" if job == own else "the job folder"
+                out.append((("sources", i, "paths", j),
+                            f"{pattern!r} reaches {whose} {job} under `output` ({reached}): a job would read "
+                            "its own output as input, more of it on every run; narrow the pattern or give "
+                            "`output` a folder outside the inputs"))
+    return out
+
+
+def output_problems(recipe: Recipe, output: str) -> list[str]:
+    """What `_reads_output` finds when the job is written under `output` instead (`curate run --output`)."""
+    moved = recipe.model_copy(update={"output": output})
+    matched = {(i, j): io.expand(p) for i, source in enumerate(recipe.sources) for j, p in enumerate(source.paths)}
+    return [f"sources[{loc[1]}].paths[{loc[3]}]: {msg}" for loc, msg in _reads_output(moved, matched)]
 
 
 def _shared_files(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[tuple[tuple[Any, ...], str]]:
@@ -361,6 +449,34 @@ def _read_as_shards(recipe: Recipe, clashes: dict[tuple[int, int, int, int], lis
     return kept
 
 
+def _expanded_nodes(root: yaml.Node | None) -> int:
+    """How many nodes `root` has once every alias is expanded, counted without expanding any: an alias is the
+    very node it names, so each node's size is counted once (a recursive alias, once as well)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            sizes[id(node)] = 1
+            if isinstance(node, yaml.MappingNode):
+                sizes[id(node)] = 1 + sum(size(k) + size(v) for k, v in node.value)
+            elif isinstance(node, yaml.SequenceNode):
+                sizes[id(node)] = 1 + sum(size(item) for item in node.value)
+        return sizes[id(node)]
+
+    return size(root) if root is not None else 0
+
+
+def _bounded_aliases(root: yaml.Node | None, text: str, file: str) -> None:
+    """Refuse a document whose aliases expand it past `MAX_YAML_NODES`, naming the first alias's line."""
+    if _expanded_nodes(root) <= MAX_YAML_NODES:
+        return
+    alias = next((e for e in yaml.parse(text) if isinstance(e, yaml.AliasEvent)), None)
+    mark = alias.start_mark if alias is not None else None
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    raise RecipeError([Problem(file, line, col, "", f"YAML aliases (*name) expand this document past "
+                               f"{MAX_YAML_NODES:,} values: write the values out, or repeat fewer")])
+
+
 def parse_yaml_model(text: str, file: str, model: type[BaseModel],
                      checks: Callable[[Any], list[tuple[tuple[Any, ...], str]]] | None = None, *,
                      what: str = "expected a YAML mapping of keys") -> Any:
@@ -368,11 +484,14 @@ def parse_yaml_model(text: str, file: str, model: type[BaseModel],
     `checks(validated)` may add (location, message) problems of its own (cross-references, paths)."""
     try:
         root = yaml.compose(text)
+        _bounded_aliases(root, text, file)
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise RecipeError([Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]) from None
+    except RecursionError:
+        raise RecipeError([Problem(file, 1, 1, "", "not valid YAML: nested too deeply")]) from None
     if not isinstance(data, dict):
         raise RecipeError([Problem(file, 1, 1, "", what)])
     problems = _duplicate_keys(root, file)

@@ -31,6 +31,7 @@ class Shard:
     uri: str
     key: str  # the file's path below its source's root: what its documents' ids hash
     size: int = 0  # bytes, as listed
+    mtime_ns: int | None = None  # last modified, as listed (None: a link, never read through)
 
 
 def shard_name(source: str, key: str) -> str:
@@ -65,5 +66,25 @@ def list_shards(recipe: Recipe) -> list[Shard]:
                 uri = io.literal_uri(found.uri) if found.link else found.uri
                 key = file_key(uri, root)
                 name = shard_name(source.name, key)
-                shards.setdefault(name, Shard(name, source.name, uri, key, found.size))
+                shards.setdefault(name, Shard(name, source.name, uri, key, found.size, found.mtime_ns))
     return list(shards.values())
+
+
+def input_fingerprint(shard: Shard) -> dict[str, int] | None:
+    """What tells that a shard's input changed without reading it: its size and modification time, as listed
+    (None for a link, which is never read through)."""
+    return None if shard.mtime_ns is None else {"size": shard.size, "mtime_ns": shard.mtime_ns}
+
+
+def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]:
+    """{shard: how its input changed} for the shards `done` records (`_shards/` records) whose input is not
+    the file they were read from: another size or modification time than the record's `input`. A record
+    without one (written before inputs were fingerprinted) is taken as is."""
+    changed = {}
+    for shard in shards:
+        before = (done.get(shard.name) or {}).get("input")
+        now = input_fingerprint(shard)
+        if before and now and now != before:
+            changed[shard.name] = (f"{shard.uri} changed (size {before['size']} -> {now['size']} bytes, modified "
+                                   f"{before['mtime_ns'] / 1e9:.3f} -> {now['mtime_ns'] / 1e9:.3f})")
+    return changed

@@ -86,7 +86,11 @@ def _run(args: argparse.Namespace) -> int:
     if recipe is None:
         return 2
     from curation.job import JobFolderError, claim_job_folder
+    from curation.recipe import output_problems
 
+    for problem in output_problems(recipe, args.output) if args.output else []:
+        print(f"curate run: {problem}; nothing was run", file=sys.stderr)
+        return 2
     try:  # before a status service or Ray starts: the folder must be free or this recipe's own
         claim_job_folder(recipe.job_dir(args.output), recipe.fingerprint())
     except JobFolderError as exc:
@@ -94,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from curation.tokens.vocabulary import VocabularyError
     from pipelines.console import summary  # Ray is imported only when a job really runs
-    from pipelines.run import ShardsFailed, interrupted_by_sigterm, interruption, run
+    from pipelines.run import ShardsFailed, interrupted_by_sigterm, interruption, run, storage_error
 
     service = None
     if args.serve:
@@ -118,6 +122,12 @@ def _run(args: argparse.Namespace) -> int:
     except VocabularyError as exc:  # after curation: the job folder says `failed`, its documents are kept
         print(f"curate run: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the job folder cannot be written: a full disk, a read-only mount
+        if isinstance(exc, ConnectionError):  # a Ray that cannot be joined: `main` says so
+            raise
+        print(f"curate run: {storage_error(exc, recipe.job_dir(args.output))}; the shards done are kept and no "
+              "temporary file is left", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:  # SIGTERM or SIGINT: the job folder says `interrupted`
         signum = interruption(exc)
         print(f"curate run: interrupted ({signum.name}); what is done is kept: run it again to resume",
@@ -226,12 +236,13 @@ def _train(args: argparse.Namespace) -> int:
     recipe = _load(args.recipe, "; nothing was run", loader=load_train_recipe)
     if recipe is None:
         return 2
+    from curation.train.loader import PackedDataError
     from curation.train.resume import ResumeError
     from pipelines.train import train  # Ray and torch are imported only when a run really starts
 
     try:
         result = train(recipe, resume=args.resume, address=args.address)
-    except (FileExistsError, ResumeError) as exc:
+    except (FileExistsError, ResumeError, PackedDataError) as exc:
         print(f"curate train: {exc}", file=sys.stderr)
         return 2
     first, last = (result.metrics[0], result.metrics[-1]) if result.metrics else ({}, {})

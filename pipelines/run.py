@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.metadata
+import os
 import platform
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -17,10 +19,19 @@ import pyarrow as pa
 import yaml
 
 from curation import io
-from curation.job import DOCUMENTS, RECIPE_HASH_LINE, WORK_DOCUMENTS, EventLog, JobWriter, funnel
+from curation.job import (
+    DOCUMENTS,
+    RECIPE_HASH_LINE,
+    WORK_DOCUMENTS,
+    EventLog,
+    JobWriter,
+    claim_job_folder,
+    funnel,
+    job_folder_lock,
+)
 from curation.progress import LiveProgress
 from curation.recipe import Recipe
-from curation.shards import list_shards
+from curation.shards import changed_inputs, input_fingerprint, list_shards
 from curation.stages import Stage
 from curation.stages.build import build_corpus_stages, build_stages
 from pipelines import plan
@@ -124,6 +135,13 @@ def run(
     `kind` the recipe's executor (ray, local)."""
     lean_allocator()  # this process writes every batch (and in-process, makes them)
     job_dir = recipe.job_dir(output)
+    claim_job_folder(job_dir, recipe.fingerprint())  # before the lock: a folder not this job's gets no `_lock`
+    with job_folder_lock(job_dir):
+        return _run(recipe, job_dir, address=address, quiet=quiet, stages=stages, kind=kind)
+
+
+def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stages: list[tuple[str, Stage]] | None,
+         kind: str | None) -> RunResult:
     shards = list_shards(recipe)
     stages = build_stages(recipe) if stages is None else stages
     corpus_stages = build_corpus_stages(recipe)
@@ -132,10 +150,15 @@ def run(
                        max_rejects_per_reason=recipe.rejects.max_per_reason,
                        documents=WORK_DOCUMENTS if corpus_stages else DOCUMENTS, recipe_hash=recipe.fingerprint())
     done = writer.resume()
+    changed = changed_inputs(shards, done)
+    if changed:  # documents of the old file would stay beside the new file's: read those shards again
+        writer.forget(changed)
     todo = [s for s in shards if s.name not in done]
+    writer.inputs = {s.name: input_fingerprint(s) for s in todo}
     io.write_bytes_atomic(io.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
     events = EventLog(job_dir)
-    events.emit("job_started", shards=len(shards), already_done=len(shards) - len(todo), versions=versions())
+    events.emit("job_started", shards=len(shards), already_done=len(shards) - len(todo), versions=versions(),
+                **({"inputs_changed": changed} if changed else {}))
     started = time.time()
     progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)
     live = LiveProgress(job_dir, writer)  # the status service's live counters (`_progress.json`)
@@ -189,7 +212,10 @@ def run(
         if executor is not None and isinstance(exc, KeyboardInterrupt | SystemExit):  # in corpus stages or packing
             executor.abort()
             executor = None
-        _ended(events, exc, len(writer.done))
+        if isinstance(exc, OSError):  # the job folder cannot be written (a full disk): no half file stays
+            _drop_temporaries(writer)
+        with contextlib.suppress(OSError):  # the same full disk may refuse the last event too
+            _ended(events, exc, len(writer.done))
         raise
     finally:
         if executor is not None:
@@ -232,6 +258,25 @@ class _Outputs:
         self.finished += completed
         self.progress.update(out, len(completed))
         self.live.update(force=bool(completed))
+
+
+def storage_error(exc: OSError, job_dir: str) -> str:
+    """One line for a failed write: the path (the job folder where the error names none) and the cause (pyarrow's
+    errors carry the errno in their text only)."""
+    found = re.search(r"\[errno (\d+)\]", str(exc), re.IGNORECASE)
+    number = exc.errno or (int(found.group(1)) if found else None)
+    cause = os.strerror(number) if number else (str(exc).splitlines() or [type(exc).__name__])[0]
+    return f"{exc.filename or job_dir}: {cause}"
+
+
+def _drop_temporaries(writer: JobWriter) -> None:
+    """Remove the temporary files of the shards still open and any other `*.tmp` of the job folder, as far
+    as the storage lets."""
+    for name in writer.incomplete():
+        with contextlib.suppress(OSError):
+            writer.discard(name)
+    with contextlib.suppress(OSError):
+        io.remove_temporaries(writer.dir)
 
 
 def _ended(events: EventLog, exc: BaseException, shards_done: int) -> None:

@@ -41,7 +41,7 @@ import pyarrow as pa
 import torch
 
 from curation.train.config import TrainRecipe
-from curation.train.loader import read_manifest
+from curation.train.loader import read_manifest, verify_packed
 from curation.train.loop import METRICS, SPIKES, checkpoint_dirs, read_jsonl, run_worker
 from curation.train.resume import check_resume
 from pipelines.net import free_port
@@ -148,8 +148,10 @@ def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any]
         msg = (f"{train_dir} holds an earlier run (checkpoints or metrics): resume it (--resume) or set "
                "another train_dir")
         raise FileExistsError(msg)
+    manifest = read_manifest(recipe.job_dir())
+    verify_packed(recipe.job_dir(), manifest)  # before Ray starts anything: one line, naming the file
     if saved:
-        check_resume(recipe, saved[-1], read_manifest(recipe.job_dir()))  # before Ray starts anything
+        check_resume(recipe, saved[-1], manifest)
     if set(datasets or {}) - {"train"}:
         msg = f"datasets: only 'train' is read, got {sorted(datasets)}"
         raise ValueError(msg)

@@ -10,6 +10,7 @@ read), written under a temporary name and renamed when complete.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ def write_shard(bucket_files: list[str], bucket_rows: list[int], index: int, sha
     """Write output shard `index` of a split whose buckets hold `bucket_rows` rows; return its counts.
     A shard already there is complete (shards are renamed into place), so a rerun only counts it."""
     if io.exists(out):
-        return shard_counts(read_rows(out))
+        return shard_counts(read_rows(out)) | {"sha256": file_sha256(out)}
     offsets = np.concatenate([[0], np.cumsum(bucket_rows)]).astype(np.int64)
     total = int(offsets[-1])
     positions = np.arange(index * shard_rows, min(total, (index + 1) * shard_rows), dtype=np.int64)
@@ -56,7 +57,17 @@ def write_shard(bucket_files: list[str], bucket_rows: list[int], index: int, sha
     with io.temp_path(out) as tmp, fs.open_output_stream(tmp, compression=None) as sink, \
             pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=BATCH_ROWS)
-    return shard_counts(table)
+    return shard_counts(table) | {"sha256": file_sha256(out)}  # the trainer checks it before it trains
+
+
+def file_sha256(uri: str) -> str:
+    """sha256 (hex) of a file, read in 8 MiB pieces: what a manifest records of each file it names."""
+    fs, path = io.resolve(uri)
+    digest = hashlib.sha256()
+    with fs.open_input_stream(path) as f:
+        while piece := f.read(8 << 20):
+            digest.update(piece)
+    return digest.hexdigest()
 
 
 def shard_counts(table: pa.Table) -> dict[str, int]:

@@ -66,6 +66,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from curation.tokens import shuffle
+from curation.tokens.output_shards import file_sha256
 from curation.train.model import IGNORE_INDEX
 
 FORMAT = "curation.packed/1"
@@ -95,11 +96,19 @@ def _numpy(array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=True)
 
 
+class PackedDataError(ValueError):
+    """A job's packed files are not what its manifest records: replaced, truncated or damaged after packing."""
+
+
 def _open_shard(path: Path, seq_len: int, dtype: np.dtype) -> list[_Chunk]:
     # Closing the file right away frees its descriptor; the mapping lives on with the buffers
     # that point into it, so many shards do not run into the open-files limit.
-    with pa.memory_map(str(path)) as source:
-        table = pa.ipc.open_stream(source).read_all()
+    try:
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_stream(source).read_all()
+    except (OSError, pa.ArrowInvalid) as exc:  # cut short, or not an Arrow stream at all
+        msg = f"{path}: not a whole Arrow stream of packed rows ({exc}): truncated or damaged; pack the job again"
+        raise PackedDataError(msg) from None
     kind = table.schema.field("tokens").type if "tokens" in table.schema.names else None
     if not (pa.types.is_fixed_size_list(kind) and kind.list_size == seq_len + 1
             and kind.value_type == pa.from_numpy_dtype(dtype)):
@@ -135,6 +144,35 @@ def read_manifest(job_dir: str | Path) -> dict[str, Any]:
             msg = f"{path}: missing key {key!r}"
             raise ValueError(msg)
     return manifest
+
+
+def verify_packed(job_dir: str | Path, manifest: dict[str, Any]) -> None:
+    """Raise `PackedDataError` (one line, naming the file) unless the job's files are those its manifest records:
+    the tokenizer and each shard by sha256 where the manifest has one (a shard without one is opened whole)."""
+    job_dir = Path(job_dir)
+    recorded = manifest.get("tokenizer") or {}
+    model = job_dir / str(recorded.get("file") or "tokenizer.model")
+    if model.is_file() and recorded.get("sha256"):  # the trainer reads token ids only: a job may come without one
+        _same_file(model, str(recorded["sha256"]), "the tokenizer was replaced after packing")
+    seq_len, dtype = int(manifest["seq_len"]), np.dtype(manifest["dtype"])
+    for split, part in sorted(manifest["splits"].items()):
+        for shard in part["shards"]:
+            path = job_dir / shard["file"]
+            if not path.is_file():
+                msg = f"{path}: missing ({split} shard {shard['file']} of {job_dir / 'manifest.json'})"
+                raise PackedDataError(msg)
+            if shard.get("sha256"):
+                _same_file(path, str(shard["sha256"]), "truncated, damaged or replaced after packing")
+            else:
+                _open_shard(path, seq_len, dtype)
+
+
+def _same_file(path: Path, expected: str, meaning: str) -> None:
+    found = file_sha256(str(path))
+    if found != expected:
+        msg = (f"{path}: sha256 {found[:16]}... is not the {expected[:16]}... manifest.json records: {meaning}; "
+               "pack the job again")
+        raise PackedDataError(msg)
 
 
 class PackedDataset(IterableDataset):

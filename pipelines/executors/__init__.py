@@ -20,7 +20,10 @@ __all__ = ["Executor", "ItemFailed", "LocalExecutor", "start_executor"]
 def start_executor(recipe: Recipe, address: str | None = None, kind: str | None = None) -> Executor:
     """The recipe's executor (`kind` overrides it); `address` is Ray's, as `curate run --address`."""
     if (kind or recipe.executor) == "local":
-        return LocalExecutor(local_workers(recipe))
-    from pipelines.executors.ray import RayExecutor  # Ray is imported only where it runs
+        executor: Executor = LocalExecutor(local_workers(recipe))
+    else:
+        from pipelines.executors.ray import RayExecutor  # Ray is imported only where it runs
 
-    return RayExecutor(recipe, address)
+        executor = RayExecutor(recipe, address)
+    executor.stall_s = recipe.stall_timeout_s
+    return executor

@@ -29,6 +29,9 @@ class Executor:
     """What a run asks of an executor. Handles are opaque (Ray object refs, futures)."""
 
     shuffles: bool  # corpus stages may run as shuffles over the cluster (else in one task)
+    # A streaming task that hands over nothing for this long is stopped (the recipe's `stall_timeout_s`):
+    # Ray runs it again, the local pool ends it with an `ItemFailed`. None: wait for ever.
+    stall_s: float | None = None
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Start `fn(*args, **kwargs)` on one CPU; return its handle."""
@@ -56,3 +59,14 @@ class Executor:
     def abort(self) -> None:
         """Release it now, on an interrupt: running tasks are stopped, not waited for."""
         self.close()
+
+
+def item_name(item: Any) -> str:
+    """What an `ItemFailed` calls a streamed item: a shard task's item is (shard, source), named by its shard."""
+    first = item[0] if isinstance(item, tuple) and item else item
+    return str(getattr(first, "name", first))
+
+
+def stalled(seconds: float, where: str) -> str:
+    return (f"StalledTask: no batch for {seconds:g} s ({where}; `stall_timeout_s` in the recipe): the worker "
+            "was stopped")

@@ -40,15 +40,17 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from curation.progress import pid_alive
 from curation.recipe import Recipe
-from pipelines.executors.base import BATCHES_AHEAD, Executor, ItemFailed
+from pipelines.executors.base import BATCHES_AHEAD, Executor, ItemFailed, item_name, stalled
 
 REPLACEMENTS = 3  # times the local pool is replaced after a worker died in `stream` (Ray retries a task 3 times)
 # Imported once by the forkserver, before any worker forks from it: every worker shares these pages.
@@ -61,11 +63,14 @@ PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that
 
 _QUEUE: Any = None  # in a local worker: where its shard tasks announce their outputs
 _SPOOL = ""  # ... and the folder the outputs themselves are written to
+# ... and where each says it started: a SimpleQueue, written at once (a Queue's feeder thread might not have
+# sent it yet when the process is stopped, and a task never heard of is never seen to stall)
+_STARTS: Any = None
 
 
-def _worker_init(announcements: Any, spool: str, caller: int) -> None:
-    global _QUEUE, _SPOOL
-    _QUEUE, _SPOOL = announcements, spool
+def _worker_init(announcements: Any, spool: str, caller: int, starts: Any) -> None:
+    global _QUEUE, _SPOOL, _STARTS
+    _QUEUE, _SPOOL, _STARTS = announcements, spool, starts
     _release_forkserver()
     _die_with_parent(caller)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller stops its workers (`abort`); no traceback each
@@ -119,13 +124,15 @@ def _unspool(path: str) -> Any:
 def _into_queue(fn: Callable[..., Iterator[Any]], index: int, skip: int, item: Any, *shared: Any) -> int:
     """Put (index, output) for each output of `fn(item, *shared)` past the first `skip` (already taken by
     the caller before a worker died); return how many it made."""
+    pid = os.getpid()
+    _STARTS.put((index, pid))  # from now on, its silence counts (`stall_s`)
     made = 0
     for out in fn(item, *shared):
         if isinstance(out, ItemFailed):  # the item's last output, handed over even where a rerun failed sooner
-            _QUEUE.put((index, _spool(out, f"{os.getpid()}-{index}-failed")))
+            _QUEUE.put((index, _spool(out, f"{pid}-{index}-failed")))
             return max(made, skip) + 1
         if made >= skip:
-            _QUEUE.put((index, _spool(out, f"{os.getpid()}-{index}-{made}")))
+            _QUEUE.put((index, _spool(out, f"{pid}-{index}-{made}")))
         made += 1
     return made
 
@@ -154,9 +161,10 @@ class LocalExecutor(Executor):
         else:
             context.set_forkserver_preload(PRELOAD)
         self._batches = context.Queue(maxsize=BATCHES_AHEAD * self._workers)
+        self._starts = context.SimpleQueue()
         self._spool = _new_spool()
         self._pool = ProcessPoolExecutor(self._workers, mp_context=context, initializer=_worker_init,
-                                         initargs=(self._batches, self._spool, os.getpid()))
+                                         initargs=(self._batches, self._spool, os.getpid(), self._starts))
         if self.start_method == "fork":  # every worker forks now, before the pool's threads (or the caller's) start
             try:
                 self._pool.submit(os.getpid).result()
@@ -212,7 +220,8 @@ class LocalExecutor(Executor):
         items = list(items)
         taken = [0] * len(items)  # outputs of each item the caller has: a task started again skips them
         made: dict[int, int] = {}  # outputs of each item whose task ended
-        while todo := [i for i in range(len(items)) if made.get(i) != taken[i]]:
+        given_up: set[int] = set()  # items whose task stalled: failed, never run again
+        while todo := [i for i in range(len(items)) if i not in given_up and made.get(i) != taken[i]]:
             for i in todo:
                 made.pop(i, None)
             tasks: dict[int, Future] = {}
@@ -220,6 +229,10 @@ class LocalExecutor(Executor):
                 for i in todo:
                     tasks[i] = self._pool.submit(_into_queue, fn, i, taken[i], items[i], *shared)
                 for i, out in self._outputs(tasks, taken, made):
+                    if isinstance(out, _Stalled):
+                        given_up.add(i)
+                        yield ItemFailed(item_name(items[i]), stalled(out.seconds, f"local worker {out.pid}"))
+                        continue
                     taken[i] += 1
                     yield out
             except BrokenProcessPool as broken:
@@ -231,14 +244,28 @@ class LocalExecutor(Executor):
                 self._abandon(list(tasks.values()))
 
     def _outputs(self, tasks: dict[int, Future], taken: list[int], made: dict[int, int]) -> Iterator[tuple[int, Any]]:
-        """(item index, output) as they arrive, until every task has ended and all it made was taken."""
+        """(item index, output) as they arrive, until every task has ended and all it made was taken; (index,
+        `_Stalled`) for a task silent for `stall_s`, whose worker is killed (the pool is then replaced)."""
+        heard: dict[int, tuple[float, int]] = {}  # item -> (when its task last handed over something, its pid)
         while True:
+            while not self._starts.empty():
+                index, pid = self._starts.get()
+                heard[index] = (time.monotonic(), pid)
             try:
                 index, path = self._batches.get(timeout=0.1)
+                if index in heard:
+                    heard[index] = (time.monotonic(), heard[index][1])
                 yield index, _unspool(path)
                 continue
             except queue.Empty:
                 pass
+            silent = self._silent(tasks, heard)
+            if silent is not None:
+                _, pid = heard.pop(silent)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)  # a stopped process too; its pool breaks, and is replaced
+                yield silent, _Stalled(self.stall_s or 0.0, pid)
+                continue
             failed = next((t for t in tasks.values() if t.done() and t.exception() is not None), None)
             if failed is not None:
                 raise failed.exception()
@@ -249,6 +276,14 @@ class LocalExecutor(Executor):
             # A task's count can arrive before its last outputs (the queue's feeder thread sends them).
             if all(made.get(i) == taken[i] for i in tasks):
                 return
+
+    def _silent(self, tasks: dict[int, Future], heard: dict[int, tuple[float, int]]) -> int | None:
+        """An item whose running task has handed over nothing for `stall_s` seconds, if any."""
+        if self.stall_s is None:
+            return None
+        now = time.monotonic()
+        return next((i for i, (last, _) in heard.items()
+                     if now - last > self.stall_s and i in tasks and not tasks[i].done()), None)
 
     def _abandon(self, tasks: list[Future]) -> None:
         """Cancel the tasks not started and let the running ones end, taking what they still put."""
@@ -262,6 +297,7 @@ class LocalExecutor(Executor):
         if self._pool is not None and not self._aborted:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._batches.close()
+            self._starts.close()
             shutil.rmtree(self._spool, ignore_errors=True)
 
     def abort(self) -> None:
@@ -273,7 +309,16 @@ class LocalExecutor(Executor):
         self._pool.shutdown(wait=True, cancel_futures=True)  # its workers are gone: returns at once
         self._batches.close()
         self._batches.cancel_join_thread()
+        self._starts.close()
         shutil.rmtree(self._spool, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class _Stalled:
+    """What `_outputs` hands over for a task that stalled: how long it was silent, and its (killed) worker."""
+
+    seconds: float
+    pid: int
 
 
 SPOOL_PREFIX = "curate-local-"

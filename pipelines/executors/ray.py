@@ -12,16 +12,19 @@ import logging
 import os
 import signal
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
 import ray
 
 from curation.recipe import RayConfig, Recipe
-from pipelines.executors.base import BATCHES_AHEAD, Executor, RayUnreachable
+from pipelines.executors.base import BATCHES_AHEAD, Executor, ItemFailed, RayUnreachable, item_name, stalled
 
+log = logging.getLogger(__name__)
 QUEUED = 4  # streaming tasks submitted beyond twice the cluster's CPUs
 
 
@@ -58,6 +61,29 @@ def join_ray(options: dict[str, Any]) -> None:
 def _cluster_cpus() -> int:
     """Asked each time: an autoscaled cluster grows."""
     return int(ray.cluster_resources().get("CPU", 0))
+
+
+STALL_RETRIES = 3  # a stalled task runs again this many times, as Ray retries a task whose worker died
+_STARTED = "curation:task-started"  # the first output of every streaming task: from then on its silence counts
+
+
+def _announced(fn: Callable[..., Iterator[Any]], *args: Any) -> Iterator[Any]:
+    """`fn(*args)`'s outputs after `_STARTED`: a task still queued for a CPU is not stalled."""
+    yield _STARTED
+    yield from fn(*args)
+
+
+@dataclass
+class _Task:
+    """A streaming task's item and what it handed over."""
+
+    index: int
+    skip: int  # outputs to pass over: the stalled attempt before this one handed them over already
+    tries: int  # attempts before this one
+    taken: int = 0  # outputs of the item the caller has (of this attempt and those before)
+    seen: int = 0  # outputs of this attempt, its start marker first
+    started: bool = False
+    heard: float = field(default_factory=time.monotonic)
 
 
 @functools.cache
@@ -106,29 +132,65 @@ class RayExecutor(Executor):
         # A task asks for `cpus`, never more than the cluster has (a task asking more would never start;
         # a cluster with no CPUs yet gets the demand an autoscaler acts on).
         have = _cluster_cpus()
-        task = _streaming_task(fn).options(num_cpus=min(have, cpus) if have else cpus)
+        task = _streaming_task(_announced).options(num_cpus=min(have, cpus) if have else cpus)
         # In the object store once, not serialized into every task; scalars stay plain arguments (nothing to save).
         shared = tuple(value if isinstance(value, int | float | str) else ray.put(value) for value in shared)
-        todo = iter(items)
-        running: list[ray.ObjectRefGenerator] = []
+        todo = enumerate(items)
+        listed: list[Any] = []  # items by index, as submitted
+        running: dict[ray.ObjectRefGenerator, _Task] = {}
+
+        def start(index: int, skip: int = 0, tries: int = 0) -> None:
+            running[task.remote(fn, listed[index], *shared)] = _Task(index, skip, tries, taken=skip)
 
         def submit() -> None:
             # Twice the cluster's CPUs and a few more: the next tasks wait queued when one ends (and an
             # autoscaler sees demand beyond what it has) while the driver waits on a short list however
             # many items there are. Asked again as tasks end: the cluster may have grown.
             window = 2 * _cluster_cpus() + QUEUED
-            running.extend(task.remote(item, *shared) for item in islice(todo, max(0, window - len(running))))
+            for index, item in islice(todo, max(0, window - len(running))):
+                listed.append(item)
+                start(index)
 
         submit()
         while running:
-            ready, _ = ray.wait(running, num_returns=1)
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=None if self.stall_s is None else 1.0)
+            if not ready:
+                yield from self._restart_stalled(running, listed, start)
+                continue
+            generator, state = ready[0], running[ready[0]]
             try:
-                ref = next(ready[0])
+                ref = next(generator)
             except StopIteration:
-                running.remove(ready[0])
+                del running[generator]
                 submit()
                 continue
+            state.heard = time.monotonic()
+            state.seen += 1
+            if state.seen == 1:  # its start marker (`_announced`), not fetched
+                state.started = True
+                continue
+            if state.seen - 1 <= state.skip:  # handed over by the stalled attempt before: the caller has it
+                continue
+            state.taken += 1
             yield ray.get(ref)
+
+    def _restart_stalled(self, running: dict[ray.ObjectRefGenerator, _Task], listed: list[Any],
+                         start: Callable[[int, int, int], None]) -> Iterator[Any]:
+        """Cancel each started task silent for `stall_s` and run it again (its outputs so far are skipped: a
+        shard reads the same every time), or, after `STALL_RETRIES`, hand over its item's `ItemFailed`."""
+        now = time.monotonic()
+        for generator, state in list(running.items()):
+            if not state.started or now - state.heard <= (self.stall_s or 0.0):
+                continue
+            ray.cancel(generator, force=True)  # kills the worker process, stopped or not
+            del running[generator]
+            if state.tries >= STALL_RETRIES:
+                yield ItemFailed(item_name(listed[state.index]), stalled(self.stall_s or 0.0, f"Ray, {state.tries + 1} "
+                                                                          "attempts"))
+                continue
+            log.warning("a task of %s handed over nothing for %g s: running it again", item_name(listed[state.index]),
+                        self.stall_s)
+            start(state.index, state.taken, state.tries + 1)
 
     def close(self) -> None:
         if self._started:  # an embedded Ray: its workers, and the tasks they run, end with it

@@ -61,7 +61,9 @@ async def submit_job(request: Request, authorization: Annotated[str | None, Head
         raise HTTPException(status_code=422, detail=f"the body must be a recipe in YAML, 1 byte to {MAX_RECIPE_BYTES}")
     try:
         text = body.decode("utf-8")
-        recipe = parse_recipe(text, "<posted recipe>")
+        # On a worker thread: a recipe may take long to check (its paths listed on a slow store), and the event
+        # loop answers every other request meanwhile (`/healthz` among them).
+        recipe = await run_in_threadpool(parse_recipe, text, "<posted recipe>")
     except UnicodeDecodeError:
         raise HTTPException(status_code=422, detail="the recipe is not UTF-8") from None
     except RecipeError as exc:

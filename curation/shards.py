@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from curation import io, schema
 
-if TYPE_CHECKING:
-    from curation.recipe import Recipe
+
+class Sources(Protocol):
+    """What the listing reads of a recipe: its sources, each with a `name` and `paths` (`curation.recipe.Recipe`,
+    not imported here: the recipe's checks list shards)."""
+
+    sources: Sequence[Any]
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ def file_key(uri: str, root: str) -> str:
     return spelled[len(root) + 1 :] if root and spelled.startswith(root + "/") else spelled
 
 
-def list_shards(recipe: Recipe) -> list[Shard]:
+def list_shards(recipe: Sources) -> list[Shard]:
     shards: dict[str, Shard] = {}
     for source in recipe.sources:
         root = source_root(source.paths)

@@ -15,6 +15,8 @@ gives the same model (fastText's Hogwild training is not deterministic on severa
 
 from __future__ import annotations
 
+import csv
+import io as io_text
 import json
 import subprocess
 import sys
@@ -37,9 +39,9 @@ from curation.shards import list_shards
 from curation.stages.build import build_stages, set_up
 from curation.stages.classifier import (
     SIDECAR_FORMAT,
+    Preprocessing,
     label_name,
     positive_scores,
-    preprocess,
     sidecar_path,
     threshold_for_fraction,
 )
@@ -118,6 +120,8 @@ class Hyperparameters:
     minCount: int = 1  # fastText's own spelling, so the sidecar reads like its docs
     wordNgrams: int = 2
     loss: str = "softmax"
+    minn: int = 0  # character n-grams of each word, minn..maxn long (0: none, fastText's supervised default)
+    maxn: int = 0
     bucket: int | None = None  # None: min(2M, 2 x training tokens), see `auto_bucket`
     thread: int = 1  # one thread: the same data and seed give the same model
 
@@ -165,6 +169,39 @@ def read_jsonl_texts(paths: Iterable[str], text_field: str = "text", limit: int 
     return corpus
 
 
+def read_csv_labelled(paths: Iterable[str], text_field: str, label_field: str,
+                      positive_values: Iterable[str], limit: int | None = None) -> tuple[Corpus, Corpus]:
+    """(positives, negatives) of labelled CSV files (a header row; local or URI): a row is positive when its
+    `label_field` is one of `positive_values`, negative otherwise; rows without text are skipped."""
+    positive = {str(v) for v in positive_values}
+    pos, neg = Corpus([]), Corpus([])
+    for pattern in paths:
+        uris = io.expand(pattern)
+        if not uris:
+            msg = f"no file matches {pattern!r}"
+            raise FileNotFoundError(msg)
+        for uri in uris:
+            pos.sources.append(uri)
+            neg.sources.append(uri)
+            fs, path = io.resolve(uri)
+            with fs.open_input_stream(path) as raw:
+                rows = csv.DictReader(io_text.StringIO(raw.read().decode("utf-8-sig"), newline=""))
+                for field_name in (text_field, label_field):
+                    if field_name not in (rows.fieldnames or []):
+                        msg = f"{uri}: no column {field_name!r} (columns: {rows.fieldnames})"
+                        raise ValueError(msg)
+                for row in rows:
+                    text = (row[text_field] or "").strip()
+                    corpus = pos if (row[label_field] or "").strip() in positive else neg
+                    if not text:
+                        corpus.skipped += 1
+                        continue
+                    corpus.texts.append(text)
+                    if limit is not None and min(len(pos.texts), len(neg.texts)) >= limit:
+                        return pos, neg
+    return pos, neg
+
+
 def recipe_texts(recipe_path: str, limit: int | None = None) -> Corpus:
     """The documents a recipe keeps: its sources read and passed through its document stages as a job's shard
     tasks run them (`curation.apply.run_shard`), in this process.
@@ -203,12 +240,17 @@ def _split(n: int, holdout: float, rng: np.random.Generator) -> tuple[np.ndarray
 _TRAIN = """
 import json, sys
 import fasttext
-model = fasttext.train_supervised(input=sys.argv[1], **json.loads(sys.argv[3]))
+kwargs, cutoff = json.loads(sys.argv[3]), json.loads(sys.argv[4])
+model = fasttext.train_supervised(input=sys.argv[1], **kwargs)
+if cutoff is not None:
+    model.quantize(input=sys.argv[1], qnorm=True, retrain=True, cutoff=cutoff, thread=kwargs["thread"],
+                   verbose=0)
 model.save_model(sys.argv[2])
 """
 
 
-def _train_in_fresh_process(train_file: Path, model_file: Path, kwargs: dict[str, Any]) -> None:
+def _train_in_fresh_process(train_file: Path, model_file: Path, kwargs: dict[str, Any],
+                            quantize_cutoff: int | None = None) -> None:
     """`fasttext.train_supervised` in a new Python process.
 
     Seen with fasttext-numpy2-wheel 0.9.2: a second `train_supervised` call in the same process, on
@@ -217,7 +259,8 @@ def _train_in_fresh_process(train_file: Path, model_file: Path, kwargs: dict[str
     fresh process gives the same model every time, so each training gets a fresh process.
     """
     done = subprocess.run(
-        [sys.executable, "-c", _TRAIN, str(train_file), str(model_file), json.dumps(kwargs)],
+        [sys.executable, "-c", _TRAIN, str(train_file), str(model_file), json.dumps(kwargs),
+         json.dumps(quantize_cutoff)],
         capture_output=True,
         text=True,
         check=False,
@@ -244,6 +287,11 @@ def train_classifier(
     seed: int = 42,
     holdout: float = 0.1,
     lowercase: bool = True,
+    words: bool = True,
+    social: bool = False,
+    lexicon: bool = False,
+    lang: str | None = None,
+    quantize: int | None = None,
     balance: bool = False,
     calibration: Corpus | None = None,
     hyperparameters: Hyperparameters | None = None,
@@ -256,6 +304,12 @@ def train_classifier(
     the training part only (DCLM trains on balanced classes). `calibration`: unlabelled documents
     like the pool the classifier will filter; their score quantiles make `top_fraction` exact for
     that pool (held-out quantiles are stored always, and are the fallback).
+
+    Preprocessing (`curation.stages.classifier.Preprocessing`, recorded in the sidecar so that the stage
+    scores as trained): `words` segments each text into its language's words (`lang`, the training texts'
+    language; None: each text's script decides), `social` drops social-media quirks, `lexicon` adds a token per
+    flagged word. `quantize`: keep this many words and n-grams, quantized (fastText's `.ftz`; a few MB).
+    The held-out split also calibrates a threshold: the score of best F1 there (`calibrated_threshold`).
     """
     import fasttext
 
@@ -267,8 +321,12 @@ def train_classifier(
     if pos_label == neg_label:
         msg = f"the positive and negative labels are the same ({pos_label})"
         raise ValueError(msg)
-    pos_lines = preprocess(positives.texts, lowercase=lowercase)
-    neg_lines = preprocess(negatives.texts, lowercase=lowercase)
+    prep = Preprocessing(lowercase=lowercase, words=words, social=social, lexicon=lexicon)
+
+    def lines(texts: list[str]) -> list[str]:
+        return prep.lines(texts, [lang] * len(texts) if lang else None)
+
+    pos_lines, neg_lines = lines(positives.texts), lines(negatives.texts)
     pos_unique, neg_unique = dict.fromkeys(t for t in pos_lines if t), dict.fromkeys(t for t in neg_lines if t)
     both = pos_unique.keys() & neg_unique.keys()
     pos_final = [t for t in pos_unique if t not in both]
@@ -300,7 +358,7 @@ def train_classifier(
         with train_file.open("w", encoding="utf-8") as f:
             for lab, text in train:
                 f.write(f"{lab} {text}\n")
-        _train_in_fresh_process(train_file, tmp_model, hp.as_kwargs(seed))
+        _train_in_fresh_process(train_file, tmp_model, hp.as_kwargs(seed), quantize)
     train_seconds = time.perf_counter() - started
     model = fasttext.load_model(str(tmp_model))
 
@@ -315,9 +373,9 @@ def train_classifier(
     }
     calibration_docs = 0
     if calibration is not None and calibration.texts:
-        lines = [t for t in preprocess(calibration.texts, lowercase=lowercase) if t]
-        calibration_docs = len(lines)
-        quantiles["pool"] = _quantiles(positive_scores(model, lines, pos_label))
+        pool = [t for t in lines(calibration.texts) if t]
+        calibration_docs = len(pool)
+        quantiles["pool"] = _quantiles(positive_scores(model, pool, pos_label))
     quantiles = {k: v for k, v in quantiles.items() if v is not None}
 
     tmp_model.replace(out_path)
@@ -329,7 +387,10 @@ def train_classifier(
         "labels": list(model.labels),
         "positive_label": pos_label,
         "negative_label": neg_label,
-        "preprocess": {"lowercase": lowercase, "whitespace": "collapsed to one space (newlines included)"},
+        "preprocess": prep.describe(),
+        "lang": lang,
+        "quantized": quantize,
+        "calibrated_threshold": metrics["best_f1_threshold"] if metrics else None,
         "hyperparameters": asdict(hp),
         "seed": seed,
         "holdout": holdout,
@@ -387,7 +448,10 @@ def format_report(sidecar: dict[str, Any], output: str) -> str:
         + (f" (balanced: {data['downsampled']:,} dropped from training)" if sidecar["balance"] else ""),
         "fastText   "
         + " ".join(f"{k} {v}" for k, v in hp.items())
-        + f"; lowercase {sidecar['preprocess']['lowercase']}",
+        + f"; lowercase {sidecar['preprocess']['lowercase']}, words {bool(sidecar['preprocess'].get('words'))}, "
+        f"social {sidecar['preprocess'].get('social', False)}, lexicon {bool(sidecar['preprocess'].get('lexicon'))}"
+        + (f", lang {sidecar['lang']}" if sidecar.get("lang") else "")
+        + (f", quantized (cutoff {sidecar['quantized']:,})" if sidecar.get("quantized") else ""),
         f"trained    in {sidecar['train_seconds']:.1f} s, vocabulary {sidecar['vocabulary']:,} words",
     ]
     if m:
@@ -395,7 +459,8 @@ def format_report(sidecar: dict[str, Any], output: str) -> str:
             f"held-out   positive label {sidecar['positive_label']} at score >= {m['threshold']}:",
             f"           precision {m['precision']:.3f}  recall {m['recall']:.3f}  F1 {m['f1']:.3f}  "
             f"accuracy {m['accuracy']:.3f}  AUC {m['auc']:.3f}",
-            f"           best F1 {m['best_f1']:.3f} at score >= {m['best_f1_threshold']:.3f}",
+            f"           best F1 {m['best_f1']:.3f} at score >= {m['best_f1_threshold']:.3f} "
+            "(the calibrated threshold, `threshold: calibrated`)",
         ]
     else:
         lines.append("held-out   none (holdout 0): no metrics, no held-out quantiles")
@@ -404,3 +469,49 @@ def format_report(sidecar: dict[str, Any], output: str) -> str:
         lines.append(f"quantiles  {name:<17} " + "  ".join(f"p{p} {v:.3f}" for p, v in picks.items()))
     lines.append(f"wrote      {output} ({sidecar['model_bytes'] / 1e6:.1f} MB) and {sidecar_path(output)}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- shipped toxicity models
+
+
+@dataclass(frozen=True)
+class ToxicityPreset:
+    """How `make toxicity-models` trains one language's model from a labelled set of the test data."""
+
+    files: tuple[str, ...]  # CSV files, relative to the data root
+    text_field: str
+    label_field: str
+    positive_values: tuple[str, ...]
+
+
+TOXICITY_PRESETS = {
+    # Davidson et al. 2017 (MIT): tweets; class 0 hate speech, 1 offensive language, 2 neither.
+    "en": ToxicityPreset(("toxicity/davidson/labeled_data.csv",), "tweet", "class", ("0", "1")),
+    # COLD, Deng et al. 2022 (Apache-2.0): Weibo and Zhihu comments on race, gender, region; 1 offensive.
+    "zh": ToxicityPreset(("toxicity/cold/train.csv", "toxicity/cold/dev.csv"), "TEXT", "label", ("1",)),
+}
+
+# Features and training that carry across sources (benchmarks/toxicity_transfer.py): each language's words,
+# their character 2-5-grams (a misspelt or new slur shares most of them with a known one), word bigrams, the
+# flagged-word lexicon as a feature, social-media quirks dropped; classes balanced (Davidson is 83 % toxic,
+# a forum is not); a small quantized model, trained on one thread with a fixed seed (reproducible).
+TOXICITY_TRAINING: dict[str, Any] = {"words": True, "social": True, "lexicon": True, "balance": True,
+                                     "quantize": 100_000}
+TOXICITY_HYPERPARAMETERS = Hyperparameters(lr=0.2, dim=32, epoch=10, wordNgrams=2, minn=2, maxn=5, bucket=200_000)
+
+
+def train_toxicity(positives: Corpus, negatives: Corpus, output: str, lang: str, seed: int = 42) -> dict[str, Any]:
+    """A toxicity model as the shipped ones are trained (labels `toxic`/`ok`), on any labelled texts."""
+    return train_classifier(positives, negatives, output, label="toxic", negative_label="ok", seed=seed, lang=lang,
+                            hyperparameters=TOXICITY_HYPERPARAMETERS, **TOXICITY_TRAINING)
+
+
+def train_toxicity_preset(lang: str, data_root: str, output: str, seed: int = 42) -> dict[str, Any]:
+    """The shipped model of `lang` (`TOXICITY_PRESETS`), from the labelled set under `data_root`."""
+    if lang not in TOXICITY_PRESETS:
+        msg = f"no toxicity preset for {lang!r} (presets: {', '.join(TOXICITY_PRESETS)})"
+        raise ValueError(msg)
+    preset = TOXICITY_PRESETS[lang]
+    files = [str(Path(data_root) / f) for f in preset.files]
+    positives, negatives = read_csv_labelled(files, preset.text_field, preset.label_field, preset.positive_values)
+    return train_toxicity(positives, negatives, output, lang, seed)

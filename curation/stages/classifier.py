@@ -199,7 +199,7 @@ class ClassifierParams(DocumentFilter.Params):
     )
     threshold: Annotated[float, Field(ge=0, le=1)] | Literal["calibrated"] | None = Field(
         None, description="Keep documents with score >= threshold (< threshold with keep_below); `calibrated`: "
-        "the threshold of best F1 on the model's held-out split (its sidecar's `calibrated_threshold`)."
+        "the threshold of best macro F1 on the model's held-out split (its sidecar's `calibrated_threshold`)."
     )
     top_fraction: float | None = Field(
         None,

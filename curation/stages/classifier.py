@@ -6,9 +6,13 @@ label. Keep rule: `score >= threshold`, or the best `top_fraction` of documents 
 read from the sidecar's score quantiles (DCLM kept the top 10 % of its pool by fastText score).
 With `keep_below` the rule turns around (a toxicity model: keep `score < threshold`).
 
-Training (`curation.classifier_training`) and scoring share `preprocess`, and the sidecar JSON written
+Training (`curation.classifier_training`) and scoring share `Preprocessing`, and the sidecar JSON written
 next to the model records how texts were preprocessed, which label is the positive one, the
 hyper-parameters, the held-out metrics and the score quantiles that turn `top_fraction` into a threshold.
+Texts are split into the words of their language (`curation.lang.words`, the segmentation the word-based
+filters use): split at whitespace, a Chinese, Japanese or Thai sentence is one token and a classifier
+trained on them learns nothing (issue 31). A model whose sidecar does not say so (older models, DCLM's)
+is scored on whitespace tokens, as it was trained.
 """
 
 from __future__ import annotations

@@ -18,7 +18,15 @@ written with spaces are matched as English is; in a language written without the
 Thai: `curation.lang.words`) a document's words are its segmented words, an entry that is one segmented
 word matches such a word (乳 is not flagged inside 牛乳), and an entry the segmenter splits into several
 words is matched as a substring (each occurrence one flagged word). A document whose language is not
-judged passes unjudged, counted as `bypassed: language`.
+judged passes unjudged, counted as `bypassed: language`; a listed language the stage cannot judge (no list of
+its own and no `wordlist`; no model with `classifier`) is refused when the recipe is read. Documents judged are
+counted per language (`judged:<lang>`).
+
+With `classifier`, each language is judged by a trained fastText model instead (issue 34: word lists and
+bag-of-words models trained on one source miss another's toxicity): `make toxicity-models` trains the shipped
+English and Chinese ones with `curate train-classifier --toxicity-preset` (each language's words, their
+character n-grams, word bigrams, this stage's lists as a feature, social-media quirks dropped, the threshold
+calibrated on a held-out split); `benchmarks/toxicity_transfer.py` measures them on other sources.
 """
 
 from __future__ import annotations
@@ -148,8 +156,8 @@ class FlaggedWordsParams(DocumentFilter.Params):
         "per language, `<lang>.ftz` (or `.bin`) and its sidecar (`curate train-classifier`), or `shipped`: the "
         "English and Chinese models `make toxicity-models` trains from Davidson's tweets and COLD. A document is "
         "dropped when its language's model scores it at or above `classifier_threshold`; every language in "
-        "`languages` needs a model (`all`: the languages of the folder's models). The word-list counts are "
-        "still written.",
+        "`languages` needs a model (`all`: the languages of the folder's models). Score column: "
+        "`toxicity_score` (instead of the word-list counts, which are among the model's features).",
     )
     classifier_threshold: float | None = Field(
         None, ge=0, le=1, description="Drop at this toxicity score or above; default: each model's threshold "
@@ -312,10 +320,9 @@ class FlaggedWords(DocumentFilter):
 
     @property
     def output_columns(self) -> dict[str, pa.DataType]:  # type: ignore[override]
-        columns = {"flagged_words": pa.int64(), "flagged_words_ratio": pa.float32()}
         if self.params.classifier is not None:
-            columns[SCORE_COLUMN] = pa.float32()
-        return columns
+            return {SCORE_COLUMN: pa.float32()}  # the flagged words are among the model's features
+        return {"flagged_words": pa.int64(), "flagged_words_ratio": pa.float32()}
 
     @property
     def count_keys(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -423,11 +430,22 @@ class FlaggedWords(DocumentFilter):
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         self.ready()  # also scored outside a run (a notebook, the benchmarks): the word list is loaded once
+        groups = self._languages(batch)
+        scores = self._classifier_scores(batch, groups) if self._models else self._word_scores(batch, groups)
+        for key in self.count_keys:
+            scores[f"_{key}"] = np.zeros(batch.num_rows, np.int64)
+        for lang, rows in groups:
+            if (tally := scores.get(f"_{JUDGED}:{lang or 'none'}")) is not None:  # score() outside a run sees all
+                tally[slice(None) if rows is None else rows] = 1
+        return scores
+
+    def _word_scores(self, batch: pa.Table, groups: list[tuple[str | None, np.ndarray | None]]
+                     ) -> dict[str, np.ndarray]:
         n = batch.num_rows
         texts = as_array(batch.column("text")) if n else pa.array([], pa.string())
         flagged = np.zeros(n, np.int64)
         total = np.zeros(n, np.int64)
-        for lang, rows in self._languages(batch):
+        for lang, rows in groups:
             part = texts if rows is None else texts.take(pa.array(rows))
             counts = self._matcher(lang).count(part)
             if rows is None:
@@ -435,16 +453,7 @@ class FlaggedWords(DocumentFilter):
             else:
                 flagged[rows], total[rows] = counts
         ratio = np.where(total > 0, flagged / np.maximum(total, 1), 0.0)
-        scores = {"flagged_words": flagged.astype(np.int64), "flagged_words_ratio": ratio.astype(np.float32)}
-        groups = self._languages(batch)
-        for key in self.count_keys:
-            scores[f"_{key}"] = np.zeros(n, np.int64)
-        for lang, rows in groups:
-            if (tally := scores.get(f"_{JUDGED}:{lang or 'none'}")) is not None:  # score() outside a run sees all
-                tally[slice(None) if rows is None else rows] = 1
-        if self._models:
-            scores.update(self._classifier_scores(batch, groups))
-        return scores
+        return {"flagged_words": flagged.astype(np.int64), "flagged_words_ratio": ratio.astype(np.float32)}
 
     def _classifier_scores(self, batch: pa.Table, groups: list[tuple[str | None, np.ndarray | None]]
                            ) -> dict[str, np.ndarray]:

@@ -521,18 +521,23 @@ TOXICITY_PRESETS = {
 }
 
 # Features and training that carry across sources (benchmarks/toxicity_transfer.py): each language's words,
-# their character 2-5-grams (a misspelt or new slur shares most of them with a known one), word bigrams, the
+# their character n-grams (a misspelt or new slur shares most of them with a known one), word bigrams, the
 # flagged-word lexicon as a feature, social-media quirks dropped; classes balanced (Davidson is 83 % toxic,
 # a forum is not); a small quantized model, trained on one thread with a fixed seed (reproducible).
 TOXICITY_TRAINING: dict[str, Any] = {"words": True, "social": True, "lexicon": True, "balance": True,
                                      "quantize": 100_000}
-TOXICITY_HYPERPARAMETERS = Hyperparameters(lr=0.2, dim=32, epoch=10, wordNgrams=2, minn=2, maxn=5, bucket=200_000)
+# Chinese words are one to four characters: their n-grams are their characters and character pairs.
+TOXICITY_HYPERPARAMETERS = {
+    "en": Hyperparameters(lr=0.2, dim=32, epoch=10, wordNgrams=2, minn=2, maxn=5, bucket=200_000),
+    "zh": Hyperparameters(lr=0.1, dim=64, epoch=5, wordNgrams=2, minn=1, maxn=3, bucket=200_000),
+}
 
 
 def train_toxicity(positives: Corpus, negatives: Corpus, output: str, lang: str, seed: int = 42) -> dict[str, Any]:
     """A toxicity model as the shipped ones are trained (labels `toxic`/`ok`), on any labelled texts."""
+    hyperparameters = TOXICITY_HYPERPARAMETERS.get(lang, TOXICITY_HYPERPARAMETERS["en"])
     return train_classifier(positives, negatives, output, label="toxic", negative_label="ok", seed=seed, lang=lang,
-                            hyperparameters=TOXICITY_HYPERPARAMETERS, **TOXICITY_TRAINING)
+                            hyperparameters=hyperparameters, **TOXICITY_TRAINING)
 
 
 def train_toxicity_preset(lang: str, data_root: str, output: str, seed: int = 42) -> dict[str, Any]:

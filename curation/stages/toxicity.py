@@ -155,7 +155,8 @@ class FlaggedWordsParams(DocumentFilter.Params):
         description="Judge by trained toxicity models instead of the word lists: a folder with one fastText model "
         "per language, `<lang>.ftz` (or `.bin`) and its sidecar (`curate train-classifier`), or `shipped`: the "
         "English and Chinese models `make toxicity-models` trains from Davidson's tweets and COLD. A document is "
-        "dropped when its language's model scores it at or above `classifier_threshold`; every language in "
+        "dropped when its language's model scores it at or above `classifier_threshold` (a document's score: "
+        "its lines' scores, weighted by their characters); every language in "
         "`languages` needs a model (`all`: the languages of the folder's models). Score column: "
         "`toxicity_score` (instead of the word-list counts, which are among the model's features).",
     )
@@ -230,6 +231,27 @@ def model_file(folder: Path | str, lang: str) -> str:
             if (path := folder / f"{lang}{suffix}").is_file():
                 return str(path)
     return f"{str(folder).rstrip('/')}/{lang}.ftz"
+
+
+def _by_lines(model: FastTextClassifier, texts: pa.Array, lang: str | None) -> np.ndarray:
+    """Each document's score: the mean of its lines' scores, weighted by their characters.
+
+    The models learn from comments and tweets, a line or two each; a whole page scored at once is a text
+    unlike any they saw, and one line on crime or slavery in it (the UDHR's Chinese) can tip it. Scored line
+    by line, a comment is judged as in training and a page by the share of it that is toxic.
+    """
+    lines = pc.split_pattern(pc.fill_null(texts, ""), "\n")
+    flat = pc.utf8_trim_whitespace(pc.list_flatten(lines))
+    parents = pc.list_parent_indices(lines).to_numpy(zero_copy_only=False)
+    weights = pc.utf8_length(flat).to_numpy(zero_copy_only=False).astype(np.float64)
+    real = weights > 0
+    flat = flat.filter(pa.array(real))
+    langs = pa.array([lang] * len(flat), pa.string())
+    line_scores = model.score(pa.table({"text": flat, "lang": langs}))[SCORE_COLUMN]
+    n = len(texts)
+    total = np.bincount(parents[real], weights[real], minlength=n)
+    toxic = np.bincount(parents[real], weights[real] * line_scores, minlength=n)
+    return np.where(total > 0, toxic / np.maximum(total, 1.0), 0.0)
 
 
 @lru_cache(maxsize=1)
@@ -462,9 +484,10 @@ class FlaggedWords(DocumentFilter):
         score, threshold = np.zeros(n, np.float32), np.ones(n, np.float32)
         for lang, rows in groups:
             model = self._models[lang or ENGLISH]  # `applies` let through only languages with a model
-            part = batch if rows is None else batch.take(pa.array(rows))
+            texts = as_array(batch.column("text"))
+            part = texts if rows is None else texts.take(pa.array(rows))
             where = slice(None) if rows is None else rows
-            score[where] = model.score(part)[SCORE_COLUMN]
+            score[where] = _by_lines(model, part, lang or None)
             threshold[where] = model.threshold
         return {SCORE_COLUMN: score, "_threshold": threshold}
 

@@ -489,7 +489,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="JSONL",
         help="unlabelled sample of the pool to filter: its score quantiles make top_fraction exact",
     )
-    train.add_argument("--toxicity-preset", choices=["en", "zh"], help="train the shipped toxicity model of this "
+    train.add_argument("--toxicity-preset", metavar="LANG", help="train the shipped toxicity model of this "
                        "language (`make toxicity-models`) from its labelled set under --data-root; other options "
                        "but --output and --seed are the preset's (curation.classifier_training.TOXICITY_*)")
     train.add_argument("--data-root", default="../shared/data", help="with --toxicity-preset: the test data folder "

@@ -200,3 +200,16 @@ def test_a_language_without_a_model_or_list_is_refused_at_validation(models: Pat
     monkeypatch.setattr(toxicity, "SHIPPED_MODELS", tmp_path / "absent")
     with pytest.raises(ValidationError, match="make toxicity-models"):
         FlaggedWords(languages=["en"], classifier="shipped")
+
+
+def test_a_page_is_judged_by_the_share_of_its_lines_that_are_toxic(models: Path):
+    """One toxic line in a long clean page does not drop it; the line alone, or a page mostly of such lines, does."""
+    toxic_line, clean_line = "you fucking idiot. shut up bitch. fuck off loser", "the weather is nice today. we met."
+    page = "\n".join([clean_line] * 9 + [toxic_line])
+    thread = "\n".join([toxic_line] * 8 + [clean_line])
+    stage = FlaggedWords(languages=["en"], classifier=str(models), keep_scores=True)
+    out = run_stage(stage, _table([toxic_line, page, thread, "\n\n", clean_line], ["en"] * 5)).sort_by("pos")
+    assert out.column(schema.REASON).to_pylist() == ["toxic", None, "toxic", None, None]
+    line, page_score, _, empty, clean = out.column("toxicity_score").to_pylist()
+    t, c = len(toxic_line), len(clean_line)
+    assert page_score == pytest.approx((t * line + 9 * c * clean) / (t + 9 * c), abs=1e-5) and empty == 0.0

@@ -125,8 +125,10 @@ def _joined_words(texts: pa.Array | pa.ChunkedArray,
     from curation.lang.words import LANGUAGE_WORDS
 
     words = LANGUAGE_WORDS.split(texts, langs)
-    vocab = pa.array(LANGUAGE_WORDS.vocab, pa.large_string())
-    flat = vocab.take(pa.array(words.ids))
+    # only the batch's own words: the shared vocabulary grows to millions of entries
+    present, inverse = np.unique(words.ids, return_inverse=True)
+    vocab = LANGUAGE_WORDS.vocab
+    flat = pa.array([vocab[i] for i in present.tolist()], pa.large_string()).take(pa.array(inverse.ravel()))
     lists = pa.LargeListArray.from_arrays(pa.array(words.offsets, pa.int64()), flat)
     return pc.binary_join(lists, pa.scalar(" ", pa.large_string())).cast(pa.string())
 

@@ -47,6 +47,14 @@ def test_chinese_text_becomes_its_words_not_one_token():
     assert {"北京", "长城", "天气"} <= set(words) and len(words) >= 8
 
 
+@pytest.mark.parametrize(("text", "lang"), [("東京都に住んでいる友達と映画を見ました。", "ja"),
+                                         ("ฉันชอบกินข้าวผัดกับเพื่อนที่ตลาด", "th")])
+def test_japanese_and_thai_become_words_too_by_language_or_by_script(text: str, lang: str):
+    words = Preprocessing(lowercase=True, words=True)
+    assert len(words.lines([text], [lang])[0].split()) >= 6
+    assert words.lines([text], [lang]) == words.lines([text])  # no `lang`: the script decides
+
+
 def test_social_quirks_go_and_the_lexicon_adds_a_token_per_flagged_word():
     tweet = "RT @someone: look at this #fucking idiot &#128514; 😂 https://t.co/abc"
     line = Preprocessing(lowercase=True, words=True, social=True, lexicon=True).lines([tweet], ["en"])[0]

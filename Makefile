@@ -6,7 +6,13 @@ STAMP := $(VENV)/.installed
 # The layer contracts of pyproject.toml; no cache: it takes under a second, and leaves no folder behind.
 LINT_IMPORTS := $(BIN)/lint-imports --no-cache --no-logo
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clean toxicity-models
+
+# The shipped toxicity models (`toxicity: {classifier: shipped}`), trained from the labelled sets of the test
+# data (Davidson's tweets, COLD): reproducible (one thread, fixed seed), nothing downloaded, not committed.
+DATA ?= ../shared/data
+TOXICITY_MODELS := models/toxicity
+TOXICITY_CODE := curation/classifier_training.py curation/stages/classifier.py curation/stages/toxicity.py
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +27,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+	@if [ -d $(DATA)/toxicity ]; then $(MAKE) --no-print-directory toxicity-models; \
+	else echo "$(DATA)/toxicity not found: toxicity models not trained (make toxicity-models DATA=...)"; fi
+
+toxicity-models: $(TOXICITY_MODELS)/en.ftz $(TOXICITY_MODELS)/zh.ftz
+
+$(TOXICITY_MODELS)/%.ftz: $(STAMP) $(TOXICITY_CODE)
+	$(BIN)/curate train-classifier --toxicity-preset $* --data-root $(DATA) --output $@
 
 demo: $(STAMP)
 	$(BIN)/curate run recipes/quickstart.yaml
@@ -42,4 +55,4 @@ bench: $(STAMP)
 	for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python benchmarks/$$b.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) jobs .pytest_cache
+	rm -rf $(VENV) jobs .pytest_cache $(TOXICITY_MODELS)

@@ -15,6 +15,8 @@ gives the same model (fastText's Hogwild training is not deterministic on severa
 
 from __future__ import annotations
 
+import csv
+import io as io_text
 import json
 import subprocess
 import sys
@@ -37,9 +39,9 @@ from curation.shards import list_shards
 from curation.stages.build import build_stages, set_up
 from curation.stages.classifier import (
     SIDECAR_FORMAT,
+    Preprocessing,
     label_name,
     positive_scores,
-    preprocess,
     sidecar_path,
     threshold_for_fraction,
 )
@@ -90,6 +92,31 @@ def roc_auc(scores: np.ndarray, truth: np.ndarray) -> float:
     return float((ranks[truth].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
+def macro_f1_threshold(scores: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    """The threshold (`score >= t` is positive) of best macro F1 (both classes' F1, averaged), and that F1.
+
+    The cut lies midway between two neighbouring distinct scores, not on the lowest positive: a threshold
+    set on one held-out score keeps a copy of that very document on the knife's edge. Macro F1 rather than
+    the positive class's: a set that is mostly positive (Davidson's tweets are 83 % toxic) rewards a low
+    threshold that flags nearly everything, which a source with fewer positives pays for in precision.
+    """
+    truth = truth.astype(bool)
+    if len(scores) == 0 or truth.all() or not truth.any():
+        return 0.5, 0.0
+    order = np.argsort(-scores, kind="stable")
+    ranked, hits = scores[order], truth[order].astype(np.int64)
+    tp = np.cumsum(hits)  # flagging the first k+1 documents
+    k = np.arange(1, len(scores) + 1)
+    fp, fn = k - tp, truth.sum() - tp
+    tn = (~truth).sum() - fp
+    f1_pos = 2 * tp / np.maximum(2 * tp + fp + fn, 1)
+    f1_neg = 2 * tn / np.maximum(2 * tn + fn + fp, 1)
+    macro = np.where(np.r_[ranked[1:] != ranked[:-1], True], (f1_pos + f1_neg) / 2, -1.0)
+    i = int(np.argmax(macro))
+    below = ranked[i + 1] if i + 1 < len(ranked) else 0.0
+    return float((ranked[i] + below) / 2), float(macro[i])
+
+
 def _best_f1(scores: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
     if not truth.any():
         return 0.0, 1.0
@@ -118,6 +145,8 @@ class Hyperparameters:
     minCount: int = 1  # fastText's own spelling, so the sidecar reads like its docs
     wordNgrams: int = 2
     loss: str = "softmax"
+    minn: int = 0  # character n-grams of each word, minn..maxn long (0: none, fastText's supervised default)
+    maxn: int = 0
     bucket: int | None = None  # None: min(2M, 2 x training tokens), see `auto_bucket`
     thread: int = 1  # one thread: the same data and seed give the same model
 
@@ -165,6 +194,39 @@ def read_jsonl_texts(paths: Iterable[str], text_field: str = "text", limit: int 
     return corpus
 
 
+def read_csv_labelled(paths: Iterable[str], text_field: str, label_field: str,
+                      positive_values: Iterable[str], limit: int | None = None) -> tuple[Corpus, Corpus]:
+    """(positives, negatives) of labelled CSV files (a header row; local or URI): a row is positive when its
+    `label_field` is one of `positive_values`, negative otherwise; rows without text are skipped."""
+    positive = {str(v) for v in positive_values}
+    pos, neg = Corpus([]), Corpus([])
+    for pattern in paths:
+        uris = io.expand(pattern)
+        if not uris:
+            msg = f"no file matches {pattern!r}"
+            raise FileNotFoundError(msg)
+        for uri in uris:
+            pos.sources.append(uri)
+            neg.sources.append(uri)
+            fs, path = io.resolve(uri)
+            with fs.open_input_stream(path) as raw:
+                rows = csv.DictReader(io_text.StringIO(raw.read().decode("utf-8-sig"), newline=""))
+                for field_name in (text_field, label_field):
+                    if field_name not in (rows.fieldnames or []):
+                        msg = f"{uri}: no column {field_name!r} (columns: {rows.fieldnames})"
+                        raise ValueError(msg)
+                for row in rows:
+                    text = (row[text_field] or "").strip()
+                    corpus = pos if (row[label_field] or "").strip() in positive else neg
+                    if not text:
+                        corpus.skipped += 1
+                        continue
+                    corpus.texts.append(text)
+                    if limit is not None and min(len(pos.texts), len(neg.texts)) >= limit:
+                        return pos, neg
+    return pos, neg
+
+
 def recipe_texts(recipe_path: str, limit: int | None = None) -> Corpus:
     """The documents a recipe keeps: its sources read and passed through its document stages as a job's shard
     tasks run them (`curation.apply.run_shard`), in this process.
@@ -203,12 +265,17 @@ def _split(n: int, holdout: float, rng: np.random.Generator) -> tuple[np.ndarray
 _TRAIN = """
 import json, sys
 import fasttext
-model = fasttext.train_supervised(input=sys.argv[1], **json.loads(sys.argv[3]))
+kwargs, cutoff = json.loads(sys.argv[3]), json.loads(sys.argv[4])
+model = fasttext.train_supervised(input=sys.argv[1], **kwargs)
+if cutoff is not None:
+    model.quantize(input=sys.argv[1], qnorm=True, retrain=True, cutoff=cutoff, thread=kwargs["thread"],
+                   verbose=0)
 model.save_model(sys.argv[2])
 """
 
 
-def _train_in_fresh_process(train_file: Path, model_file: Path, kwargs: dict[str, Any]) -> None:
+def _train_in_fresh_process(train_file: Path, model_file: Path, kwargs: dict[str, Any],
+                            quantize_cutoff: int | None = None) -> None:
     """`fasttext.train_supervised` in a new Python process.
 
     Seen with fasttext-numpy2-wheel 0.9.2: a second `train_supervised` call in the same process, on
@@ -217,7 +284,8 @@ def _train_in_fresh_process(train_file: Path, model_file: Path, kwargs: dict[str
     fresh process gives the same model every time, so each training gets a fresh process.
     """
     done = subprocess.run(
-        [sys.executable, "-c", _TRAIN, str(train_file), str(model_file), json.dumps(kwargs)],
+        [sys.executable, "-c", _TRAIN, str(train_file), str(model_file), json.dumps(kwargs),
+         json.dumps(quantize_cutoff)],
         capture_output=True,
         text=True,
         check=False,
@@ -244,6 +312,11 @@ def train_classifier(
     seed: int = 42,
     holdout: float = 0.1,
     lowercase: bool = True,
+    words: bool = True,
+    social: bool = False,
+    lexicon: bool = False,
+    lang: str | None = None,
+    quantize: int | None = None,
     balance: bool = False,
     calibration: Corpus | None = None,
     hyperparameters: Hyperparameters | None = None,
@@ -256,6 +329,13 @@ def train_classifier(
     the training part only (DCLM trains on balanced classes). `calibration`: unlabelled documents
     like the pool the classifier will filter; their score quantiles make `top_fraction` exact for
     that pool (held-out quantiles are stored always, and are the fallback).
+
+    Preprocessing (`curation.stages.classifier.Preprocessing`, recorded in the sidecar so that the stage
+    scores as trained): `words` segments each text into its language's words (`lang`, the training texts'
+    language; None: each text's script decides), `social` drops social-media quirks, `lexicon` adds a token per
+    flagged word. `quantize`: keep this many words and n-grams, quantized (fastText's `.ftz`; a few MB).
+    The held-out split also calibrates a threshold: that of best macro F1 there (`calibrated_threshold`,
+    `macro_f1_threshold`).
     """
     import fasttext
 
@@ -267,8 +347,12 @@ def train_classifier(
     if pos_label == neg_label:
         msg = f"the positive and negative labels are the same ({pos_label})"
         raise ValueError(msg)
-    pos_lines = preprocess(positives.texts, lowercase=lowercase)
-    neg_lines = preprocess(negatives.texts, lowercase=lowercase)
+    prep = Preprocessing(lowercase=lowercase, words=words, social=social, lexicon=lexicon)
+
+    def lines(texts: list[str]) -> list[str]:
+        return prep.lines(texts, [lang] * len(texts) if lang else None)
+
+    pos_lines, neg_lines = lines(positives.texts), lines(negatives.texts)
     pos_unique, neg_unique = dict.fromkeys(t for t in pos_lines if t), dict.fromkeys(t for t in neg_lines if t)
     both = pos_unique.keys() & neg_unique.keys()
     pos_final = [t for t in pos_unique if t not in both]
@@ -300,7 +384,7 @@ def train_classifier(
         with train_file.open("w", encoding="utf-8") as f:
             for lab, text in train:
                 f.write(f"{lab} {text}\n")
-        _train_in_fresh_process(train_file, tmp_model, hp.as_kwargs(seed))
+        _train_in_fresh_process(train_file, tmp_model, hp.as_kwargs(seed), quantize)
     train_seconds = time.perf_counter() - started
     model = fasttext.load_model(str(tmp_model))
 
@@ -308,6 +392,9 @@ def train_classifier(
     held_truth = np.r_[np.ones(len(pos_held), bool), np.zeros(len(neg_held), bool)]
     held_scores = positive_scores(model, held_lines, pos_label)
     metrics = binary_metrics(held_scores, held_truth) if len(held_lines) else None
+    calibrated = None
+    if metrics:
+        calibrated, metrics["best_macro_f1"] = macro_f1_threshold(held_scores, held_truth)
     quantiles: dict[str, list[float] | None] = {
         "heldout": _quantiles(held_scores),
         "heldout_positive": _quantiles(held_scores[held_truth]),
@@ -315,9 +402,9 @@ def train_classifier(
     }
     calibration_docs = 0
     if calibration is not None and calibration.texts:
-        lines = [t for t in preprocess(calibration.texts, lowercase=lowercase) if t]
-        calibration_docs = len(lines)
-        quantiles["pool"] = _quantiles(positive_scores(model, lines, pos_label))
+        pool = [t for t in lines(calibration.texts) if t]
+        calibration_docs = len(pool)
+        quantiles["pool"] = _quantiles(positive_scores(model, pool, pos_label))
     quantiles = {k: v for k, v in quantiles.items() if v is not None}
 
     tmp_model.replace(out_path)
@@ -329,7 +416,10 @@ def train_classifier(
         "labels": list(model.labels),
         "positive_label": pos_label,
         "negative_label": neg_label,
-        "preprocess": {"lowercase": lowercase, "whitespace": "collapsed to one space (newlines included)"},
+        "preprocess": prep.describe(),
+        "lang": lang,
+        "quantized": quantize,
+        "calibrated_threshold": calibrated,
         "hyperparameters": asdict(hp),
         "seed": seed,
         "holdout": holdout,
@@ -387,7 +477,10 @@ def format_report(sidecar: dict[str, Any], output: str) -> str:
         + (f" (balanced: {data['downsampled']:,} dropped from training)" if sidecar["balance"] else ""),
         "fastText   "
         + " ".join(f"{k} {v}" for k, v in hp.items())
-        + f"; lowercase {sidecar['preprocess']['lowercase']}",
+        + f"; lowercase {sidecar['preprocess']['lowercase']}, words {bool(sidecar['preprocess'].get('words'))}, "
+        f"social {sidecar['preprocess'].get('social', False)}, lexicon {bool(sidecar['preprocess'].get('lexicon'))}"
+        + (f", lang {sidecar['lang']}" if sidecar.get("lang") else "")
+        + (f", quantized (cutoff {sidecar['quantized']:,})" if sidecar.get("quantized") else ""),
         f"trained    in {sidecar['train_seconds']:.1f} s, vocabulary {sidecar['vocabulary']:,} words",
     ]
     if m:
@@ -395,7 +488,8 @@ def format_report(sidecar: dict[str, Any], output: str) -> str:
             f"held-out   positive label {sidecar['positive_label']} at score >= {m['threshold']}:",
             f"           precision {m['precision']:.3f}  recall {m['recall']:.3f}  F1 {m['f1']:.3f}  "
             f"accuracy {m['accuracy']:.3f}  AUC {m['auc']:.3f}",
-            f"           best F1 {m['best_f1']:.3f} at score >= {m['best_f1_threshold']:.3f}",
+            f"           best F1 {m['best_f1']:.3f} at score >= {m['best_f1_threshold']:.3f}; best macro F1 "
+            f"{m['best_macro_f1']:.3f} at score >= {sidecar['calibrated_threshold']:.3f} (`threshold: calibrated`)",
         ]
     else:
         lines.append("held-out   none (holdout 0): no metrics, no held-out quantiles")
@@ -404,3 +498,54 @@ def format_report(sidecar: dict[str, Any], output: str) -> str:
         lines.append(f"quantiles  {name:<17} " + "  ".join(f"p{p} {v:.3f}" for p, v in picks.items()))
     lines.append(f"wrote      {output} ({sidecar['model_bytes'] / 1e6:.1f} MB) and {sidecar_path(output)}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- shipped toxicity models
+
+
+@dataclass(frozen=True)
+class ToxicityPreset:
+    """How `make toxicity-models` trains one language's model from a labelled set of the test data."""
+
+    files: tuple[str, ...]  # CSV files, relative to the data root
+    text_field: str
+    label_field: str
+    positive_values: tuple[str, ...]
+
+
+TOXICITY_PRESETS = {
+    # Davidson et al. 2017 (MIT): tweets; class 0 hate speech, 1 offensive language, 2 neither.
+    "en": ToxicityPreset(("toxicity/davidson/labeled_data.csv",), "tweet", "class", ("0", "1")),
+    # COLD, Deng et al. 2022 (Apache-2.0): Weibo and Zhihu comments on race, gender, region; 1 offensive.
+    "zh": ToxicityPreset(("toxicity/cold/train.csv", "toxicity/cold/dev.csv"), "TEXT", "label", ("1",)),
+}
+
+# Features and training that carry across sources (benchmarks/toxicity_transfer.py): each language's words,
+# their character n-grams (a misspelt or new slur shares most of them with a known one), word bigrams, the
+# flagged-word lexicon as a feature, social-media quirks dropped; classes balanced (Davidson is 83 % toxic,
+# a forum is not); a small quantized model, trained on one thread with a fixed seed (reproducible).
+TOXICITY_TRAINING: dict[str, Any] = {"words": True, "social": True, "lexicon": True, "balance": True,
+                                     "quantize": 100_000}
+# Chinese words are one to four characters: their n-grams are their characters and character pairs.
+TOXICITY_HYPERPARAMETERS = {
+    "en": Hyperparameters(lr=0.2, dim=32, epoch=10, wordNgrams=2, minn=2, maxn=5, bucket=200_000),
+    "zh": Hyperparameters(lr=0.1, dim=64, epoch=5, wordNgrams=2, minn=1, maxn=3, bucket=200_000),
+}
+
+
+def train_toxicity(positives: Corpus, negatives: Corpus, output: str, lang: str, seed: int = 42) -> dict[str, Any]:
+    """A toxicity model as the shipped ones are trained (labels `toxic`/`ok`), on any labelled texts."""
+    hyperparameters = TOXICITY_HYPERPARAMETERS.get(lang, TOXICITY_HYPERPARAMETERS["en"])
+    return train_classifier(positives, negatives, output, label="toxic", negative_label="ok", seed=seed, lang=lang,
+                            hyperparameters=hyperparameters, **TOXICITY_TRAINING)
+
+
+def train_toxicity_preset(lang: str, data_root: str, output: str, seed: int = 42) -> dict[str, Any]:
+    """The shipped model of `lang` (`TOXICITY_PRESETS`), from the labelled set under `data_root`."""
+    if lang not in TOXICITY_PRESETS:
+        msg = f"no toxicity preset for {lang!r} (presets: {', '.join(TOXICITY_PRESETS)})"
+        raise ValueError(msg)
+    preset = TOXICITY_PRESETS[lang]
+    files = [str(Path(data_root) / f) for f in preset.files]
+    positives, negatives = read_csv_labelled(files, preset.text_field, preset.label_field, preset.positive_values)
+    return train_toxicity(positives, negatives, output, lang, seed)

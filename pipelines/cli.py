@@ -290,10 +290,21 @@ def _train_classifier(args: argparse.Namespace) -> int:
         Corpus,
         Hyperparameters,
         format_report,
+        read_csv_labelled,
         read_jsonl_texts,
         recipe_texts,
         train_classifier,
+        train_toxicity_preset,
     )
+
+    if args.toxicity_preset:
+        try:
+            sidecar = train_toxicity_preset(args.toxicity_preset, args.data_root, args.output, args.seed)
+        except (OSError, ValueError) as exc:
+            print(f"train-classifier: {exc}", file=sys.stderr)
+            return 2
+        print(format_report(sidecar, args.output))
+        return 0
 
     def gather(files: list[str], recipes: list[str]) -> Corpus:
         corpus = Corpus([])
@@ -305,16 +316,26 @@ def _train_classifier(args: argparse.Namespace) -> int:
             corpus.skipped += part.skipped
         return corpus
 
-    if not (args.positive or args.positive_recipe) or not (args.negative or args.negative_recipe):
+    if not args.csv and (not (args.positive or args.positive_recipe) or not (args.negative or args.negative_recipe)):
         print(
             "train-classifier: give positives (--positive/--positive-recipe) and negatives "
-            "(--negative/--negative-recipe)",
+            "(--negative/--negative-recipe), or labelled CSV files (--csv with --label-field, --positive-value)",
             file=sys.stderr,
         )
+        return 2
+    if args.csv and not (args.label_field and args.positive_value):
+        print("train-classifier: --csv needs --label-field and --positive-value", file=sys.stderr)
         return 2
     try:
         positives = gather(args.positive, args.positive_recipe)
         negatives = gather(args.negative, args.negative_recipe)
+        if args.csv:
+            pos, neg = read_csv_labelled(args.csv, args.text_field, args.label_field, args.positive_value,
+                                         args.max_docs)
+            for corpus, part in ((positives, pos), (negatives, neg)):
+                corpus.texts += part.texts
+                corpus.sources += part.sources
+                corpus.skipped += part.skipped
         calibration = gather(args.calibration, []) if args.calibration else None
         hp = Hyperparameters(
             lr=args.lr,
@@ -324,6 +345,8 @@ def _train_classifier(args: argparse.Namespace) -> int:
             minCount=args.min_count,
             wordNgrams=args.word_ngrams,
             loss=args.loss,
+            minn=args.minn,
+            maxn=args.maxn,
             bucket=args.bucket,
             thread=args.threads,
         )
@@ -336,6 +359,11 @@ def _train_classifier(args: argparse.Namespace) -> int:
             seed=args.seed,
             holdout=args.holdout,
             lowercase=not args.keep_case,
+            words=not args.whitespace,
+            social=args.social,
+            lexicon=args.lexicon,
+            lang=args.lang,
+            quantize=args.quantize,
             balance=args.balance,
             calibration=calibration,
             hyperparameters=hp,
@@ -477,8 +505,31 @@ def parser() -> argparse.ArgumentParser:
         metavar="JSONL",
         help="unlabelled sample of the pool to filter: its score quantiles make top_fraction exact",
     )
+    train.add_argument("--toxicity-preset", metavar="LANG", help="train the shipped toxicity model of this "
+                       "language (`make toxicity-models`) from its labelled set under --data-root; other options "
+                       "but --output and --seed are the preset's (curation.classifier_training.TOXICITY_*)")
+    train.add_argument("--data-root", default="../shared/data", help="with --toxicity-preset: the test data folder "
+                       "(default: ../shared/data)")
+    train.add_argument("--csv", nargs="+", default=[], metavar="CSV", help="labelled examples: CSV files with a "
+                       "header; the text in --text-field, the class in --label-field")
+    train.add_argument("--label-field", help="with --csv: the column holding each row's class")
+    train.add_argument("--positive-value", nargs="+", default=[], metavar="VALUE",
+                       help="with --csv: the classes that are positive (every other class is negative)")
     train.add_argument("--output", required=True, help="model file to write, e.g. models/quality.bin")
-    train.add_argument("--text-field", default="text", help="JSONL field holding the text (default: text)")
+    train.add_argument("--lang", help="the training texts' language (zh, ja...): segments them into its words, "
+                       "and documents without `lang` when scoring (default: each text's script decides)")
+    train.add_argument("--whitespace", action="store_true", help="split at whitespace only, not into each "
+                       "language's words (the models of before curation.lang.words)")
+    train.add_argument("--social", action="store_true", help="drop social-media quirks: mentions, URLs, RT, "
+                       "hashtag signs, HTML entities, emoji (for training on tweets)")
+    train.add_argument("--lexicon", action="store_true", help="add a token per flagged word (the toxicity "
+                       "stage's lists, by language)")
+    train.add_argument("--minn", type=int, default=0, help="shortest character n-gram (default: 0, none)")
+    train.add_argument("--maxn", type=int, default=0, help="longest character n-gram (default: 0, none)")
+    train.add_argument("--quantize", type=int, default=None, metavar="CUTOFF", help="quantize, keeping this "
+                       "many words and n-grams (a .ftz of a few MB)")
+    train.add_argument("--text-field", default="text", help="JSONL field (or --csv column) holding the text "
+                       "(default: text)")
     train.add_argument("--label", default="hq", help="positive label (default: hq, i.e. __label__hq as in DCLM)")
     train.add_argument("--negative-label", default="cc", help="negative label (default: cc)")
     train.add_argument("--seed", type=int, default=42, help="seed of the split, shuffling and fastText (default: 42)")

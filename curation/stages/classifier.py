@@ -21,7 +21,7 @@ import atexit
 import json
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -133,11 +133,20 @@ def _joined_words(texts: pa.Array | pa.ChunkedArray,
     return pc.binary_join(lists, pa.scalar(" ", pa.large_string())).cast(pa.string())
 
 
+Lexicon = Callable[[pa.Array, "pa.Array | pa.ChunkedArray | Sequence[str | None] | None"], np.ndarray]
+_LEXICON: list[Lexicon] = []
+
+
+def use_lexicon(count: Lexicon) -> None:
+    """The flagged words of each text, for the lexicon feature: the toxicity stage's lists, which that module hands
+    in when it is imported (it uses this one's classifier; importing it from here would make a loop). Every import
+    of a stage runs `curation.stages`, which imports both."""
+    _LEXICON[:] = [count]
+
+
 def _flagged_suffixes(texts: pa.Array, langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None) -> pa.Array:
     """`FLAGGED_TOKEN` once per flagged word of each text (at most `LEXICON_CAP`), to append to its line."""
-    from curation.stages.toxicity import lexicon_counts
-
-    counts = np.minimum(lexicon_counts(texts, langs), LEXICON_CAP)
+    counts = np.minimum(_LEXICON[0](texts, langs), LEXICON_CAP)
     return pa.array(np.array(["", *(f" {FLAGGED_TOKEN}" * k for k in range(1, LEXICON_CAP + 1))])[counts])
 
 

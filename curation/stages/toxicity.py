@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -49,11 +49,9 @@ from curation import io
 from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
 from curation.stages.base import DocumentFilter, Resources
+from curation.stages.classifier import CALIBRATED, FastTextClassifier, use_lexicon
 from curation.stages.langid import judged_codes
 from curation.text.columns import as_array, segment_sum
-
-if TYPE_CHECKING:
-    from curation.stages.classifier import FastTextClassifier
 
 # A word is a run of letters, combining marks, digits or underscore; everything else separates words.
 _SEPARATORS = r"[^\p{L}\p{M}\p{N}_]+"
@@ -421,8 +419,6 @@ class FlaggedWords(DocumentFilter):
 
     def _classifiers(self) -> dict[str, FastTextClassifier]:
         """The model of each judged language, set up (loaded once per worker)."""
-        from curation.stages.classifier import CALIBRATED, FastTextClassifier
-
         folder = classifier_folder(self.params.classifier or SHIPPED)
         threshold = self.params.classifier_threshold
         models = {}
@@ -511,3 +507,6 @@ class FlaggedWords(DocumentFilter):
             return ~bad, np.where(bad, REASON_TOXIC, None)
         bad = scores["flagged_words_ratio"] > np.float32(self.params.max_ratio)
         return ~bad, np.where(bad, "flagged_words", None)
+
+
+use_lexicon(lexicon_counts)

@@ -3,8 +3,8 @@
 
 Inputs (real pages of the test data, as WARC): trafilatura's test pages (mostly German, some English, a few
 Chinese) and newspaper's articles (Japanese, Thai, Arabic, Spanish, Chinese), dolma's and resiliparse's WARC
-files. Readability's pages and newspaper's Chinese page are left out: their expected texts are the evaluation
-sets. web-zh-en gets them as its two sources: `zh`, the Chinese pages (`recipes/sample/make_pages.py`'s
+files. Readability's pages (but its Chinese ones) and newspaper's Chinese page are left out: their expected
+texts are the evaluation sets. web-zh-en gets them as its two sources: `zh`, the Chinese pages (`recipes/sample/make_pages.py`'s
 `is_chinese`), and `en`, every other page (the junk the chain must remove: German, Japanese, menus...);
 web-en gets all of them as its one source.
 
@@ -94,12 +94,15 @@ def _write_warc(path: Path, pages: list[tuple[str, bytes]]) -> None:
 
 def build_pages(out: Path, data: Path, limit: int | None) -> dict[str, list[str]]:
     """The pages as WARC: `zh` (Chinese pages) and `other` (the rest, in 4 files, and dolma's and
-    resiliparse's WARC files as they are). Readability's pages and newspaper's Chinese one are held out."""
+    resiliparse's WARC files as they are). Readability's pages but its Chinese ones, and newspaper's Chinese
+    one, are held out."""
     make_pages = _make_pages()
-    pages = [(url, html) for url, html in make_pages.pages(data)
-             if not url.startswith("https://readability.test/") and url != "https://newspaper.test/chinese"]
-    chinese = [p for p in pages if make_pages.is_chinese(p[1])]
-    others = [p for p in pages if not make_pages.is_chinese(p[1])]
+    pages = [(url, html, make_pages.is_chinese(html)) for url, html in make_pages.pages(data)
+             if url != "https://newspaper.test/chinese"]
+    # readability's English articles are the `en` set; its Chinese pages are in no set
+    pages = [p for p in pages if p[2] or not p[0].startswith("https://readability.test/")]
+    chinese = [(url, html) for url, html, zh in pages if zh]
+    others = [(url, html) for url, html, zh in pages if not zh]
     if limit is not None and limit < len(others):  # a smaller run keeps every Chinese page
         others = [others[int(i * len(others) / limit)] for i in range(limit)]
     out.mkdir(parents=True, exist_ok=True)

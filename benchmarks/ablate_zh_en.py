@@ -4,9 +4,9 @@
 Inputs (real pages of the test data, as WARC): trafilatura's test pages (mostly German, some English, a few
 Chinese) and newspaper's articles (Japanese, Thai, Arabic, Spanish, Chinese), dolma's and resiliparse's WARC
 files. Readability's pages (but its Chinese ones) and newspaper's Chinese page are left out: their expected
-texts are the evaluation sets. web-zh-en gets them as its two sources: `zh`, the Chinese pages (`recipes/sample/make_pages.py`'s
-`is_chinese`), and `en`, every other page (the junk the chain must remove: German, Japanese, menus...);
-web-en gets all of them as its one source.
+texts are the evaluation sets. web-zh-en gets them as its two sources: `zh`, the Chinese pages
+(`recipes/sample/make_pages.py`'s `is_chinese`), and `en`, every other page (the junk the chain must remove:
+German, Japanese, menus...); web-en gets all of them as its one source.
 
 Each ablation's base is the shipped recipe, its document stages exactly as shipped but for extraction's
 `timeout_s` (30 s instead of 2: on a loaded 2-core machine a 2-second budget drops pages by chance, and the

@@ -172,7 +172,9 @@ def ablation_file(work: Path, which: str, pages: dict[str, list[str]], sets: dic
     base = write_yaml(work / f"web-{which}.yaml", recipe)
     keep = next(s["langid"]["keep"] for s in recipe["stages"] if "langid" in s)
     return write_yaml(work / f"ablate-{which}.yaml", {
-        "name": f"web-{which}", "recipe": str(base), "output": str(work / "ablations"), "baseline": BASELINE,
+        # curation kept beside the results: a rerun in the same --work with another budget reuses it
+        "name": f"web-{which}", "recipe": str(base), "output": str(work / "ablations"), "jobs": str(work / "jobs"),
+        "baseline": BASELINE,
         "variants": variants(recipe["stages"], keep),
         "tokenizer": {"train": {"vocab_size": VOCAB[which], "hard_vocab_limit": False}},
         "pack": {"seq_len": SEQ_LEN, "shard_rows": 512, "validation": 0.0},
@@ -237,23 +239,34 @@ def report(folder: Path, sets: list[str]) -> None:
         print(f"    {label(row['variant']):24} {row['set']:4} {row['metric']:14} {row['mean']:8.4f}{spread:10} "
               f"{diff:>20} {verdict}")
     for s in sets:
-        shipped, base = results.row(SHIPPED, s, "loss"), results.row(BASELINE, s, "loss")
-        pooled = math.sqrt(((shipped["spread"] or 0) ** 2 + (base["spread"] or 0) ** 2) / 2)
-        worse = shipped["difference"] > 2 * pooled
-        better = -shipped["difference"] > 2 * pooled
-        print(f"    {s}: shipped minus extraction-only {shipped['difference']:+.4f} nats, twice the pooled seed spread "
-              f"{2 * pooled:.4f}: shipped at least as good as extraction-only: {'no' if worse else 'yes'}"
-              f"{' (better beyond twice the spread)' if better else ''}")
+        for other in (v for v in plan["variants"] if v not in (SHIPPED, BASELINE)):
+            difference, bound = compared(results.row(other, s, "loss"), results.row(SHIPPED, s, "loss"))
+            print(f"    {s}: {other} minus shipped {difference:+.4f} nats (twice the pooled seed spread {bound:.4f}): "
+                  + ("within it" if abs(difference) <= bound else "lower" if difference < 0 else "higher"))
+        difference, bound = compared(results.row(SHIPPED, s, "loss"), results.row(BASELINE, s, "loss"))
+        print(f"    {s}: shipped minus extraction-only {difference:+.4f} nats, twice the pooled seed spread "
+              f"{bound:.4f}: shipped at least as good as extraction-only: {'no' if difference > bound else 'yes'}"
+              f"{' (better beyond twice the spread)' if -difference > bound else ''}")
+
+
+def compared(row: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
+    """`row`'s mean loss minus `other`'s, and twice their pooled seed spread."""
+    pooled = math.sqrt(((row["spread"] or 0) ** 2 + (other["spread"] or 0) ** 2) / 2)
+    return row["mean"] - other["mean"], 2 * pooled
 
 
 def ablate(work: Path, which: str, pages: dict[str, list[str]], sets: dict[str, Path],
            args: argparse.Namespace) -> None:
     ablation = ablation_file(work, which, pages, sets, args)
     folder = work / "ablations" / f"web-{which}"
-    shutil.rmtree(folder, ignore_errors=True)  # from scratch (its jobs folder is inside)
+    shutil.rmtree(folder, ignore_errors=True)  # an earlier run's results (its curation jobs are kept)
     seconds = timed([*CURATE, "ablate", str(ablation), "--quiet"], work / f"ablate-{which}.log")
+    reuse = json.loads((folder / "plan.json").read_text())["reuse"]
+    done_before = reuse["jobs_done_before"]
     print(f"  web-{which}.yaml: `curate ablate` of 4 variants x {args.seeds} seeds, {args.tokens:,} tokens a run: "
-          f"{seconds:.0f} s, the whole command")
+          f"{seconds:.0f} s, the whole command ("
+          + (f"{done_before} of its {reuse['jobs']} curation jobs done by an earlier run in this --work)"
+             if done_before else "from scratch)"))
     report(folder, list(sets))
 
 

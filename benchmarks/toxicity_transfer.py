@@ -43,7 +43,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_root
-from _udhr import declarations
+from flagged_languages import clean_text
 
 from curation import schema
 from curation.apply import run_stage
@@ -52,7 +52,6 @@ from curation.stages.classifier import FastTextClassifier
 from curation.stages.langid import LangId
 from curation.stages.toxicity import FlaggedWords
 
-PER_DOCUMENT = 12
 CLEAN_LIMIT = 0.005
 
 
@@ -156,17 +155,6 @@ def compare(lang: str, train: tuple[Corpus, Corpus], tests: list[Labelled], fold
             rows.append((test.name, name, figures(flags(filt, test.texts, lang), test.toxic)))
         rows.append((test.name, "floor: flag everything", figures(np.ones(len(test.texts), bool), test.toxic)))
     return stage
-
-
-def clean_text(lang: str, udhr: Path | None) -> tuple[list[str], list[str]]:
-    """(documents: Leipzig sentences 12 at a time and UDHR runs of 12 paragraphs, the sentences alone)."""
-    path = data_root() / "langid" / "sentences" / f"{lang}.txt"
-    lines = [s for s in path.read_text(encoding="utf-8").splitlines() if s.strip()] if path.is_file() else []
-    docs = ["\n".join(lines[i:i + PER_DOCUMENT]) for i in range(0, len(lines) - PER_DOCUMENT + 1, PER_DOCUMENT)]
-    if udhr:
-        for d in declarations(udhr, frozenset([lang])):
-            docs += d.documents()
-    return docs, lines
 
 
 def throughput(stage: FlaggedWords, docs: list[str], lang: str) -> tuple[tuple[float, float], tuple[float, float]]:

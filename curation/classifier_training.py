@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -173,24 +173,29 @@ class Corpus:
     skipped: int = 0  # records without usable text
 
 
-def read_jsonl_texts(paths: Iterable[str], text_field: str = "text", limit: int | None = None) -> Corpus:
-    """Texts of JSONL files (plain or compressed, local or URI); bad lines and empty texts are skipped."""
-    reader = JsonlReader(text_field=text_field)
-    corpus = Corpus([])
-    for pattern in paths:
+def _files(patterns: Iterable[str]) -> Iterator[str]:
+    """Every file the patterns match (local or URI), a pattern matching none an error naming it."""
+    for pattern in patterns:
         uris = io.expand(pattern)
         if not uris:
             msg = f"no file matches {pattern!r}"
             raise FileNotFoundError(msg)
-        for uri in uris:
-            corpus.sources.append(uri)
-            for record in reader.records(uri):
-                if record.reason is not None or not (record.text or "").strip():
-                    corpus.skipped += 1
-                    continue
-                corpus.texts.append(record.text)  # type: ignore[arg-type]
-                if limit is not None and len(corpus.texts) >= limit:
-                    return corpus
+        yield from uris
+
+
+def read_jsonl_texts(paths: Iterable[str], text_field: str = "text", limit: int | None = None) -> Corpus:
+    """Texts of JSONL files (plain or compressed, local or URI); bad lines and empty texts are skipped."""
+    reader = JsonlReader(text_field=text_field)
+    corpus = Corpus([])
+    for uri in _files(paths):
+        corpus.sources.append(uri)
+        for record in reader.records(uri):
+            if record.reason is not None or not (record.text or "").strip():
+                corpus.skipped += 1
+                continue
+            corpus.texts.append(record.text)  # type: ignore[arg-type]
+            if limit is not None and len(corpus.texts) >= limit:
+                return corpus
     return corpus
 
 
@@ -200,30 +205,25 @@ def read_csv_labelled(paths: Iterable[str], text_field: str, label_field: str,
     `label_field` is one of `positive_values`, negative otherwise; rows without text are skipped."""
     positive = {str(v) for v in positive_values}
     pos, neg = Corpus([]), Corpus([])
-    for pattern in paths:
-        uris = io.expand(pattern)
-        if not uris:
-            msg = f"no file matches {pattern!r}"
-            raise FileNotFoundError(msg)
-        for uri in uris:
-            pos.sources.append(uri)
-            neg.sources.append(uri)
-            fs, path = io.resolve(uri)
-            with fs.open_input_stream(path) as raw:
-                rows = csv.DictReader(io_text.StringIO(raw.read().decode("utf-8-sig"), newline=""))
-                for field_name in (text_field, label_field):
-                    if field_name not in (rows.fieldnames or []):
-                        msg = f"{uri}: no column {field_name!r} (columns: {rows.fieldnames})"
-                        raise ValueError(msg)
-                for row in rows:
-                    text = (row[text_field] or "").strip()
-                    corpus = pos if (row[label_field] or "").strip() in positive else neg
-                    if not text:
-                        corpus.skipped += 1
-                        continue
-                    corpus.texts.append(text)
-                    if limit is not None and min(len(pos.texts), len(neg.texts)) >= limit:
-                        return pos, neg
+    for uri in _files(paths):
+        pos.sources.append(uri)
+        neg.sources.append(uri)
+        fs, path = io.resolve(uri)
+        with fs.open_input_stream(path) as raw:
+            rows = csv.DictReader(io_text.StringIO(raw.read().decode("utf-8-sig"), newline=""))
+            for field_name in (text_field, label_field):
+                if field_name not in (rows.fieldnames or []):
+                    msg = f"{uri}: no column {field_name!r} (columns: {rows.fieldnames})"
+                    raise ValueError(msg)
+            for row in rows:
+                text = (row[text_field] or "").strip()
+                corpus = pos if (row[label_field] or "").strip() in positive else neg
+                if not text:
+                    corpus.skipped += 1
+                    continue
+                corpus.texts.append(text)
+                if limit is not None and min(len(pos.texts), len(neg.texts)) >= limit:
+                    return pos, neg
     return pos, neg
 
 

@@ -43,6 +43,9 @@ def split_parts(batch: pa.Table) -> Parts | None:
     """The batch split into language parts, or None where no document of it is mixed."""
     if PARAGRAPHS not in batch.column_names or LANG not in batch.column_names:
         return None
+    candidates = _several_labels(batch.column(PARAGRAPHS))
+    if not candidates.any():
+        return None
     spans_of = batch.column(PARAGRAPHS).to_pylist()
     texts = batch.column("text").to_pylist()
     rows: list[int] = []
@@ -51,7 +54,7 @@ def split_parts(batch: pa.Table) -> Parts | None:
     chars: list[int] = []
     mixed = np.zeros(batch.num_rows, bool)
     for doc, (spans, text) in enumerate(zip(spans_of, texts, strict=True)):
-        by_language = language_parts(text, spans) if text is not None else {}
+        by_language = language_parts(text, spans) if candidates[doc] and text is not None else {}
         if not by_language:
             rows.append(doc)
             part_text.append(None)
@@ -74,6 +77,19 @@ def split_parts(batch: pa.Table) -> Parts | None:
         replaced = pc.if_else(is_part, pa.array(values, column.type), column)
         table = table.set_column(table.schema.get_field_index(name), name, replaced)
     return Parts(table, doc_index, np.array(chars, np.int64), mixed)
+
+
+def _several_labels(paragraphs: pa.ChunkedArray) -> np.ndarray:
+    """Documents whose paragraphs carry two labels or more (bool per document), counted columnar: only those
+    can be mixed, and only those are read row by row."""
+    column = paragraphs.combine_chunks() if paragraphs.num_chunks else pa.array([], paragraphs.type)
+    n = len(column)
+    labels = pa.table({"doc": pc.list_parent_indices(column), "lang": pc.list_flatten(column).field("lang")})
+    distinct = labels.group_by("doc").aggregate([("lang", "count_distinct")])
+    several = np.zeros(n, bool)
+    docs = distinct.column("doc").to_numpy(zero_copy_only=False)
+    several[docs[distinct.column("lang_count_distinct").to_numpy(zero_copy_only=False) > 1]] = True
+    return several
 
 
 def document_totals(scores: dict[str, np.ndarray], parts: Parts, names: tuple[str, ...]) -> None:

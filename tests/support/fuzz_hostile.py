@@ -211,11 +211,9 @@ def _warc_tail(rng: random.Random, case: Case, seed: Seed) -> None:
     case.expect = Expect(baseline={name: data}, plus=Counter({"unreadable_input": 1}), merges_last_break=True)
 
 
-def _inflated(seed: Seed) -> bytes:
-    """What a seed's gzip members hold, as far as they can be read (a seed may be cut short on purpose)."""
-    if not seed.name.endswith(".gz"):
-        return seed.data
-    out, data = [], seed.data
+def inflate_gzip(data: bytes) -> bytes:
+    """What gzip members hold, as far as they can be read (a seed may be cut short on purpose)."""
+    out = []
     while data:
         member = zlib.decompressobj(31)
         try:
@@ -226,6 +224,10 @@ def _inflated(seed: Seed) -> bytes:
             break
         data = member.unused_data
     return b"".join(out)
+
+
+def _inflated(seed: Seed) -> bytes:
+    return inflate_gzip(seed.data) if seed.name.endswith(".gz") else seed.data
 
 
 def binary_bodies(rng: random.Random) -> dict[str, tuple[bytes, str]]:

@@ -24,9 +24,10 @@ def paragraph_memory() -> LRUCache:
 
 
 def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
-                        include_comments: bool, include_tables: bool,
+                        include_comments: bool, include_tables: bool, markdown: bool,
                         seen: LRUCache | None) -> tuple[str | None, str | None]:
-    """(text, title) of a page; `seen`: the paragraphs met before, whose repeats are dropped (None: keep all)."""
+    """(text, title) of a page; `seen`: the paragraphs met before, whose repeats are dropped (None: keep all);
+    `markdown`: trafilatura's Markdown (headings, lists, tables, emphasis and fenced code) instead of plain text."""
     from trafilatura import extract
     from trafilatura.metadata import extract_title
     from trafilatura.utils import load_html
@@ -44,5 +45,7 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
         include_comments=include_comments,
         include_tables=include_tables,
         deduplicate=seen if seen is not None else False,
+        output_format="markdown" if markdown else "txt",
+        include_formatting=markdown,
     )
     return text, title

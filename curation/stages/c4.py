@@ -27,7 +27,10 @@ mostly does). English is judged exactly as without languages.
 
 Layout (`prose_only`, `curation.text.layout`): an article's code blocks, tables and headings are kept as they are
 (indentation too) and judged by no rule: no line of code is removed for its missing full stop, and its curly
-brackets drop no page; nor do they count as sentences. A page that is mostly code or tables is judged whole.
+brackets drop no page; nor do they count as sentences, but for captions ("This is done with the `save()`
+method:"), which are sentences of the prose. A paragraph hard-wrapped at a width (`curation.text.layout.wrapped`)
+is judged as the one line it is: by all its words and by how its last line ends. A page that is mostly code or
+tables is judged whole.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from curation.text.columns import (
     split_whitespace,
     whitespace_words,
 )
-from curation.text.layout import line_kinds, set_aside
+from curation.text.layout import CAPTION, line_kinds, set_aside, wrapped
 
 CITATION_RE2 = r"\[\p{Nd}*\]|\[edit\]|\[citation needed\]"
 # MediaWiki's language-converter markup, `-{text}-` (text shown as written, not converted to another script),
@@ -121,8 +124,8 @@ class C4(LanguageFilter):
         original = lines.flatten()
         stripped = pc.utf8_trim_whitespace(original)
         # code, tables and headings of an article: kept as they are, judged by no line or page rule
-        aside = set_aside(original, offsets, line_kinds(original, offsets)) if p.prose_only else np.zeros(
-            len(original), bool)
+        kinds_of_lines = line_kinds(original, offsets) if p.prose_only else np.zeros(len(original), np.int8)
+        aside = set_aside(original, offsets, kinds_of_lines) if p.prose_only else np.zeros(len(original), bool)
         words = split_whitespace(stripped)
         n_words = whitespace_words(stripped)  # a blank line is one empty piece, no word
         blank = n_words == 0
@@ -152,6 +155,9 @@ class C4(LanguageFilter):
             ends = line_ends(line, langs, line_doc, _ENGLISH_TERMINAL_RE2, also="\"'")
             no_punct = ~ends | has(r"\.\.\.$", regex=True)
         few = n_words < (p.min_words_per_line or 0)
+        if p.prose_only:  # a hard-wrapped paragraph is judged whole: by its last line's end and all its words
+            few, no_punct = _by_paragraph(wrapped(original, offsets, kinds_of_lines), n_words, few, no_punct,
+                                          p.min_words_per_line or 0)
         eligible = ~long_word & ~no_punct & ~few & ~aside
         lorem = eligible & has("lorem ipsum") if p.lorem_ipsum else np.zeros_like(eligible)
         js = eligible & ~lorem & has("javascript") if p.javascript else np.zeros_like(eligible)
@@ -175,7 +181,7 @@ class C4(LanguageFilter):
             by_space = np.flatnonzero(np.isin(line_kind[kept], list(_SPACE_ENDS_SENTENCE)))
             if len(by_space):
                 per_line[by_space] = np.maximum(whitespace_words(kept_lines.take(pa.array(by_space))), 1)
-            per_line[aside[kept]] = 0
+            per_line[(aside & (kinds_of_lines != CAPTION))[kept]] = 0  # a caption is a sentence of the prose
             sentences = segment_sum(per_line, kept_offsets)
         judged = ~blank & ~aside
         removed = {
@@ -203,6 +209,20 @@ class C4(LanguageFilter):
         if p.min_sentences is not None:
             rules.append((scores["c4_sentences"] < p.min_sentences, "too_few_sentences"))
         return first_reason(len(rule), rules)
+
+
+def _by_paragraph(goes_on: np.ndarray, n_words: np.ndarray, few: np.ndarray, no_punct: np.ndarray,
+                  min_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """`few` and `no_punct` of every line of a hard-wrapped paragraph (`goes_on`: a line continued by the next)
+    replaced by the paragraph's: its words summed, its last line's end."""
+    if not goes_on.any():
+        return few, no_punct
+    last = np.flatnonzero(~goes_on)  # every paragraph ends on a line that does not go on
+    paragraph_end = last[np.searchsorted(last, np.arange(len(goes_on)))]
+    starts = np.concatenate([[True], ~goes_on[:-1]])
+    paragraph = np.cumsum(starts) - 1
+    words = np.bincount(paragraph, weights=n_words)[paragraph]
+    return words < min_words, no_punct[paragraph_end]
 
 
 def _segmented_lines(lines: pa.Array, langs: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pyarrow as pa
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from curation import schema
 from curation.extract.fast import fast_extract
@@ -43,8 +43,21 @@ class ExtractParams(StageParams):
     fast: bool = Field(False, description="Skip trafilatura's fallback extractors (faster, lower recall).")
     include_comments: bool = Field(True, description="Keep the comment section (trafilatura's default).")
     include_tables: bool = Field(True, description="Keep text inside tables (trafilatura's default).")
+    markdown: bool = Field(
+        False, description="Write the text as Markdown (trafilatura's): headings, list items and tables marked, code "
+        "blocks fenced with their indentation kept. Then the quality rules (`prose_only`) know a page's code, tables "
+        "and headings for what they are, where plain text leaves code as lines of prose; and the text a model reads "
+        "keeps its code blocks. trafilatura only (`engine: trafilatura`).")
     deduplicate: bool = Field(False, description="trafilatura's `deduplicate`: drop text already seen more than "
                               "a few times in earlier pages of the same input shard (datatrove's extractor sets it).")
+
+
+    @model_validator(mode="after")
+    def _markdown_needs_trafilatura(self) -> ExtractParams:
+        if self.markdown and self.engine != "trafilatura":
+            msg = "markdown: true needs engine: trafilatura (the fast engine writes plain text only)"
+            raise ValueError(msg)
+        return self
 
 
 class Extract(Stage):
@@ -88,7 +101,7 @@ class Extract(Stage):
             return fast_extract(html, url, favor=p.favor, include_comments=p.include_comments,
                                 include_tables=p.include_tables)
         return trafilatura_extract(html, url, fast=p.fast, favor=p.favor, include_comments=p.include_comments,
-                                   include_tables=p.include_tables,
+                                   include_tables=p.include_tables, markdown=p.markdown,
                                    seen=self._seen_paragraphs(None) if p.deduplicate else None)
 
     def _seen_paragraphs(self, shard: str | None) -> LRUCache:

@@ -17,7 +17,8 @@ little in Chinese, 10 characters, as in English).
 
 Layout (`prose_only`, `curation.text.layout`): code blocks, tables and headings are left out of every ratio, and a
 list item that reads as a sentence (long, with punctuation inside) counts as a line ending one and not as a short
-line, so an article of bullet lists and code is judged on its prose; a list of link titles is not.
+line, so an article of bullet lists and code is judged on its prose; a list of link titles is not. A paragraph
+hard-wrapped at a width (`curation.text.layout.wrapped`) counts as one line, the one it ends on.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pydantic import Field
 from curation.stages.base import Resources, first_reason, ratio
 from curation.stages.languages import FALLBACK_LANGUAGE, LanguageFilter, LanguageParams, line_ends, words_of
 from curation.text.columns import list_offsets, re2_class, segment_sum
-from curation.text.layout import line_kinds, sentence_like
+from curation.text.layout import line_kinds, sentence_like, wrapped
 from curation.text.repetition import duplicate_parts
 from curation.text.splitter import SENTENCE_TERMINALS
 
@@ -94,10 +95,17 @@ class FineWeb(LanguageFilter):
         short_length = langs.per_document(p.short_line_length, lambda s: s.short_line_length)[line_doc]
         ends = line_ends(flat, langs, line_doc, _ENDS_SENTENCE) & nonblank
         short = (pc.utf8_length(flat).to_numpy(zero_copy_only=False) <= short_length) & nonblank
+        counted = nonblank
         if p.prose_only:  # a list item that reads as a sentence counts as one, whatever it ends in
-            sentences = sentence_like(flat, line_kinds(flat, offsets), short_length)
+            kinds = line_kinds(flat, offsets)
+            sentences = sentence_like(flat, kinds, short_length)
             ends |= sentences
             short &= ~sentences
+            # a hard-wrapped paragraph is one line: its last line (never short) is the one counted
+            goes_on = wrapped(flat, offsets, kinds)
+            counted = nonblank & ~goes_on
+            short &= ~goes_on & ~np.concatenate([[False], goes_on[:-1]])
+        n_counted = segment_sum(counted.astype(np.int64), offsets)
         kept_offsets = np.concatenate([[0], np.cumsum(n_lines)]).astype(np.int32)
         nonblank_lines = pa.ListArray.from_arrays(pa.array(kept_offsets), flat.filter(pa.array(nonblank)))
         dup_chars = duplicate_parts(nonblank_lines)[2]
@@ -106,8 +114,8 @@ class FineWeb(LanguageFilter):
         needs_words = p.max_new_line_ratio is not None or bool(langs.groups)
         words = words_of(batch, self.judged_words(text)).counts if needs_words else np.zeros(len(newlines), np.int64)
         scores = {
-            "fw_line_punct_ratio": ratio(segment_sum(ends.astype(np.int64), offsets), n_lines),
-            "fw_short_line_ratio": ratio(segment_sum(short.astype(np.int64), offsets), n_lines),
+            "fw_line_punct_ratio": ratio(segment_sum((ends & counted).astype(np.int64), offsets), n_counted),
+            "fw_short_line_ratio": ratio(segment_sum((short & counted).astype(np.int64), offsets), n_counted),
             "fw_char_dup_ratio": ratio(dup_chars, chars),
             "fw_new_line_ratio": ratio(newlines, words),
             "_lines": n_lines,

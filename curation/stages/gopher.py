@@ -21,16 +21,18 @@ import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
 from curation.lang.settings import LanguageSettings
+from curation.lang.words import SPACES, segmenters
 from curation.stages.base import Resources, first_reason
 from curation.stages.base import ratio as _ratio
 from curation.stages.languages import (
     FALLBACK_LANGUAGE,
+    LANG,
     DocumentLanguages,
     LanguageFilter,
     LanguageParams,
     words_of,
 )
-from curation.text.columns import LINE_BREAK_RE2, list_offsets, segment_sum
+from curation.text.columns import LINE_BREAK_RE2, list_offsets, segment_sum, split_whitespace
 from curation.text.repetition import duplicate_parts, ngram_repetition
 from curation.text.splitter import Words
 
@@ -46,7 +48,9 @@ class GopherQuality(LanguageFilter):
     `too_many_bullet_lines`, `too_many_ellipsis_lines`, `too_few_alpha_words`, `too_few_stop_words`.
 
     As in datatrove: word counts and mean length skip words made only of punctuation; the symbol
-    ratios and the letter share divide by all words; a bullet line starts (after spaces) with "•"
+    ratios and the letter share divide by all words (with `prose_only`, the letter share of a language written
+    with spaces counts whitespace-separated words, as Gopher did: a quote mark or a bracket is no word of its
+    own there); a bullet line starts (after spaces) with "•"
     or "-"; stop words are matched case-sensitively and, in English, counted once each (Gopher: "at least
     two of the following words"). Any bound set to null is not checked.
 
@@ -66,6 +70,11 @@ class GopherQuality(LanguageFilter):
     name = "gopher_quality"
     resources = Resources(cpus=1.0)
     size_scores: ClassVar[tuple[str, ...]] = ("gopher_words",)
+    counts_captions: ClassVar[bool] = True
+    document_ratios: ClassVar[dict[str, tuple[str, str]]] = {
+        "gopher_bullet_lines_ratio": ("_bullet_lines", "_lines"),
+        "gopher_ellipsis_lines_ratio": ("_ellipsis_lines", "_lines"),
+    }
     count_keys: ClassVar[tuple[str, ...]] = (FALLBACK_LANGUAGE,)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "gopher_words": pa.int64(),
@@ -105,14 +114,17 @@ class GopherQuality(LanguageFilter):
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         text = self.judged_text(batch)
-        words = words_of(batch, self.judged_words(text))
+        judged = self.judged_words(text)
+        words = words_of(batch, judged)
         langs = self.languages_of(batch)
         offsets = words.offsets
         n_words = words.counts
         wordlike = 1 - words.feature("symbol")
         n_wordlike = segment_sum(wordlike, offsets)
         length_sum = segment_sum(words.feature("length") * wordlike, offsets)
-        with_alpha = segment_sum(words.feature("alpha"), offsets)
+        alpha_ratio = _ratio(segment_sum(words.feature("alpha"), offsets), n_words)
+        if self.params.prose_only:
+            alpha_ratio = self._spaced_alpha_ratio(batch, judged, alpha_ratio)
         hashes = pc.count_substring(text, "#").to_numpy(zero_copy_only=False)
         ellipses = (pc.count_substring(text, "...").to_numpy(zero_copy_only=False)
                     + pc.count_substring(text, "…").to_numpy(zero_copy_only=False))
@@ -131,11 +143,33 @@ class GopherQuality(LanguageFilter):
             "gopher_ellipsis_ratio": _ratio(ellipses, n_words),
             "gopher_bullet_lines_ratio": _ratio(bullets, n_lines),
             "gopher_ellipsis_lines_ratio": _ratio(ellipsis_lines, n_lines),
-            "gopher_alpha_words_ratio": _ratio(with_alpha, n_words),
+            "gopher_alpha_words_ratio": alpha_ratio,
             "gopher_stop_words": self._stop_words(words, langs),
+            "_bullet_lines": bullets,
+            "_ellipsis_lines": ellipsis_lines,
+            "_lines": n_lines,
             **self._bounds(langs),
             f"_{FALLBACK_LANGUAGE}": langs.fallback,
         }
+
+    @staticmethod
+    def _spaced_alpha_ratio(batch: pa.Table, text: pa.Array, alpha_ratio: np.ndarray) -> np.ndarray:
+        """The share of words with a letter where words are what whitespace separates (Gopher's own words), in
+        the documents of languages written with spaces; `alpha_ratio` (segmented words) for the others.
+
+        The splitter's words make every punctuation mark a word: prose that quotes tokens (`the pair ("h",
+        "u")`) or code names holds more marks than words, and fell under 80% though every word it writes has
+        letters. A mark standing alone between spaces ("|", "»", "-" of a menu) is still a word without one."""
+        spaced = segmenters(text, batch.column(LANG) if LANG in batch.column_names else None) == SPACES
+        if not spaced.any():
+            return alpha_ratio
+        pieces = split_whitespace(text)
+        flat = pieces.flatten()
+        filled = pc.greater(pc.binary_length(flat), 0).to_numpy(zero_copy_only=False)
+        lettered = _matches(flat, r"\pL").astype(bool) & filled
+        offsets = list_offsets(pieces)
+        ratio = _ratio(segment_sum(lettered.astype(np.int64), offsets), segment_sum(filled.astype(np.int64), offsets))
+        return np.where(spaced, ratio, alpha_ratio)
 
     def _bounds(self, langs: DocumentLanguages) -> dict[str, np.ndarray]:
         """The thresholds with a per-language setting, per document (only for batches with languages)."""

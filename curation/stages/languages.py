@@ -23,7 +23,7 @@ from curation.lang.settings import LanguageSettings, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, Processed, StageParams
 from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, expand_keep
-from curation.stages.parts import document_totals, fold, split_parts
+from curation.stages.parts import document_ratios, document_totals, fold, split_parts
 from curation.text.columns import as_array, re2_class
 from curation.text.layout import bare_words, prose_text
 from curation.text.splitter import WORDS, Words, warm_up
@@ -161,6 +161,9 @@ class LanguageFilter(DocumentFilter):
 
     Params = LanguageParams
     size_scores: ClassVar[tuple[str, ...]] = ()  # scores of a document's size: a mixed one's summed over its parts
+    # ratios of a document's shape -> (numerator, denominator) scores: a mixed one's from its parts' sums
+    document_ratios: ClassVar[dict[str, tuple[str, str]]] = {}
+    counts_captions: ClassVar[bool] = False  # captions are prose to rules counting words, layout to line rules
 
     def __init__(self, params: StageParams | None = None, /, **keys: Any) -> None:
         super().__init__(params, **keys)
@@ -175,14 +178,16 @@ class LanguageFilter(DocumentFilter):
         if parts is None:
             return super().process(batch)
         scores, text = self.scores_and_text(parts.table)
+        document_ratios(scores, parts, self.document_ratios)
         document_totals(scores, parts, self.size_scores)
         judged = self.judged(parts.table, scores, *self.keep(scores), text=text)
         return fold(batch, parts, judged)
 
     def judged_text(self, batch: pa.Table) -> pa.Array:
-        """The text the rules judge: with `prose_only`, each document without the layout lines it sets aside."""
+        """The text the rules judge: with `prose_only`, each document without the layout lines it sets aside
+        (its captions kept where the filter `counts_captions`)."""
         text = as_array(batch.column("text"))
-        return prose_text(text) if self.params.prose_only else text
+        return prose_text(text, captions=self.counts_captions) if self.params.prose_only else text
 
     def judged_words(self, text: pa.Array) -> pa.Array:
         """The text whose words the rules count: with `prose_only`, `text` without Markdown's marks."""

@@ -7,11 +7,13 @@ column), a document whose paragraphs hold two or more languages, each at least a
 characters, is mixed: a filter whose thresholds follow the language (`LanguageFilter`) judges each language's
 paragraphs, joined in their order, as a part with that language's `lang`, and the document is kept when its kept
 parts hold at least `KEPT_SHARE_MIN` of its paragraph characters; a dropped one carries the reason of its largest
-dropped part. Rules of a document's size (too few words or sentences) are about the document, not its parts: the
-statistics they read (a filter's `size_scores`) are summed over its parts, and every part is judged with its
-document's total. Its scores (with `keep_scores`) are its largest part's, its tallies the sum of its parts'. Its text
-is left as it was: a filter that rewrites documents (C4's line removal) does not rewrite a mixed one, so its
-paragraph offsets stay true for the stages after it.
+dropped part. Rules of a document's size (too few words or sentences) and of its shape (the share of its lines
+that are bullets) are about the document, not its parts: the statistics they read (a filter's `size_scores`) are
+summed over its parts, its shape ratios (`document_ratios`) are those sums' ratios, and every part is judged with
+its document's values: a Chinese article's list of English paper titles is a part all bullets, not a page of them.
+Its scores (with `keep_scores`) are its largest part's, its tallies the sum of its parts'. Its text is left as it
+was: a filter that rewrites documents (C4's line removal) does not rewrite a mixed one, so its paragraph offsets
+stay true for the stages after it.
 """
 
 from __future__ import annotations
@@ -97,6 +99,18 @@ def document_totals(scores: dict[str, np.ndarray], parts: Parts, names: tuple[st
     for name in names:
         values = np.asarray(scores[name])
         scores[name] = _sum_by(values, parts.doc, len(parts.mixed))[parts.doc].astype(values.dtype)
+
+
+def document_ratios(scores: dict[str, np.ndarray], parts: Parts, ratios: dict[str, tuple[str, str]]) -> None:
+    """Each ratio of `ratios` (name -> its numerator and denominator scores) of every part replaced by its
+    document's: the sum of its parts' numerators over the sum of their denominators (in place)."""
+    n = len(parts.mixed)
+    for name, (numerator, denominator) in ratios.items():
+        top = _sum_by(np.asarray(scores[numerator], np.float64), parts.doc, n)
+        bottom = _sum_by(np.asarray(scores[denominator], np.float64), parts.doc, n)
+        whole = np.full(n, np.nan)
+        np.divide(top, bottom, out=whole, where=bottom != 0)
+        scores[name] = whole[parts.doc]
 
 
 def fold(batch: pa.Table, parts: Parts, judged: Processed) -> Processed:

@@ -15,8 +15,11 @@ Kinds are recognised per line, columnar (RE2 over every line of a batch at once)
   indented code block, and what plain-text extraction leaves of a <pre> block);
 - table: a row of `|`-separated cells (Markdown's, trafilatura's) or of tab-separated ones, and Markdown's rule
   line under a table's header;
-- heading: a Markdown heading (`## 2.1 Data`), and a caption: a line ending in a colon right before code or a
-  table ("We may get:");
+- heading: a Markdown heading (`## 2.1 Data`);
+- caption: a line ending in a colon right before code, a table or a list ("We may get:", "Related paper:"). A
+  caption is layout to the rules of a line's shape and repetition (a tutorial repeats "We may get:", and no
+  caption ends a sentence) and prose to the rules that count words and sentences (`prose_text(captions=True)`):
+  "Like for models, this is done with the `save_pretrained()` method:" is a sentence of the article;
 - list item: a bullet (`-`, `*`, `•`, ...) or a number (`1.`, `2)`, a full-width bracketed number, `四、`)
   followed by its text. List items stay in the prose: a filter may weigh them on their own (see `sentence_like`).
 
@@ -33,10 +36,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, segment_sum
+from curation.text.columns import LINE_BREAK_RE2, as_array, list_offsets, re2_class, segment_sum
+from curation.text.splitter import SENTENCE_TERMINALS
 
-PROSE, LIST, HEADING, TABLE, CODE = 0, 1, 2, 3, 4
-LAYOUT = (HEADING, TABLE, CODE)
+PROSE, LIST, HEADING, TABLE, CODE, CAPTION = 0, 1, 2, 3, 4, 5
+LAYOUT = (HEADING, TABLE, CODE, CAPTION)
+WRAP_MIN = 40
+"""Fewest characters of a line that a hard-wrapped paragraph goes on from (a menu's entries are shorter)."""
 PROSE_SHARE_MIN = 0.05
 """Least share of a document's characters in prose or list lines for its layout lines to be set aside."""
 
@@ -65,6 +71,7 @@ CODE_RE2 = "|".join((
     r"^\s*[\[{(][^\p{Han}\p{Hiragana}\p{Katakana}]*[\"'\d,:][^\p{Han}]*[^.!?][\]})],?\s*$",  # a literal: `("h", "u")`
 ))
 INDENTED_RE2 = r"^(    |\t)\s*\S"  # Markdown's indented code block, and a <pre> block's lines in extracted text
+_ENDS_SENTENCE_RE2 = re2_class(SENTENCE_TERMINALS) + r"[\"'”’)\]]*\s*$"
 _PUNCT_INSIDE_RE2 = r"[,;:，、；：。.!?！？]"
 # Markdown's marks inside a line, and list markers: layout too, which word rules must not count as words that
 # hold no letter (a documentation page's `code`, [links](url) and **bold** took English prose under Gopher's 80%)
@@ -103,8 +110,9 @@ def line_kinds(lines: pa.Array, offsets: np.ndarray) -> np.ndarray:
 
 
 def _captions(lines: pa.Array, offsets: np.ndarray, kind: np.ndarray) -> None:
-    """A prose line ending in a colon right before code or a table ("We may get:") is the block's caption:
-    layout with it (in place). A tutorial repeats such lines, which FineWeb's duplicated-line rule counted."""
+    """A prose line ending in a colon right before code, a table or a list ("We may get:", "Related paper:") is
+    the block's caption: layout with it (in place). A tutorial repeats such lines, which FineWeb's duplicated-line
+    rule counted."""
     filled = np.flatnonzero(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(lines)), 0)
                             .to_numpy(zero_copy_only=False))
     if len(filled) < 2:
@@ -112,9 +120,29 @@ def _captions(lines: pa.Array, offsets: np.ndarray, kind: np.ndarray) -> None:
     line_doc = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     this, after = filled[:-1], filled[1:]
     colon = pc.match_substring_regex(lines.take(pa.array(this)), r"[:：]\s*$").to_numpy(zero_copy_only=False)
-    caption = (colon & (kind[this] == PROSE) & np.isin(kind[after], (CODE, TABLE))
+    caption = (colon & (kind[this] == PROSE) & np.isin(kind[after], (CODE, TABLE, LIST))
                & (line_doc[this] == line_doc[after]))
-    kind[this[caption]] = HEADING
+    kind[this[caption]] = CAPTION
+
+
+def wrapped(lines: pa.Array, offsets: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """Which lines go on in the next one, their paragraph hard-wrapped (bool per line): a prose or list line of at
+    least `WRAP_MIN` characters that ends in no sentence terminal, followed in its document by a prose line that
+    starts with a lower-case letter. Markdown sources, plain-text files and books wrap their paragraphs at a
+    width; a rule of lines (FineWeb's line punctuation, C4's words per line) must read such a paragraph as the
+    one line it is, not as lines that end mid-sentence."""
+    out = np.zeros(len(kinds), bool)
+    if len(kinds) < 2:
+        return out
+    lines = as_array(lines)
+    line_doc = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    same_doc = line_doc[:-1] == line_doc[1:]
+    long = pc.greater_equal(pc.utf8_length(pc.utf8_trim_whitespace(lines)), WRAP_MIN).to_numpy(zero_copy_only=False)
+    open_end = ~pc.match_substring_regex(lines, _ENDS_SENTENCE_RE2).to_numpy(zero_copy_only=False)
+    lower = pc.match_substring_regex(lines, r"^\s*\p{Ll}").to_numpy(zero_copy_only=False)
+    out[:-1] = (same_doc & np.isin(kinds[:-1], (PROSE, LIST)) & long[:-1] & open_end[:-1]
+                & (kinds[1:] == PROSE) & lower[1:])
+    return out
 
 
 def set_aside(lines: pa.Array, offsets: np.ndarray, kinds: np.ndarray) -> np.ndarray:
@@ -130,13 +158,17 @@ def set_aside(lines: pa.Array, offsets: np.ndarray, kinds: np.ndarray) -> np.nda
     return layout & np.repeat(enough, np.diff(offsets))
 
 
-def prose_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Each document's text without the lines `set_aside` leaves out (the original text where there is none)."""
+def prose_text(texts: pa.Array | pa.ChunkedArray, *, captions: bool = False) -> pa.Array:
+    """Each document's text without the lines `set_aside` leaves out (the original text where there is none);
+    `captions`: keep the captions, for the rules that count words and sentences."""
     texts = as_array(texts)
     lines = pc.split_pattern_regex(texts, LINE_BREAK_RE2)
     offsets = list_offsets(lines)
     flat = lines.flatten()
-    aside = set_aside(flat, offsets, line_kinds(flat, offsets))
+    kinds = line_kinds(flat, offsets)
+    aside = set_aside(flat, offsets, kinds)
+    if captions:
+        aside &= kinds != CAPTION
     if not aside.any():
         return texts
     keep = ~aside

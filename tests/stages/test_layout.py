@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -12,7 +14,7 @@ from curation.stages.c4 import C4
 from curation.stages.fineweb import FineWeb
 from curation.stages.gopher import GopherQuality, GopherRepetition
 from curation.text.columns import list_offsets
-from curation.text.layout import CODE, HEADING, LIST, PROSE, TABLE, line_kinds, prose_text
+from curation.text.layout import CAPTION, CODE, HEADING, LIST, PROSE, TABLE, line_kinds, prose_text
 
 PROSE_EN = [
     "Training a language model starts with the data, and most of the work goes into cleaning it.",
@@ -113,3 +115,46 @@ def test_calibrate_writes_the_short_line_bound_from_the_references_words():
     assert 5 <= written <= 15  # these lines: ~1.5-2 characters a word, as real Chinese
     assert calibrate(Reference(text=texts, lang=["zh"] * 60, lang_score=[None] * 60)).settings()[
         "stages"]["fineweb"]["languages"]["zh"]["short_line_length"] == written
+
+
+def test_a_line_ending_in_a_colon_before_a_list_is_its_caption_and_repeats_without_penalty():
+    """"Related paper:" before each list of references: FineWeb's repeated-line rule counted every repeat."""
+    sections = [f"Part {i} of this article explains how the model is trained on many devices at the same time, "
+                f"and why that matters.\nRelated paper:\n- [Paper {i}: a study of training](https://x/{i})"
+                for i in range(6)]
+    article = "\n".join(sections)
+    assert _kinds("Related paper:\n- [A paper](https://x)")[0] == CAPTION
+    assert _judge(FineWeb(prose_only=False), [article]) == ["char_dup_ratio"]
+    assert _judge(FineWeb(), [article]) == [None]
+
+
+def test_captions_are_sentences_to_c4_and_words_to_gopher():
+    """A caption before code ("This is done with the `save()` method:") is a sentence of the prose: C4 counts it."""
+    captioned = "\n".join(f"Step {i} of the tutorial is done with the method below, as the guide says:\n```\nf()\n```"
+                          for i in range(5))
+    scores = C4(keep_scores=True, terminal_punct=False).ready().process(pa.table({"text": [captioned]}))
+    assert scores.table.column("c4_sentences")[0].as_py() == 5
+    assert _judge(C4(terminal_punct=False), [captioned]) == [None]
+
+
+def test_a_hard_wrapped_paragraph_is_one_line_to_the_line_rules():
+    """Markdown sources and plain-text files wrap a paragraph at a width: FineWeb read its lines as lines ending
+    mid-sentence and C4 removed its last short line ("synchronized.") as a line of too few words."""
+    sentence = ("In data parallel training the dataset is split into several shards, each shard is allocated to a "
+                "device, which is equivalent to parallelizing the training process along the batch dimension, and "
+                "each device holds a full copy of the model replica and trains on the shard allocated to it, while "
+                "after back-propagation the gradients of the model are all-reduced across the devices, so that the "
+                "model parameters on different devices can stay")
+    lines = textwrap.wrap(sentence, 58)
+    paragraph = "\n".join(lines) + "\nsynchronized."
+    assert all(len(line) >= 40 for line in lines)
+    assert _judge(FineWeb(prose_only=False), [paragraph]) == ["line_punct_ratio"]
+    assert _judge(FineWeb(), [paragraph]) == [None]
+    kept = C4(terminal_punct=False, min_sentences=1).ready().process(pa.table({"text": [paragraph]}))
+    assert kept.table.column("text")[0].as_py().endswith("\nsynchronized.")  # C4 keeps the paragraph's last line
+    by_line = C4(terminal_punct=False, min_sentences=1, prose_only=False).ready()
+    dropped = by_line.process(pa.table({"text": [paragraph]}))
+    assert not dropped.table.column("text")[0].as_py().endswith("synchronized.")
+    # a menu of short entries is no paragraph, however its entries begin
+    menu = "\n".join(["home", "about us", "contact"] * 5)
+    assert _judge(FineWeb(), [menu]) == _judge(FineWeb(prose_only=False), [menu])

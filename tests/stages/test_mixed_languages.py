@@ -84,3 +84,17 @@ def test_tokens_per_language_count_a_mixed_documents_parts(labelled):
     counts = count(np.array(["web", "web", "web"], dtype=object), np.array(["en", *lang], dtype=object),
                    np.array([0, *chars]), np.array([0, *tokens]), np.array([1, 0, 0]))
     assert counts == {"web": {"en": [1, chars[0], tokens[0]], "zh": [0, chars[1], tokens[1]]}}
+
+
+def test_a_chinese_article_with_a_list_of_english_titles_is_not_a_page_of_bullets():
+    """The share of bullet lines is the document's: its English part, a reference list, is all bullets alone."""
+    titles = ["- ZeRO-Offload: Democratizing Billion-Scale Model Training on a single commodity machine",
+              "- ZeRO-Infinity: Breaking the GPU Memory Wall for Extreme Scale Deep Learning on clusters",
+              "- PatrickStar: Parallel Training of Pre-trained Models via Chunk-based Memory Management"]
+    table = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(
+        pa.table({"text": ["\n".join([*ZH, "相关文章：", *titles])]})).table
+    assert sorted({p["lang"] for p in table.column("lang_paragraphs")[0].as_py()}) == ["en", "zh"]
+    assert _reasons(GopherQuality(min_words=0), table) == [None]
+    # the same list alone is a page of bullets
+    alone = LangId(keep=["en"]).ready().process(pa.table({"text": ["\n".join(titles * 3)]})).table
+    assert _reasons(GopherQuality(min_words=0), alone) == ["too_many_bullet_lines"]

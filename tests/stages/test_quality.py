@@ -91,7 +91,22 @@ def test_gopher_quality_scores_become_columns():
     # datatrove 0.10.1 (spaCy words) on the same text: 92 words, 84 not punctuation, mean length 4.726
     assert row["gopher_words"] == 84 and row["gopher_stop_words"] == 6
     assert row["gopher_mean_word_length"] == pytest.approx(397 / 84) and row["gopher_bullet_lines_ratio"] == 0.0
-    assert row["gopher_alpha_words_ratio"] == pytest.approx(84 / 92)
+    # the letter share of prose (`prose_only`, the default) counts whitespace-separated words, as Gopher did
+    pieces = GOOD.split()
+    assert row["gopher_alpha_words_ratio"] == pytest.approx(sum(any(c.isalpha() for c in w) for w in pieces)
+                                                            / len(pieces))
+    datatrove = run_stage(GopherQuality(keep_scores=True, prose_only=False), docs([GOOD])).to_pylist()[0]
+    assert datatrove["gopher_alpha_words_ratio"] == pytest.approx(84 / 92)
+
+
+def test_quoted_tokens_are_no_words_without_letters_in_prose_and_a_menus_bars_are():
+    """A tutorial quoting tokens one by one (`("h", "u")`) holds more marks than words: each mark a word of its own
+    took it under Gopher's 80%. Whitespace-separated words keep the rule's target: a menu's "|" still counts."""
+    tutorial = " ".join(['The first merge rule learned is ("u", "g") -> "ug", which means that "u" and "g" will be '
+                         'merged, and the pair ("h", "u") is next: "hu" is added to the vocabulary of the model.'] * 4)
+    menu = " ".join(["Home | News | Sport | Weather | Video | Contact | - | » | » | 2024 | 12 |"] * 12)
+    assert reasons(GopherQuality(prose_only=False), [tutorial]) == ["too_few_alpha_words"]
+    assert reasons(GopherQuality(), [tutorial, menu]) == [None, "too_few_alpha_words"]
 
 
 # --- Gopher repetition ----------------------------------------------------------------------------

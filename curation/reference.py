@@ -25,12 +25,8 @@ _BOUNDS = ((annotated_types.Gt, "gt", ">"), (annotated_types.Ge, "ge", ">="),
 _STAGE = "stage: `<name>: {keys}` ([document](#document-stages), [corpus](#corpus-stages))"
 
 
-def _anchor(model: type[BaseModel]) -> str:
-    return model.__qualname__.replace(".", "").lower()
-
-
 def _name(model: type[BaseModel]) -> str:
-    return model.__qualname__.replace(".", "")
+    return model.__qualname__.replace(".", "")  # `Length.Params` -> `LengthParams`, its heading and anchor
 
 
 def _unwrapped(annotation: Any) -> Any:
@@ -38,8 +34,9 @@ def _unwrapped(annotation: Any) -> Any:
 
 
 def _is_stage_entry(model: Any) -> bool:
-    return isinstance(model, type) and issubclass(model, BaseModel) and list(model.model_fields) in (
-        [[name] for name in ALL_STAGES])
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return False
+    return len(model.model_fields) == 1 and next(iter(model.model_fields)) in ALL_STAGES
 
 
 def _type(annotation: Any, found: list[type[BaseModel]]) -> str:
@@ -65,7 +62,7 @@ def _type(annotation: Any, found: list[type[BaseModel]]) -> str:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         if annotation not in found:
             found.append(annotation)
-        return f"[{_name(annotation)}](#{_anchor(annotation)})"
+        return f"[{_name(annotation)}](#{_name(annotation).lower()})"
     return getattr(annotation, "__name__", str(annotation))
 
 

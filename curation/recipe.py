@@ -142,15 +142,15 @@ class Recipe(_Strict):
     executor: Literal["ray", "local"] = Field(
         "ray", description="ray: Ray tasks (embedded or a cluster, see `ray`); local: this machine's processes, "
         "no Ray (a laptop or a small job: no cluster's fixed memory and start-up; same output).")
-    ray: RayConfig = Field(default_factory=RayConfig)
-    local: LocalConfig = Field(default_factory=LocalConfig)
+    ray: RayConfig = Field(default_factory=RayConfig, description="Which Ray runs the job (`executor: ray`).")
+    local: LocalConfig = Field(default_factory=LocalConfig, description="The process pool of `executor: local`.")
     stall_timeout_s: float | None = Field(
         600.0, gt=0, description="A shard task that hands over no batch for this long (a worker stopped, a "
         "storage mount hung) is stopped: on Ray it is run again on a fresh worker (up to 3 times, then the shard "
         "fails), locally its shard fails, visibly, and a rerun reads it. null: wait for ever.")
-    sources: list[Source] = Field(..., min_length=1)
+    sources: list[Source] = Field(..., min_length=1, description="Inputs, each a named set of files of one format.")
     stages: list[StageEntry] = Field(default_factory=list, description="Document stages, in order.")
-    rejects: Rejects = Field(default_factory=Rejects)
+    rejects: Rejects = Field(default_factory=Rejects, description="How many dropped documents are kept in rejects/.")
     mixture: MixtureParams | None = Field(
         None, description="Output token shares or budgets per source (needs `tokenizer` and `pack`).")
     tokenizer: TokenizerConfig | None = Field(None, description="sentencepiece model to tokenize with (with `pack`).")

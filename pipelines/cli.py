@@ -226,7 +226,12 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    print(json.dumps(json_schema(), indent=2))
+    if args.markdown:
+        from curation.reference import reference
+
+        print(reference(), end="")
+    else:
+        print(json.dumps(json_schema(), indent=2))
     return 0
 
 
@@ -462,6 +467,8 @@ def parser() -> argparse.ArgumentParser:
                            "calibrated on (default: %(default)s)")
     calibrate.set_defaults(func=_calibrate)
     schema = sub.add_parser("schema", help="print the recipe JSON Schema (for editor completion)")
+    schema.add_argument("--markdown", action="store_true", help="print the recipe reference instead: every key "
+                        "of recipes, stages, training recipes and ablation files (docs/reference.md)")
     schema.set_defaults(func=_schema)
     fit = sub.add_parser("train", help="train the reference model on a job's packed shards (Ray Train, FSDP)")
     fit.add_argument("recipe", help="training recipe, e.g. recipes/train.yaml")

@@ -61,12 +61,12 @@ class ProxyTraining(BaseModel):
     optim: OptimConfig | None = Field(None, description="Default: the ablation's.")
     tokens: int | None = Field(None, gt=0, description="Tokens each proxy trains on (default: a quarter of the "
                                "ablation's).")
-    batch_size: int | None = Field(None, gt=0)
+    batch_size: int | None = Field(None, gt=0, description="Rows per optimizer step (default: the ablation's).")
     seeds: list[int] | None = Field(None, min_length=1, description="Seeds every proxy trains with. Default: one "
                                     "seed per proxy, the ablation's first plus the proxy's number: proxies that "
                                     "share a seed let the fit learn that seed's noise, which the verification's "
                                     "other seeds do not have.")
-    eval_every: int | None = Field(None, gt=0)
+    eval_every: int | None = Field(None, gt=0, description="Evaluate every N steps (default: only at the end).")
 
     def apply(self, training: Training) -> Training:
         given = {key: getattr(self, key) for key in self.model_fields_set if getattr(self, key) is not None}

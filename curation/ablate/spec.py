@@ -45,7 +45,8 @@ class _Strict(BaseModel):
 
 
 class Evaluation(_Strict):
-    sets: list[EvalSet] = Field(..., min_length=1)
+    sets: list[EvalSet] = Field(..., min_length=1, description="Held-out text and multiple-choice sets, each "
+                                "evaluated on every checkpoint.")
     overlap: Literal["refuse", "warn"] = Field(
         "refuse", description="An evaluation item sharing an n-gram with a variant's training documents: refuse "
         "to train (the sets must be held out) or warn and go on.")
@@ -70,8 +71,8 @@ class Ablation(_Strict):
                                               "trained on a sample of the union of their documents. Default: the "
                                               "base recipe's.")
     pack: PackConfig | None = Field(None, description="Packing of every variant. Default: the base recipe's.")
-    training: Training
-    evaluation: Evaluation
+    training: Training = Field(..., description="How every variant's model is trained: model, budget, seeds.")
+    evaluation: Evaluation = Field(..., description="What every checkpoint is evaluated on.")
     mixture_search: MixtureSearch | None = Field(None, description="Proxies trained on random mixtures of a "
                                                  "variant's sources, a regression of their loss on the weights, "
                                                  "and its proposal verified (`curation.ablate.mixture_search`).")

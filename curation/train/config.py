@@ -65,8 +65,8 @@ class TrainRecipe(_Strict):
     train_dir: str | None = Field(None, description="Folder of metrics, spikes and checkpoints. Default: "
                                   "<job>/train, where the status service reads the loss curve.")
     seed: int = Field(42, description="Seed of the model's initialisation and of the loader's row order.")
-    model: ModelSection = Field(default_factory=ModelSection)
-    optim: OptimConfig = Field(default_factory=OptimConfig)
+    model: ModelSection = Field(default_factory=ModelSection, description="The decoder's shape.")
+    optim: OptimConfig = Field(default_factory=OptimConfig, description="AdamW and its learning-rate schedule.")
     steps: int = Field(..., gt=0, description="Optimizer steps of the run; a resumed run goes on to this step, "
                        "its LR decaying from where it stood to min_lr at the new end (give optim.total_steps to "
                        "lengthen a run without changing its LR schedule).")
@@ -91,7 +91,8 @@ class TrainRecipe(_Strict):
     loss_smoothing: float = Field(0.98, ge=0, lt=1, description="EMA factor of `loss_smoothed`.")
     tensorboard: bool = Field(True, description="Also write TensorBoard events to <train_dir>/tensorboard "
                               "(when torch's or tensorboardX's writer is importable).")
-    spike: SpikeConfig = Field(default_factory=SpikeConfig)
+    spike: SpikeConfig = Field(default_factory=SpikeConfig, description="What counts as a loss spike, and "
+                               "what then happens.")
 
     @model_validator(mode="before")
     @classmethod

@@ -29,17 +29,20 @@ class ModelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     vocab_size: int = Field(gt=0)
-    d_model: int = Field(default=512, gt=0)
-    n_layers: int = Field(default=8, gt=0)
-    n_heads: int = Field(default=8, gt=0)
-    n_kv_heads: int | None = Field(default=None, gt=0)
-    ffn_hidden: int | None = Field(default=None, gt=0)
+    d_model: int = Field(default=512, gt=0, description="Width of the residual stream.")
+    n_layers: int = Field(default=8, gt=0, description="Transformer blocks.")
+    n_heads: int = Field(default=8, gt=0, description="Attention heads (d_model must be a multiple).")
+    n_kv_heads: int | None = Field(default=None, gt=0, description="Key/value heads of grouped-query "
+                                   "attention (n_heads must be a multiple). Default: n_heads.")
+    ffn_hidden: int | None = Field(default=None, gt=0, description="Hidden width of the SwiGLU feed-forward "
+                                   "layer. Default: 8/3 d_model rounded up to a multiple of 64.")
     max_seq_len: int = Field(default=2048, gt=0)
-    rope_theta: float = Field(default=10_000.0, gt=0)
-    tie_embeddings: bool = False
-    norm_eps: float = Field(default=1e-5, gt=0)
-    init_std: float = Field(default=0.02, gt=0)
-    document_mask: bool = True  # False: plain causal attention across packed documents
+    rope_theta: float = Field(default=10_000.0, gt=0, description="Base of the rotary embeddings' frequencies.")
+    tie_embeddings: bool = Field(default=False, description="The output head shares the embedding table.")
+    norm_eps: float = Field(default=1e-5, gt=0, description="Epsilon of RMSNorm.")
+    init_std: float = Field(default=0.02, gt=0, description="Standard deviation of the initial weights.")
+    document_mask: bool = Field(default=True, description="Attention stays inside each packed document; "
+                                "false: plain causal attention across the row.")
 
     @model_validator(mode="after")
     def _check_heads(self) -> ModelConfig:

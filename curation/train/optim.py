@@ -26,14 +26,17 @@ from curation.train.model import IGNORE_INDEX
 class OptimConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    lr: float = Field(default=3e-4, gt=0)
-    min_lr: float = Field(default=3e-5, ge=0)
-    warmup_steps: int = Field(default=100, ge=0)
-    total_steps: int = Field(default=10_000, gt=0)
-    weight_decay: float = Field(default=0.1, ge=0)
-    betas: tuple[float, float] = (0.9, 0.95)
-    eps: float = Field(default=1e-8, gt=0)
-    grad_clip: float | None = Field(default=1.0, gt=0)  # None: measure the norm, never clip
+    lr: float = Field(default=3e-4, gt=0, description="Peak learning rate (AdamW), reached after warmup.")
+    min_lr: float = Field(default=3e-5, ge=0, description="Learning rate at the end of the cosine decay.")
+    warmup_steps: int = Field(default=100, ge=0, description="Steps of linear warmup up to lr.")
+    total_steps: int = Field(default=10_000, gt=0, description="Step at which the cosine decay reaches "
+                             "min_lr (a training recipe's default: its `steps`).")
+    weight_decay: float = Field(default=0.1, ge=0, description="AdamW weight decay of the linear layers' "
+                                "matrices (norms, biases and embeddings are not decayed).")
+    betas: tuple[float, float] = Field(default=(0.9, 0.95), description="AdamW's beta1 and beta2.")
+    eps: float = Field(default=1e-8, gt=0, description="AdamW's epsilon.")
+    grad_clip: float | None = Field(default=1.0, gt=0, description="Clip the gradient norm to this; null: "
+                                    "measure the norm, never clip.")
 
     @model_validator(mode="after")
     def _check(self) -> OptimConfig:

@@ -3,7 +3,7 @@ and storage faults told from bad content.
 
 Every input is built here, in tmp_path; storage faults come from a local filesystem wrapped to fail its first
 opens or reads the way NFS or an object store does (an OSError with an errno, an S3 503), put in place of
-`curation.io.resolve`.
+`curation.storage.resolve`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from curation import io, schema
+from curation import schema, storage
 from curation.readers import (
     CodeOptions,
     CodeReader,
@@ -146,7 +146,7 @@ def test_a_file_name_that_is_not_utf8_is_a_reject_not_a_crash(tmp_path: Path):
     name = os.fsencode(tmp_path) + b"/notes-\xed\xa0\x80.jsonl"
     with open(name, "wb") as f:
         f.write(jsonl_line("a"))
-    (uri,) = io.expand(f"{tmp_path}/*.jsonl")
+    (uri,) = storage.expand(f"{tmp_path}/*.jsonl")
     table = read(JsonlReader(), uri)
     assert outcome(table) == {"unreadable_input": 1}  # pyarrow cannot open such a name
     assert json.loads(table.column("meta")[0].as_py())["source_uri"] == f"{tmp_path}/notes-\\xed\\xa0\\x80.jsonl"
@@ -421,8 +421,8 @@ def flaky(monkeypatch):
     """Installs a FlakyFileSystem for every local path and URI (WARC files are then opened through it too)."""
 
     def install(fs: FlakyFileSystem) -> FlakyFileSystem:
-        monkeypatch.setattr(io, "resolve", lambda uri: (fs, str(Path(uri.removeprefix("file://")).resolve())))
-        monkeypatch.setattr(io, "is_remote", lambda uri: True)
+        monkeypatch.setattr(storage, "resolve", lambda uri: (fs, str(Path(uri.removeprefix("file://")).resolve())))
+        monkeypatch.setattr(storage, "is_remote", lambda uri: True)
         return fs
 
     return install

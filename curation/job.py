@@ -263,14 +263,14 @@ def _public(table: pa.Table) -> pa.Table:
 
 class JobWriter:
     def __init__(self, job_dir: str, stages: list[str], *, rejects_sample: float = 1.0,
-                 max_rejects_per_reason: int = 1000, documents: str = DOCUMENTS,
+                 rejects_max_per_reason: int = 1000, documents: str = DOCUMENTS,
                  recipe_hash: str | None = None) -> None:
         self.dir = job_dir
         self.recipe_hash = recipe_hash  # the recipe whose job folder this is (a folder of another is refused)
         self.documents = documents  # DOCUMENTS, or WORK_DOCUMENTS when corpus stages follow
         self.stages = ["read", *stages]
         self.rejects_sample = rejects_sample
-        self.max_rejects = max_rejects_per_reason
+        self.rejects_max_per_reason = rejects_max_per_reason
         self.open: dict[str, _Shard] = {}
         self.done: dict[str, dict[str, Any]] = {}
         self.inputs: dict[str, dict[str, int] | None] = {}  # shard -> its input's fingerprint as its read began
@@ -375,7 +375,7 @@ class JobWriter:
         reason = rows.column(schema.REASON)
         dropped = pc.and_(pc.is_valid(reason), pc.invert(pc.fill_null(pc.starts_with(reason, schema.SKIPPED), False)))
         write_rejects(self.dir, shard.name, rows.filter(dropped), shard.rejects, shard.reject_counts,
-                      sample=self.rejects_sample, cap=self.max_rejects)
+                      sample=self.rejects_sample, max_per_reason=self.rejects_max_per_reason)
 
     def _commit(self, shard: _Shard) -> None:
         if shard.documents is not None:
@@ -418,15 +418,15 @@ class JobWriter:
 
 
 def write_rejects(job_dir: str, shard: str, rejects: pa.Table, files: dict[tuple[str, str], _ParquetFile],
-                  counts: Counter, *, sample: float, cap: int) -> None:
+                  counts: Counter, *, sample: float, max_per_reason: int) -> None:
     """Append dropped rows (with stage, reason and detail columns) to their rejects/ files, sampled and capped."""
-    if not rejects.num_rows or cap == 0:
+    if not rejects.num_rows or max_per_reason == 0:
         return
     rejects = rejects.filter(pa.array(sampled(rejects.column("id"), sample)))
     stages, reasons = rejects.column(schema.STAGE).to_pylist(), rejects.column(schema.REASON).to_pylist()
     keys = list(zip(stages, reasons, strict=True))
     for key in dict.fromkeys(keys):
-        room = cap - counts[key]
+        room = max_per_reason - counts[key]
         if room <= 0:
             continue
         chosen = rejects.filter(pa.array([k == key for k in keys])).slice(0, room)
@@ -440,7 +440,7 @@ def write_rejects(job_dir: str, shard: str, rejects: pa.Table, files: dict[tuple
 
 
 def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Table | None = None, *,
-                   sample: float, cap: int, added: Sequence[AddedColumns] = ()) -> dict[str, Any]:
+                   sample: float, max_per_reason: int, added: Sequence[AddedColumns] = ()) -> dict[str, Any]:
     """Write a shard's final documents: its pre-corpus documents less `removed` (id, stage, reason,
     detail) and with `rewrites` (id, text) applied and the corpus stages' `added` columns, the removed
     ones into rejects/; return the per-stage counts of removals in this shard."""
@@ -454,13 +454,13 @@ def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Tab
         record = {"shard": shard, "documents": len(ids), "removed": {}}
     else:
         record = _rewrite_shard(job_dir, shard, pq.read_table(path, filesystem=fs), final, removed, rewrites,
-                                sample=sample, cap=cap, added=added)
+                                sample=sample, max_per_reason=max_per_reason, added=added)
     storage.write_json_atomic(storage.join(job_dir, "_work", "final", f"{shard}.json"), record)
     return record
 
 
 def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, removed: pa.Table,
-                   rewrites: pa.Table | None, *, sample: float, cap: int,
+                   rewrites: pa.Table | None, *, sample: float, max_per_reason: int,
                    added: Sequence[AddedColumns] = ()) -> dict[str, Any]:
     if rewrites is not None and rewrites.num_rows:
         mine = rewrites.filter(pc.is_in(rewrites.column("id"), table.column("id")))
@@ -484,7 +484,7 @@ def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, remove
     names = {"stage": schema.STAGE, "reason": schema.REASON, "detail": schema.DETAIL}
     dropped = dropped.rename_columns([names.get(c, c) for c in dropped.column_names])
     files: dict[tuple[str, str], _ParquetFile] = {}
-    write_rejects(job_dir, shard, dropped, files, Counter(), sample=sample, cap=cap)
+    write_rejects(job_dir, shard, dropped, files, Counter(), sample=sample, max_per_reason=max_per_reason)
     for file in files.values():
         file.commit()
     return {"shard": shard, "documents": kept.num_rows,

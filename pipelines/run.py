@@ -147,7 +147,7 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
     corpus_stages = build_corpus_stages(recipe)
     stage_names = [name for name, _ in stages]
     writer = JobWriter(job_dir, stage_names, rejects_sample=recipe.rejects.sample,
-                       max_rejects_per_reason=recipe.rejects.max_per_reason,
+                       rejects_max_per_reason=recipe.rejects.max_per_reason,
                        documents=WORK_DOCUMENTS if corpus_stages else DOCUMENTS, recipe_hash=recipe.fingerprint())
     done = writer.resume()
     changed = changed_inputs(shards, done)
@@ -200,8 +200,8 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
 
             corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards], executor,
                                                 rejects_sample=recipe.rejects.sample,
-                                                max_rejects=recipe.rejects.max_per_reason, on_done=corpus_step_done,
-                                                early=into.early)
+                                                rejects_max_per_reason=recipe.rejects.max_per_reason,
+                                                on_done=corpus_step_done, early=into.early)
         if recipe.pack is not None:
             events.emit("packing_started")
             progress.say("tokens: tokenize, mix, pack and shuffle into shards")

@@ -146,7 +146,7 @@ class DocumentFilter(Stage):
         table = batch
         if text is not None:
             column = batch.column("text")
-            original = (column.combine_chunks() if column.num_chunks else pa.array([], pa.string())).cast(pa.string())
+            original = column.combine_chunks().cast(pa.string())
             kept_text = pc.if_else(pa.array(mask, pa.bool_()), text.cast(pa.string()), original)
             table = table.set_column(table.schema.get_field_index("text"), "text", kept_text)
         for column, values in self.added_columns(batch, scores).items():

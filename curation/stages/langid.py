@@ -124,11 +124,11 @@ from curation.lang.han_script import HANS, HANT, han_scripts, to_simplified
 from curation.lang.mixed import mixed_languages, paragraph_languages
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
-from curation.text.columns import as_array, list_offsets
+from curation.text.columns import as_array, combined, list_offsets
 from curation.text.layout import CODE, TABLE, line_kinds, prose_text
 
 
-def _words(text: str) -> list[str]:
+def _codes(text: str) -> list[str]:
     """Compact tables below: whitespace-separated codes."""
     return text.split()
 
@@ -236,7 +236,7 @@ _OTHER_TWO_SCRIPTS = [code for code, scripts in TWO_SCRIPTS.items() if scripts !
 TO_SIMPLIFIED = "to_simplified"  # count key: documents converted from Traditional to Simplified Chinese
 
 # lid.176's labels (fastText's language identification model, CC BY-SA 3.0), in the model's order.
-LID176_LABELS = _words(
+LID176_LABELS = _codes(
     "en ru de fr it ja es ceb tr pt uk eo pl sv nl he zh hu ar ca fi cs fa sr el vi bg ko no mk ro id th hy da "
     "ta hi hr sh be ka te kk war lt gl sk bn eu sl kn ml mr et az ms sq la bs nn ur lv my tt af oc nds ky ast tl "
     "is ia si gu km br ba uz bo pa vo als ne cy jbo fy mn lb ce ug tg sco sa cv jv min io or as new ga mg an ckb "
@@ -247,11 +247,11 @@ LID176_LABELS = _words(
 
 # Scripts (ISO 15924) of lid.176 labels not written in Latin script.
 _LID176_SCRIPTS: dict[str, tuple[str, ...]] = {
-    **{c: ("Cyrl",) for c in _words("ru uk be bg mk sr kk ky tg tt ba cv ce os sah mn bxr kv mhr mrj myv krc "
+    **{c: ("Cyrl",) for c in _codes("ru uk be bg mk sr kk ky tg tt ba cv ce os sah mn bxr kv mhr mrj myv krc "
                                     "xal av lez rue tyv")},
-    **{c: ("Arab",) for c in _words("ar arz azb ckb fa ps ur ug sd pnb mzn lrc")},
-    **{c: ("Deva",) for c in _words("hi mr ne sa mai bh new dty gom")},
-    **{c: ("Hani",) for c in _words("zh wuu yue")},
+    **{c: ("Arab",) for c in _codes("ar arz azb ckb fa ps ur ug sd pnb mzn lrc")},
+    **{c: ("Deva",) for c in _codes("hi mr ne sa mai bh new dty gom")},
+    **{c: ("Hani",) for c in _codes("zh wuu yue")},
     "ja": ("Hani", "Hira", "Kana"), "ko": ("Hang", "Hani"), "he": ("Hebr",), "yi": ("Hebr",), "el": ("Grek",),
     "hy": ("Armn",), "ka": ("Geor",), "xmf": ("Geor",), "bn": ("Beng",), "as": ("Beng",), "bpy": ("Beng",),
     "pa": ("Guru",), "gu": ("Gujr",), "or": ("Orya",), "ta": ("Taml",), "te": ("Telu",), "kn": ("Knda",),
@@ -267,7 +267,7 @@ _SCRIPT_ALIASES: dict[str, tuple[str, ...]] = {
 # ISO 639-3 (and 639-2/T) -> ISO 639-1, for models with three-letter labels. The second half maps
 # individual languages that models label separately to their macrolanguage's 639-1 code.
 _ISO3_TO_1: dict[str, str] = dict(
-    pair.split(":") for pair in _words(
+    pair.split(":") for pair in _codes(
         "aar:aa abk:ab ave:ae afr:af aka:ak amh:am arg:an ara:ar asm:as ava:av aym:ay aze:az bak:ba bel:be "
         "bul:bg bis:bi bam:bm ben:bn bod:bo bre:br bos:bs cat:ca che:ce cha:ch cos:co cre:cr ces:cs chu:cu "
         "chv:cv cym:cy dan:da deu:de div:dv dzo:dz ewe:ee ell:el eng:en epo:eo spa:es est:et eus:eu fas:fa "
@@ -356,8 +356,7 @@ def dominant_scripts(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.
     """
     table, names = script_table()
     head = pc.fill_null(pc.utf8_slice_codeunits(texts, 0, SCRIPT_MAX_CHARS), "")
-    if isinstance(head, pa.ChunkedArray):
-        head = head.combine_chunks()
+    head = combined(head)
     n = len(head)
     lengths = pc.utf8_length(head).to_numpy(zero_copy_only=False).astype(np.int64)
     joined = "".join(head.to_pylist())

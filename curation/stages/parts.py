@@ -82,7 +82,7 @@ def split_parts(batch: pa.Table) -> Parts | None:
 def _several_labels(paragraphs: pa.ChunkedArray) -> np.ndarray:
     """Documents whose paragraphs carry two labels or more (bool per document), counted columnar: only those
     can be mixed, and only those are read row by row."""
-    column = paragraphs.combine_chunks() if paragraphs.num_chunks else pa.array([], paragraphs.type)
+    column = paragraphs.combine_chunks()
     n = len(column)
     labels = pa.table({"doc": pc.list_parent_indices(column), "lang": pc.list_flatten(column).field("lang")})
     distinct = labels.group_by("doc").aggregate([("lang", "count_distinct")])

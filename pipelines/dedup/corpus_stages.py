@@ -141,7 +141,7 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
 
 
 def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shards: list[str], executor: Executor, *,
-                      rejects_sample: float, max_rejects: int,
+                      rejects_sample: float, rejects_max_per_reason: int,
                       on_done: Callable[[str, dict[str, Any]], None] | None = None,
                       early: EarlySignatures | None = None) -> dict[str, dict[str, Any]]:
     """Run every corpus stage, then write the final documents; return the stages' counters.
@@ -175,8 +175,8 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
     removed, rewrites = executor.share(removed), executor.share(rewrites)
     shared_added = executor.share(added) if added else ()
     written = [executor.result(task) for task in [
-        executor.submit(finalize_shard, job_dir, s, removed, rewrites, sample=rejects_sample, cap=max_rejects,
-                        added=shared_added)
+        executor.submit(finalize_shard, job_dir, s, removed, rewrites, sample=rejects_sample,
+                        max_per_reason=rejects_max_per_reason, added=shared_added)
         for s in pending]]
     if on_done:
         on_done("final documents", {"shards": len(written), "documents": sum(r["documents"] for r in written)})

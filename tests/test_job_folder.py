@@ -1,4 +1,4 @@
-"""Whose files a job folder holds (issue 18, items 5 and 15).
+"""Whose files a job folder holds.
 
 A file read by two sources is refused at validation; `curate run` refuses an output path through a file
 and a folder holding files it did not write; every reader of a job folder (explore, corpus stages,
@@ -23,7 +23,7 @@ from pipelines.cli import main
 from pipelines.run import run
 from tests.support.s3 import local_s3
 
-# -- item 5: one file, two sources ------------------------------------------------------------------------
+# -- one file, two sources ------------------------------------------------------------------------
 
 
 def write_notes(path: Path, n: int = 3) -> Path:
@@ -92,7 +92,7 @@ def test_curate_validate_and_run_refuse_a_file_in_two_sources(tmp_path, capsys):
     assert not (tmp_path / "jobs").exists()  # nothing was run
 
 
-# -- item 15: a job folder that is not this job's ---------------------------------------------------------
+# -- a job folder that is not this job's ---------------------------------------------------------
 
 
 def recipe_file(tmp_path: Path, extra: str = "") -> Path:

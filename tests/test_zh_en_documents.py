@@ -1,4 +1,4 @@
-"""The Chinese and English technical articles of `tests/fixtures/zh_en/` (issue 31) and the documents
+"""The Chinese and English technical articles of `tests/fixtures/zh_en/` and the documents
 `benchmarks/zh_en_documents.py` builds from them: well formed, languages as claimed, and judged by the
 web-zh-en recipe's document stages (`curation.explore.explain`, as a user would ask)."""
 

@@ -18,7 +18,7 @@ Steps (what runs where is `pipelines.dedup.minhash`):
 4. connected components of the verified pairs (`curation.dedup.components`), then per component the
    survivor by `choose_survivors`: highest `score_column` value, then the smallest id.
 
-Languages (issue 20, FineWeb-2's choices): word shingles are n-grams of each document's language's
+Languages (FineWeb-2's choices): word shingles are n-grams of each document's language's
 words (segmented words for Chinese, Japanese, Thai..., `curation.dedup.minhash.language_tokens`;
 English and documents without a `lang` keep the words they always had, bit for bit); `by_language`
 pairs only documents of the same `lang`, across the whole corpus (band keys salted by language); with
@@ -41,7 +41,7 @@ Defaults and where they come from:
   bit for bit, `curation.dedup.minhash`); standard error of an estimate sqrt(J(1-J)/128) = 0.035 at 0.8.
 - bands and rows: datasketch's `MinHashLSH` optimisation of the false positive and negative areas
   (`optimal_bands`), weighted 0.9 towards false negatives because candidates are verified anyway;
-  measured by `benchmarks/dedup_quality.py` on the real README history (issue 4: unverified candidates
+  measured by `benchmarks/dedup_quality.py` on the real README history (unverified candidates
   reach only about P 0.78 / R 0.92 at 0.8; with these bands and exact verification P 1.0 / R >= 0.95).
 - `verify` exact: an estimate's 0.035 error near the threshold costs precision and recall (~0.93 /
   0.89 at 0.8 in the same benchmark); exact Jaccard of the shingle sets does not.

@@ -30,11 +30,8 @@ class StageParams(BaseModel):
 
 @dataclass(frozen=True)
 class Resources:
-    """What the executor must give a stage; the executor never looks at what the stage does.
-
-    Batches are the blocks the readers stream (about 8 MB each), not a per-stage row count: asking
-    Ray Data for a row count makes it bundle blocks of different shards into one task.
-    """
+    """What the executor must give a stage; the executor never looks at what the stage does. A stage does not
+    choose its batches: `curation.apply.run_shard` sizes them, one shard at a time."""
 
     cpus: float = 1.0
 

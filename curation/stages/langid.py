@@ -48,12 +48,11 @@ all 8 of its documents are labelled `id`.
    not weigh keep fastText's probability. When fastText's top label is a language lingua does not model
    (Galician, Occitan, Waray, Javanese...), only the languages fastText cannot rank may gain from lingua,
    however unsure fastText is, so Galician is not relabelled Portuguese nor Javanese Indonesian: lingua
-   cannot weigh the top label, so its opinion over the others says nothing against it. (Until 2026-12-02
-   that held only from a top probability of 0.5: tuned on the benchmark, whose 75 languages lingua all
-   models, where an unmodelled top label is always wrong. On the UDHR's translations into 124 languages
-   fastText can name, 57 of them unmodelled, the lower bound turned Javanese, Sundanese, Interlingua,
-   Venetian, Waray... into their modelled neighbours: documents 0.764 accuracy, fastText alone 0.741 (both
-   before text was composed to NFC); without it 0.808, at -0.001 on the benchmark.)
+   cannot weigh the top label, so its opinion over the others says nothing against it. This holds whatever
+   fastText's top probability: the benchmark's 75 languages are all lingua's, so there an unmodelled top
+   label is always wrong, but on the UDHR's translations (57 of 124 languages unmodelled) letting lingua
+   overrule a weak unmodelled label turns Javanese, Sundanese, Interlingua, Venetian, Waray... into their
+   modelled neighbours.
 5. Finalists. On texts under 120 characters the unsure route's two leaders, when the runner-up has at
    least `FINALIST_RATIO_MIN` of the leader's share, are re-judged by lingua's high-accuracy mode (1- to
    5-grams; from 120 characters on lingua uses trigrams only, whatever the mode) and split their share.
@@ -69,8 +68,8 @@ all 8 of its documents are labelled `id`.
    differs.
 7. The label is the argmax and `lang_score` its pooled probability, but never less than fastText's own
    probability when the label is fastText's: a second opinion that agrees is no evidence against the label
-   (lingua splitting the id/ms share used to put 21 of 100 clean Indonesian sentences, labelled `id` by
-   both, under FineWeb-2's Indonesian `min_score`; with fastText alone 69 were kept, with ours 61, now 79).
+   (lingua splits the id/ms share: pooled alone, 21 of 100 clean Indonesian sentences that both label `id`
+   would fall under FineWeb-2's Indonesian `min_score`; of those 100, fastText alone keeps 69, ours 79).
    Without a second opinion, `lang_score` is fastText's top probability.
 
 The constants were chosen on the even-numbered sentences of the benchmark and checked on the odd ones
@@ -139,21 +138,20 @@ AUTO_CEILING = 0.65  # the highest `auto` threshold: FineWeb's on lid.176 (see `
 EVERY_LANGUAGE = "*"  # `min_score` map key: the languages the map does not name
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 
-# Routing constants (see the module docstring). Chosen on the even-numbered benchmark sentences; the
-# figures in comments are even-half macro accuracy over the 67 languages lid.176 knows.
+# Routing constants (see the module docstring), chosen on the even-numbered sentences of
+# benchmarks/langid_accuracy.py (the odd-numbered ones are held out).
 GROUP_MASS_MIN = 0.8  # fastText mass on a group of close languages from which lingua decides within it
-GROUP_SURE_ABOVE = 0.95  # fastText top probability from which the group route keeps fastText's label (lingua
-#                          changed 2 of the 615 such sentences for the better, none for the worse: not worth a call)
-GROUP_FASTTEXT_EXPONENT = 0.15  # fastText's exponent in the log-linear pool of the group route (lingua's is 1;
-#                                 0: 0.9585, 0.15: 0.9594, 0.5: 0.9582; linear pooling as before: ~0.957)
-UNSURE_BELOW = 0.8  # fastText top probability below which the unsure route asks lingua (0.6: -0.003, 25% faster)
+GROUP_SURE_ABOVE = 0.95  # fastText top probability from which the group route keeps fastText's label (above it,
+#                          lingua almost never changes the label: not worth a call)
+GROUP_FASTTEXT_EXPONENT = 0.15  # fastText's exponent in the log-linear pool of the group route (lingua's is 1)
+UNSURE_BELOW = 0.8  # fastText top probability below which the unsure route asks lingua
 UNSURE_FASTTEXT_WEIGHT = 0.4  # fastText's weight in the linear opinion pool of the unsure route
-NAMED_MIN_P = 0.01  # fastText probability from which lingua weighs a named language (0: same on the even half)
+NAMED_MIN_P = 0.01  # fastText probability from which lingua weighs a named language
 RARE_LABEL_MAX = 10_000  # training lines of a fastText label below which lingua always weighs that language too
 MARKER_LOG_ODDS = math.log(10)  # log-odds one word of `curation.lang.close_words` adds to the languages writing it:
 #                                  naive Bayes at the least frequency ratio a word needed to be listed (set, not tuned)
 FINALIST_RATIO_MIN = 0.2  # the unsure route's runner-up, relative to its leader, from which the two are re-judged
-FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone; 0.5: -0.0006)
+FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone)
 TOP_K = 10  # fastText labels kept per text for pooling: beyond 10 the probabilities are negligible
 FASTTEXT_MAX_CHARS = 100_000  # bounds the cost of a pathological document; labels settle long before
 LINGUA_MAX_CHARS = 1000  # lingua reads at most this much of a text: cost grows with length, accuracy saturates

@@ -68,8 +68,9 @@ all 8 of its documents are labelled `id`.
    differs.
 7. The label is the argmax and `lang_score` its pooled probability, but never less than fastText's own
    probability when the label is fastText's: a second opinion that agrees is no evidence against the label
-   (lingua splits the id/ms share: pooled alone, 21 of 100 clean Indonesian sentences that both label `id`
-   would fall under FineWeb-2's Indonesian `min_score`; of those 100, fastText alone keeps 69, ours 79).
+   (lingua splits the id/ms share, so the pooled probability alone would put 21 of 100 clean Indonesian
+   sentences that both label `id` under FineWeb-2's Indonesian `min_score`; with this floor ours keeps 79 of
+   them, fastText alone 69).
    Without a second opinion, `lang_score` is fastText's top probability.
 
 The constants were chosen on the even-numbered sentences of the benchmark and checked on the odd ones

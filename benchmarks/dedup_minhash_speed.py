@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 from datasketch import MinHash
 
-from curation.dedup.minhash import MinHasher, estimated_jaccard, set_jaccard
+from curation.dedup.minhash import MinHasher, estimated_jaccard, pairs_jaccard
 from curation.lang.words import LANGUAGE_WORDS, split
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
@@ -209,7 +209,7 @@ def main() -> int:
     sigs = hasher.signatures(readme)
     a, b = np.arange(len(readme) - 1), np.arange(1, len(readme))
     est = estimated_jaccard(sigs[a], sigs[b])
-    exact = set_jaccard(hasher.shingles(readme).unique_sets(), a, b)
+    exact = pairs_jaccard(hasher.shingles(readme).unique_sets(), a, b)
     theirs = MinHash.bulk([shingle_strings(t) for t in readme], num_perm=NUM_PERM)
     ds = np.array([theirs[i].jaccard(theirs[j]) for i, j in zip(a, b, strict=True)])
     print(f"\nJaccard estimates on {len(a)} consecutive README pairs (exact median {np.median(exact):.3f}):")

@@ -48,7 +48,7 @@ from curation.dedup.minhash import (
     estimated_jaccard,
     fuzzy_duplicates,
     optimal_bands,
-    set_jaccard,
+    pairs_jaccard,
 )
 from curation.stages import Extract
 
@@ -164,7 +164,7 @@ def main() -> int:
                 elif verify == "estimate":
                     keep = estimated_jaccard(sigs[a], sigs[b]) >= threshold
                 else:
-                    keep = set_jaccard(sets, a, b) >= threshold
+                    keep = pairs_jaccard(sets, a, b) >= threshold
                 p, r, k = score(pair_set(a[keep], b[keep]), true)
                 label = f"ours {bands}x{rows} (fn weight {weight})"
                 print(f"  {label:30} {verify:9} {p:9.3f} {r:7.3f} {k:7d}  {promised:14.3f}")

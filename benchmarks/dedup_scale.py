@@ -54,7 +54,7 @@ VOCABULARY = 50_000
 # --------------------------------------------------------------------------------------------- documents
 
 
-def _words(shard: int, rows: int, words: int, seed: int) -> np.ndarray:
+def _word_ids(shard: int, rows: int, words: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, shard]).integers(0, VOCABULARY, (rows, words), dtype=np.int32)
 
 
@@ -69,8 +69,8 @@ def shard_table(shard: int, shards: int, rows: int, words: int, share: float, se
     vocabulary = pa.array([f"w{i}" for i in range(VOCABULARY)])
     copies = round(rows * share)
     originals = rows - copies
-    matrix = _words(shard, rows, words, seed)
-    previous = _words((shard - 1) % shards, rows, words, seed)[:originals]
+    matrix = _word_ids(shard, rows, words, seed)
+    previous = _word_ids((shard - 1) % shards, rows, words, seed)[:originals]
     rng = np.random.default_rng([seed, shard, 1])
     copied = previous[rng.integers(0, originals, copies)]
     copied[np.arange(copies), rng.integers(0, words, copies)] = rng.integers(0, VOCABULARY, copies)
@@ -154,7 +154,7 @@ def measure(n: int, shards: int, words: int, share: float, cpus: int, seed: int)
         with PeakRss() as rss:
             t0 = time.perf_counter()
             counters = run_corpus_stages(job, [("minhash_dedup", MinhashDedup())], names, RayExecutor(),
-                                         rejects_sample=1.0, max_rejects=1000)
+                                         rejects_sample=1.0, rejects_max_per_reason=1000)
             seconds = time.perf_counter() - t0
         ray.shutdown()
     report = reports[-1]

@@ -16,7 +16,7 @@ gives the same model (fastText's Hogwild training is not deterministic on severa
 from __future__ import annotations
 
 import csv
-import io as io_text
+import io
 import json
 import subprocess
 import sys
@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation import io, schema
+from curation import schema, storage
 from curation.apply import run_shard
 from curation.readers import JsonlReader
 from curation.recipe import load_recipe
@@ -176,7 +176,7 @@ class Corpus:
 def _files(patterns: Iterable[str]) -> Iterator[str]:
     """Every file the patterns match (local or URI), a pattern matching none an error naming it."""
     for pattern in patterns:
-        uris = io.expand(pattern)
+        uris = storage.expand(pattern)
         if not uris:
             msg = f"no file matches {pattern!r}"
             raise FileNotFoundError(msg)
@@ -208,9 +208,9 @@ def read_csv_labelled(paths: Iterable[str], text_field: str, label_field: str,
     for uri in _files(paths):
         pos.sources.append(uri)
         neg.sources.append(uri)
-        fs, path = io.resolve(uri)
+        fs, path = storage.resolve(uri)
         with fs.open_input_stream(path) as raw:
-            rows = csv.DictReader(io_text.StringIO(raw.read().decode("utf-8-sig"), newline=""))
+            rows = csv.DictReader(io.StringIO(raw.read().decode("utf-8-sig"), newline=""))
             for field_name in (text_field, label_field):
                 if field_name not in (rows.fieldnames or []):
                     msg = f"{uri}: no column {field_name!r} (columns: {rows.fieldnames})"

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curation import io, schema
+from curation import schema, storage
 from curation.apply import BYPASSED, sampled
 
 if TYPE_CHECKING:
@@ -73,10 +73,10 @@ def claim_job_folder(job_dir: str, recipe_hash: str | None = None) -> None:
     holding a `recipe.yaml` written by `curate run` (of `recipe_hash` when given: a rerun resumes), or,
     without one, `_shards/` records (a `JobWriter` used directly). Anything else would be mixed into the
     job's output and read as part of it."""
-    fs, path = io.resolve(job_dir)
-    if not io.is_remote(job_dir):
+    fs, path = storage.resolve(job_dir)
+    if not storage.is_remote(job_dir):
         _no_file_on_the_way(Path(path), job_dir)
-    written_by = _recipe_hash(fs, io.join(path, RECIPE))
+    written_by = _recipe_hash(fs, storage.join(path, RECIPE))
     if written_by == "":
         msg = (f"job folder {job_dir} holds a recipe.yaml curate run did not write: give `output` (--output) "
                "another folder, or empty this one")
@@ -87,7 +87,7 @@ def claim_job_folder(job_dir: str, recipe_hash: str | None = None) -> None:
         msg = (f"job folder {job_dir} holds the output of another recipe (recipe.yaml: hash {written_by[:10]}, "
                f"this recipe's is {recipe_hash[:10]}): give `output` (--output) another folder")
         raise JobFolderError(msg)
-    if _is_folder(fs, io.join(path, SHARDS)):
+    if _is_folder(fs, storage.join(path, SHARDS)):
         return
     selector = pa.fs.FileSelector(path, recursive=True, allow_not_found=True)
     stray = sorted(i.path for i in fs.get_file_info(selector)
@@ -109,10 +109,10 @@ def job_folder_lock(job_dir: str) -> Iterator[None]:
     """Hold the job folder for one run: two runs of a recipe into one folder would both do every shard. The
     second raises `JobFolderBusy` naming the process that holds it. An flock, so a run that dies (SIGKILL, a
     crash) releases it with its last descriptor. Object stores have no locks: there, nothing is held."""
-    if io.is_remote(job_dir):
+    if storage.is_remote(job_dir):
         yield
         return
-    path = Path(io.resolve(job_dir)[1])
+    path = Path(storage.resolve(job_dir)[1])
     path.mkdir(parents=True, exist_ok=True)
     fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -140,16 +140,16 @@ def _no_file_on_the_way(path: Path, job_dir: str) -> None:
 
 def _later_outputs(job_dir: str) -> str | None:
     """What steps after the document stages wrote in the job folder (a name for a message), or None."""
-    fs, path = io.resolve(job_dir)
-    work = [i.base_name for i in fs.get_file_info(pa.fs.FileSelector(io.join(path, "_work"), allow_not_found=True))
+    fs, path = storage.resolve(job_dir)
+    work = [i.base_name for i in fs.get_file_info(pa.fs.FileSelector(storage.join(path, "_work"), allow_not_found=True))
             if i.base_name != "documents"]
     if work:
         return f"_work/{sorted(work)[0]}"
-    return next((name for name in ("manifest.json", "shards") if io.exists(io.join(job_dir, name))), None)
+    return next((name for name in ("manifest.json", "shards") if storage.exists(storage.join(job_dir, name))), None)
 
 
 def _delete(uri: str) -> None:
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     if fs.get_file_info(path).type == pa.fs.FileType.File:
         fs.delete_file(path)
 
@@ -172,27 +172,27 @@ def _recipe_hash(fs: pa.fs.FileSystem, path: str) -> str | None:
 def recorded_shards(job_dir: str | Path) -> set[str] | None:
     """Names of the shards `_shards/` records as done; None for a folder `curate run` did not make (neither
     recipe.yaml nor `_shards/`: made by hand or by another tool), whose files all count."""
-    fs, path = io.resolve(str(job_dir))
-    records = fs.get_file_info(pa.fs.FileSelector(io.join(path, SHARDS), allow_not_found=True))
+    fs, path = storage.resolve(str(job_dir))
+    records = fs.get_file_info(pa.fs.FileSelector(storage.join(path, SHARDS), allow_not_found=True))
     names = {i.base_name[: -len(".json")] for i in records
              if i.type == pa.fs.FileType.File and i.base_name.endswith(".json")}
-    if names or _is_folder(fs, io.join(path, SHARDS)) or io.exists(io.join(str(job_dir), RECIPE)):
+    if names or _is_folder(fs, storage.join(path, SHARDS)) or storage.exists(storage.join(str(job_dir), RECIPE)):
         return names
     return None
 
 
 def document_files(job_dir: str | Path, folder: str = DOCUMENTS) -> dict[str, str]:
     """{shard: uri} of the job's documents files, by shard name: `documents/` (or `_work/documents/`, before
-    corpus stages) files of the shards `_shards/` records as done. Every reader of a job folder (inspect,
+    corpus stages) files of the shards `_shards/` records as done. Every reader of a job folder (explore,
     corpus stages, packing, the service) takes its files here, so a file the job did not write (dropped in
     by hand, left by another tool) is never read as part of it; so is a link, which a job never writes."""
-    fs, path = io.resolve(io.join(str(job_dir), folder))
+    fs, path = storage.resolve(storage.join(str(job_dir), folder))
     listed = fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True))
     found = {i.base_name[: -len(".parquet")]: i.path for i in listed
              if i.type == pa.fs.FileType.File and i.base_name.endswith(".parquet")}
     shards = recorded_shards(job_dir)
-    remote = io.is_remote(str(job_dir))
-    return {name: io.join(str(job_dir), folder, f"{name}.parquet") for name in sorted(found)
+    remote = storage.is_remote(str(job_dir))
+    return {name: storage.join(str(job_dir), folder, f"{name}.parquet") for name in sorted(found)
             if (shards is None or name in shards) and (remote or not Path(found[name]).is_symlink())}
 
 
@@ -219,7 +219,7 @@ class _ParquetFile:
 
     def __init__(self, uri: str, table_schema: pa.Schema) -> None:
         self.uri = uri
-        self.fs, self.path = io.resolve(uri)
+        self.fs, self.path = storage.resolve(uri)
         self.fs.create_dir(self.path.rsplit("/", 1)[0], recursive=True)
         self.tmp = f"{self.path}.{time.time_ns():x}.tmp"
         self.schema = table_schema
@@ -263,14 +263,14 @@ def _public(table: pa.Table) -> pa.Table:
 
 class JobWriter:
     def __init__(self, job_dir: str, stages: list[str], *, rejects_sample: float = 1.0,
-                 max_rejects_per_reason: int = 1000, documents: str = DOCUMENTS,
+                 rejects_max_per_reason: int = 1000, documents: str = DOCUMENTS,
                  recipe_hash: str | None = None) -> None:
         self.dir = job_dir
         self.recipe_hash = recipe_hash  # the recipe whose job folder this is (a folder of another is refused)
         self.documents = documents  # DOCUMENTS, or WORK_DOCUMENTS when corpus stages follow
         self.stages = ["read", *stages]
         self.rejects_sample = rejects_sample
-        self.max_rejects = max_rejects_per_reason
+        self.rejects_max_per_reason = rejects_max_per_reason
         self.open: dict[str, _Shard] = {}
         self.done: dict[str, dict[str, Any]] = {}
         self.inputs: dict[str, dict[str, int] | None] = {}  # shard -> its input's fingerprint as its read began
@@ -280,8 +280,8 @@ class JobWriter:
         """Refuse a folder that is not this job's (`claim_job_folder`); forget what a crashed run left
         half-written; return the shards already done."""
         claim_job_folder(self.dir, self.recipe_hash)
-        io.remove_temporaries(self.dir)
-        fs, path = io.resolve(io.join(self.dir, SHARDS))
+        storage.remove_temporaries(self.dir)
+        fs, path = storage.resolve(storage.join(self.dir, SHARDS))
         for info in fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True)):
             if info.path.endswith(".json"):
                 with fs.open_input_stream(info.path) as f:
@@ -302,11 +302,11 @@ class JobWriter:
                    "this one to start again")
             raise JobFolderError(msg)
         for name in sorted(shards):
-            _delete(io.join(self.dir, SHARDS, f"{name}.json"))
+            _delete(storage.join(self.dir, SHARDS, f"{name}.json"))
             self.done.pop(name, None)
-        fs, _ = io.resolve(self.dir)
+        fs, _ = storage.resolve(self.dir)
         for folder in (DOCUMENTS, WORK_DOCUMENTS, REJECTS):
-            _, path = io.resolve(io.join(self.dir, folder))
+            _, path = storage.resolve(storage.join(self.dir, folder))
             for info in fs.get_file_info(pa.fs.FileSelector(path, recursive=True, allow_not_found=True)):
                 if info.type == pa.fs.FileType.File and info.base_name.removesuffix(".parquet") in shards:
                     fs.delete_file(info.path)
@@ -337,7 +337,8 @@ class JobWriter:
         if kept.num_rows:
             docs = _public(kept)
             if shard.documents is None:
-                shard.documents = _ParquetFile(io.join(self.dir, self.documents, f"{shard.name}.parquet"), docs.schema)
+                uri = storage.join(self.dir, self.documents, f"{shard.name}.parquet")
+                shard.documents = _ParquetFile(uri, docs.schema)
             shard.documents.write(docs)
         self._rejects(shard, rows)
 
@@ -374,7 +375,7 @@ class JobWriter:
         reason = rows.column(schema.REASON)
         dropped = pc.and_(pc.is_valid(reason), pc.invert(pc.fill_null(pc.starts_with(reason, schema.SKIPPED), False)))
         write_rejects(self.dir, shard.name, rows.filter(dropped), shard.rejects, shard.reject_counts,
-                      sample=self.rejects_sample, cap=self.max_rejects)
+                      sample=self.rejects_sample, max_per_reason=self.rejects_max_per_reason)
 
     def _commit(self, shard: _Shard) -> None:
         if shard.documents is not None:
@@ -388,7 +389,7 @@ class JobWriter:
             "counters": shard.counters,
             "input": self.inputs.get(shard.name),  # a rerun redoes the shard when its input is another file
         }
-        io.write_json_atomic(io.join(self.dir, SHARDS, f"{shard.name}.json"), record)
+        storage.write_json_atomic(storage.join(self.dir, SHARDS, f"{shard.name}.json"), record)
         self.done[shard.name] = record
         del self.open[shard.name]
 
@@ -417,49 +418,49 @@ class JobWriter:
 
 
 def write_rejects(job_dir: str, shard: str, rejects: pa.Table, files: dict[tuple[str, str], _ParquetFile],
-                  counts: Counter, *, sample: float, cap: int) -> None:
+                  counts: Counter, *, sample: float, max_per_reason: int) -> None:
     """Append dropped rows (with stage, reason and detail columns) to their rejects/ files, sampled and capped."""
-    if not rejects.num_rows or cap == 0:
+    if not rejects.num_rows or max_per_reason == 0:
         return
     rejects = rejects.filter(pa.array(sampled(rejects.column("id"), sample)))
     stages, reasons = rejects.column(schema.STAGE).to_pylist(), rejects.column(schema.REASON).to_pylist()
     keys = list(zip(stages, reasons, strict=True))
     for key in dict.fromkeys(keys):
-        room = cap - counts[key]
+        room = max_per_reason - counts[key]
         if room <= 0:
             continue
         chosen = rejects.filter(pa.array([k == key for k in keys])).slice(0, room)
         table = _public(chosen).append_column("detail", chosen.column(schema.DETAIL))
         if key not in files:
             stage, why = key
-            uri = io.join(job_dir, REJECTS, f"stage={stage}", f"reason={why}", f"{shard}.parquet")
+            uri = storage.join(job_dir, REJECTS, f"stage={stage}", f"reason={why}", f"{shard}.parquet")
             files[key] = _ParquetFile(uri, table.schema)
         files[key].write(table)
         counts[key] += chosen.num_rows
 
 
 def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Table | None = None, *,
-                   sample: float, cap: int, added: Sequence[AddedColumns] = ()) -> dict[str, Any]:
+                   sample: float, max_per_reason: int, added: Sequence[AddedColumns] = ()) -> dict[str, Any]:
     """Write a shard's final documents: its pre-corpus documents less `removed` (id, stage, reason,
     detail) and with `rewrites` (id, text) applied and the corpus stages' `added` columns, the removed
     ones into rejects/; return the per-stage counts of removals in this shard."""
-    fs, path = io.resolve(io.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet"))
-    final = io.join(job_dir, DOCUMENTS, f"{shard}.parquet")
+    fs, path = storage.resolve(storage.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet"))
+    final = storage.join(job_dir, DOCUMENTS, f"{shard}.parquet")
     ids = pq.read_table(path, columns=["id"], filesystem=fs).column("id")
     touched = any(t is not None and pc.any(pc.is_in(t.column("id"), ids)).as_py() for t in (removed, rewrites))
     if not touched and not added:  # nothing to change in this shard: a byte copy, not a Parquet rewrite
-        with io.temp_path(final) as tmp:
+        with storage.temp_path(final) as tmp:
             fs.copy_file(path, tmp)
         record = {"shard": shard, "documents": len(ids), "removed": {}}
     else:
         record = _rewrite_shard(job_dir, shard, pq.read_table(path, filesystem=fs), final, removed, rewrites,
-                                sample=sample, cap=cap, added=added)
-    io.write_json_atomic(io.join(job_dir, "_work", "final", f"{shard}.json"), record)
+                                sample=sample, max_per_reason=max_per_reason, added=added)
+    storage.write_json_atomic(storage.join(job_dir, "_work", "final", f"{shard}.json"), record)
     return record
 
 
 def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, removed: pa.Table,
-                   rewrites: pa.Table | None, *, sample: float, cap: int,
+                   rewrites: pa.Table | None, *, sample: float, max_per_reason: int,
                    added: Sequence[AddedColumns] = ()) -> dict[str, Any]:
     if rewrites is not None and rewrites.num_rows:
         mine = rewrites.filter(pc.is_in(rewrites.column("id"), table.column("id")))
@@ -483,7 +484,7 @@ def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, remove
     names = {"stage": schema.STAGE, "reason": schema.REASON, "detail": schema.DETAIL}
     dropped = dropped.rename_columns([names.get(c, c) for c in dropped.column_names])
     files: dict[tuple[str, str], _ParquetFile] = {}
-    write_rejects(job_dir, shard, dropped, files, Counter(), sample=sample, cap=cap)
+    write_rejects(job_dir, shard, dropped, files, Counter(), sample=sample, max_per_reason=max_per_reason)
     for file in files.values():
         file.commit()
     return {"shard": shard, "documents": kept.num_rows,
@@ -512,11 +513,11 @@ class EventLog:
     """events.jsonl: one JSON object per line, appended as the job goes (rewritten on object stores)."""
 
     def __init__(self, job_dir: str) -> None:
-        self.uri = io.join(job_dir, "events.jsonl")
-        self.local = not io.is_remote(job_dir)
+        self.uri = storage.join(job_dir, "events.jsonl")
+        self.local = not storage.is_remote(job_dir)
         self.lines: list[str] = []
         if not self.local:
-            fs, path = io.resolve(self.uri)
+            fs, path = storage.resolve(self.uri)
             if fs.get_file_info(path).type == pa.fs.FileType.File:
                 with fs.open_input_stream(path) as f:
                     self.lines = f.read().decode().splitlines()
@@ -524,10 +525,10 @@ class EventLog:
     def emit(self, event: str, **fields: Any) -> None:
         line = json.dumps({"time": round(time.time(), 3), "event": event, **fields}, default=str)
         if self.local:
-            fs, path = io.resolve(self.uri)
+            fs, path = storage.resolve(self.uri)
             fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
             with open(path, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
         else:
             self.lines.append(line)
-            io.write_bytes_atomic(self.uri, ("\n".join(self.lines) + "\n").encode())
+            storage.write_bytes_atomic(self.uri, ("\n".join(self.lines) + "\n").encode())

@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from curation import io
+from curation import storage
 from curation.job import SHARDS, JobWriter, empty_counters, funnel, merge_counters
 
 PROGRESS = "_progress.json"
@@ -59,10 +59,10 @@ class LiveProgress:
     """
 
     def __init__(self, job_dir: str, writer: JobWriter, *, interval: float | None = None) -> None:
-        self.uri = io.join(job_dir, PROGRESS)
+        self.uri = storage.join(job_dir, PROGRESS)
         self.writer = writer
         # Each write to an object store is a request and costs money: far fewer there.
-        self.interval = interval if interval is not None else (5.0 if io.is_remote(job_dir) else 0.5)
+        self.interval = interval if interval is not None else (5.0 if storage.is_remote(job_dir) else 0.5)
         self.started = time.time()
         self.last_write = 0.0
         self.gap = self.interval  # least time between series points; doubles whenever the series is thinned
@@ -97,7 +97,7 @@ class LiveProgress:
             "stages": funnel(totals),
             "series": {"columns": SERIES_COLUMNS, "points": self.series},
         }
-        io.write_json_atomic(self.uri, snapshot, indent=None)
+        storage.write_json_atomic(self.uri, snapshot, indent=None)
 
     def _point(self, point: list[float]) -> None:
         if self.series and point[0] - self.series[-1][0] < self.gap:

@@ -16,7 +16,7 @@ import pyarrow.fs as pa_fs
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
 
-from curation import io, schema
+from curation import schema, storage
 from curation.dedup.bloom_dedup import BloomDedup
 from curation.dedup.corpus_stage import CorpusStage
 from curation.dedup.exact_dedup import ExactDedup
@@ -181,7 +181,7 @@ class Recipe(_Strict):
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     def job_dir(self, output: str | None = None) -> str:
-        return io.join(output or self.output, f"{self.name}-{self.fingerprint()[:10]}")
+        return storage.join(output or self.output, f"{self.name}-{self.fingerprint()[:10]}")
 
 
 @dataclass
@@ -320,7 +320,7 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
     for i, source in enumerate(recipe.sources):
         for j, pattern in enumerate(source.paths):
             try:
-                matched[i, j] = io.expand(pattern)
+                matched[i, j] = storage.expand(pattern)
             except OSError as exc:
                 out.append((("sources", i, "paths", j), f"cannot list {pattern!r}: {exc}"))
                 continue
@@ -328,11 +328,11 @@ def _path_checks(recipe: Recipe) -> list[tuple[tuple[Any, ...], str]]:
                 out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
     out += _shared_files(recipe, matched)
     out += _reads_output(recipe, matched)
-    if recipe.tokenizer is not None and recipe.tokenizer.model and not io.exists(recipe.tokenizer.model):
+    if recipe.tokenizer is not None and recipe.tokenizer.model and not storage.exists(recipe.tokenizer.model):
         out.append((("tokenizer", "model"), f"no tokenizer model at {recipe.tokenizer.model!r}"))
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
         model = getattr(params, "model", None)
-        if isinstance(model, str) and not io.exists(model):
+        if isinstance(model, str) and not storage.exists(model):
             out.append((("stages", i, kind, "model"), f"no model file at {model!r}"))
         for j, path in enumerate(getattr(params, "benchmarks", None) or []):
             if not Path(path).exists():
@@ -362,31 +362,31 @@ def _job_folder_holding(fs: pa_fs.FileSystem, root: str, path: str, seen: dict[s
 
 
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    """What `pattern` matches, as a regular expression over `io.resolve` spellings (a folder: all below it)."""
-    fs, path = io.resolve(pattern)
-    if not io.has_wildcard(path):
+    """What `pattern` matches, as a regular expression over `storage.resolve` spellings (a folder: all below it)."""
+    fs, path = storage.resolve(pattern)
+    if not storage.has_wildcard(path):
         is_folder = fs.get_file_info(path).type == pa_fs.FileType.Directory
-        return io.glob_regex(f"{path.rstrip('/')}/**" if is_folder else glob.escape(path))
-    return io.glob_regex(path)
+        return storage.glob_regex(f"{path.rstrip('/')}/**" if is_folder else glob.escape(path))
+    return storage.glob_regex(path)
 
 
 def _reads_output(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[tuple[tuple[Any, ...], str]]:
     """Input patterns reaching into a job folder under `output`: this job's (files it matches there now, or
     files this job will write there, before the folder is even made) or another's (files it matches there)."""
     try:
-        fs, root = io.resolve(recipe.output)
-        own = io.resolve(recipe.job_dir())[1]
+        fs, root = storage.resolve(recipe.output)
+        own = storage.resolve(recipe.job_dir())[1]
     except OSError:
         return []  # an output that cannot be looked at is the run's to report, where it writes
-    remote, seen = io.is_remote(recipe.output), {}
+    remote, seen = storage.is_remote(recipe.output), {}
     out: list[tuple[tuple[Any, ...], str]] = []
     for i, source in enumerate(recipe.sources):
         shard = f"{source.name}-file-0123456789"
         for j, pattern in enumerate(source.paths):
-            if io.is_remote(pattern) != remote:
+            if storage.is_remote(pattern) != remote:
                 continue
             regex = _pattern_regex(pattern)
-            found = [io.resolve(u)[1] for u in matched.get((i, j), [])]
+            found = [storage.resolve(u)[1] for u in matched.get((i, j), [])]
             job, reached = own, next((f"{own}/{f.format(shard)}" for f in JOB_FILES
                                       if regex.match(f"{own}/{f.format(shard)}")), None)
             for path in found if reached is None else []:
@@ -405,7 +405,7 @@ def _reads_output(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> 
 def output_problems(recipe: Recipe, output: str) -> list[str]:
     """What `_reads_output` finds when the job is written under `output` instead (`curate run --output`)."""
     moved = recipe.model_copy(update={"output": output})
-    matched = {(i, j): io.expand(p) for i, source in enumerate(recipe.sources) for j, p in enumerate(source.paths)}
+    matched = {(i, j): storage.expand(p) for i, source in enumerate(recipe.sources) for j, p in enumerate(source.paths)}
     return [f"sources[{loc[1]}].paths[{loc[3]}]: {msg}" for loc, msg in _reads_output(moved, matched)]
 
 
@@ -418,7 +418,7 @@ def _shared_files(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> 
     clashes: dict[tuple[int, int, int, int], list[str]] = {}
     for (i, j), uris in matched.items():
         for uri in uris:
-            i0, j0 = first.setdefault(io.canonical(uri), (i, j))
+            i0, j0 = first.setdefault(storage.canonical(uri), (i, j))
             if i0 != i:
                 clashes.setdefault((i0, j0, i, j), []).append(uri)
     if clashes:
@@ -439,11 +439,12 @@ def _read_as_shards(recipe: Recipe, clashes: dict[tuple[int, int, int, int], lis
     through, so it is no copy of its target)."""
     by_source: dict[str, set[str]] = {}
     for shard in list_shards(recipe):
-        by_source.setdefault(shard.source, set()).add(io.canonical(shard.uri))
+        by_source.setdefault(shard.source, set()).add(storage.canonical(shard.uri))
     names = [s.name for s in recipe.sources]
     kept = {}
     for (i0, j0, i, j), uris in clashes.items():
-        real = [u for u in uris if io.canonical(u) in by_source.get(names[i], set()) & by_source.get(names[i0], set())]
+        both = by_source.get(names[i], set()) & by_source.get(names[i0], set())
+        real = [u for u in uris if storage.canonical(u) in both]
         if real:
             kept[i0, j0, i, j] = real
     return kept

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from curation import io, schema
+from curation import schema, storage
 
 
 class Sources(Protocol):
@@ -49,7 +49,7 @@ def shard_name(source: str, key: str) -> str:
 def source_root(patterns: list[str]) -> str:
     """The deepest folder every pattern names its files below ("" where they share none: a local and a remote
     one). From the patterns alone, not the files they match, so a file added later changes no other key."""
-    roots = [io.pattern_root(p).split("/") for p in patterns]
+    roots = [storage.pattern_root(p).split("/") for p in patterns]
     common = 0
     while all(len(r) > common and r[common] == roots[0][common] for r in roots):
         common += 1
@@ -58,7 +58,7 @@ def source_root(patterns: list[str]) -> str:
 
 def file_key(uri: str, root: str) -> str:
     """A file's path below `root` (its whole canonical spelling where it lies elsewhere)."""
-    spelled = io.canonical(uri)
+    spelled = storage.canonical(uri)
     return spelled[len(root) + 1 :] if root and spelled.startswith(root + "/") else spelled
 
 
@@ -67,8 +67,8 @@ def list_shards(recipe: Sources) -> list[Shard]:
     for source in recipe.sources:
         root = source_root(source.paths)
         for pattern in source.paths:
-            for found in io.list_files(pattern):
-                uri = io.literal_uri(found.uri) if found.link else found.uri
+            for found in storage.list_files(pattern):
+                uri = storage.literal_uri(found.uri) if found.link else found.uri
                 key = file_key(uri, root)
                 name = shard_name(source.name, key)
                 shards.setdefault(name, Shard(name, source.name, uri, key, found.size, found.mtime_ns))

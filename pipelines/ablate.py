@@ -37,7 +37,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from curation import io
+from curation import storage
 from curation.ablate import results as layout
 from curation.ablate.evalsets import LoadedSet, read_set
 from curation.ablate.jobs import CurationPlan, Node, node_recipe, pack_recipe, plan_curation
@@ -105,15 +105,15 @@ class AblationResult:
 
 def claim(folder: str, resume: bool) -> None:
     """As `curate train`: a folder holding an earlier ablation's work is resumed only when asked."""
-    earlier = io.exists(io.join(folder, layout.PLAN)) or Path(io.join(folder, layout.RUNS)).is_dir()
+    earlier = storage.exists(storage.join(folder, layout.PLAN)) or Path(storage.join(folder, layout.RUNS)).is_dir()
     if earlier and not resume:
         msg = f"{folder} holds an earlier run of this ablation: resume it (--resume), or give another name or output"
         raise FileExistsError(msg)
 
 
 def _stats(job_dir: str) -> dict[str, Any] | None:
-    path = io.join(job_dir, "stats.json")
-    return io.read_json(path) if io.exists(path) else None
+    path = storage.join(job_dir, "stats.json")
+    return storage.read_json(path) if storage.exists(path) else None
 
 
 def _run_job(recipe: Recipe, parent: str | None, address: str | None, quiet: bool = True) -> Job:
@@ -121,7 +121,7 @@ def _run_job(recipe: Recipe, parent: str | None, address: str | None, quiet: boo
     `parent`'s documents restores them first."""
     job_dir = recipe.job_dir()
     stats = _stats(job_dir)
-    if stats is not None and (recipe.pack is None or io.exists(io.join(job_dir, "manifest.json"))):
+    if stats is not None and (recipe.pack is None or storage.exists(storage.join(job_dir, "manifest.json"))):
         return Job(recipe, job_dir, stats, True)
     stages = None
     if parent is not None:
@@ -161,13 +161,13 @@ def tokenizer_model(ablation: Ablation, base: Recipe, documents: list[str], say:
     pack = ablation.pack or base.pack
     key = hashlib.sha256(json.dumps([config.train.model_dump(mode="json"), sorted(documents), base.seed,
                                      pack.validation], sort_keys=True).encode()).hexdigest()[:16]
-    path = io.join(ablation.jobs_folder(), "tokenizers", f"{key}.model")
-    if io.exists(path):
+    path = storage.join(ablation.jobs_folder(), "tokenizers", f"{key}.model")
+    if storage.exists(path):
         say(f"tokenizer: {path} (trained before)")
         return path
     started = time.time()
     model, warning = train_union_tokenizer(documents, config.train, base.seed, pack.validation)
-    io.write_bytes_atomic(path, model)
+    storage.write_bytes_atomic(path, model)
     say(f"tokenizer: trained on the union of {len(documents)} documents files in {time.time() - started:.1f} s")
     if warning:
         say(f"warning: {warning}")
@@ -236,7 +236,7 @@ def overlap(ablation: Ablation, sets: list[LoadedSet], plan: CurationPlan, curat
             found[set_name][variant] = counts
     problems = [f"{n['overlapping']} of {n['items']} items of {s} in {v}'s documents (e.g. items {n['examples']})"
                 for s, by in found.items() for v, n in by.items() if n["overlapping"]]
-    io.write_json_atomic(io.join(ablation.folder(), layout.OVERLAP), found)
+    storage.write_json_atomic(storage.join(ablation.folder(), layout.OVERLAP), found)
     if problems and ablation.evaluation.overlap == "refuse":
         msg = ("evaluation sets are not held out: " + "; ".join(problems)
                + " (remove those items, or set evaluation.overlap: warn)")
@@ -250,7 +250,7 @@ def overlap(ablation: Ablation, sets: list[LoadedSet], plan: CurationPlan, curat
 
 def _absolute(path: str) -> str:
     """A local path as every worker sees it, whatever its working folder."""
-    return path if io.is_remote(path) else str(Path(path).absolute())
+    return path if storage.is_remote(path) else str(Path(path).absolute())
 
 
 def run_specs(ablation: Ablation, packed: dict[str, Job], model: str, training: Training | None = None,
@@ -428,7 +428,7 @@ def write_proposal(ablation: Ablation, result: AblationResult, path: str) -> str
               f"search proposed\n{record['set']} {record['metric']}: predicted "
               f"{record['proposal']['predicted'][PROPOSED]:.4f}" + (f"; measured {scores}" if scores else ""))
     text = recipe_with_mixture(recipe, record["proposal"]["weights"], header)
-    io.write_bytes_atomic(path, text.encode())
+    storage.write_bytes_atomic(path, text.encode())
     return text
 
 
@@ -450,7 +450,7 @@ def run_ablation(ablation: Ablation, *, text: str | None = None, resume: bool = 
 
     folder = ablation.folder()
     claim(folder, resume)
-    io.write_bytes_atomic(io.join(folder, layout.ABLATION), _ablation_text(ablation, text).encode())
+    storage.write_bytes_atomic(storage.join(folder, layout.ABLATION), _ablation_text(ablation, text).encode())
     events = EventLog(folder)
     # who runs it: the status service tells a running ablation from one whose process is gone
     events.emit("ablation_started", resume=resume, pid=os.getpid(), host=socket.gethostname())
@@ -470,10 +470,10 @@ def run_ablation(ablation: Ablation, *, text: str | None = None, resume: bool = 
                                                          for uri in document_files(job.dir).values()}), say)
         packed = pack(ablation, recipes, documents, model, address, say)
         record = plan_record(ablation, recipes, plan, curated, packed, model)
-        io.write_json_atomic(io.join(folder, layout.PLAN), record)
-        copy = io.join(folder, layout.TOKENIZER)  # a local copy: what the runs evaluate with
-        with io.open_text_stream(model) as source:
-            io.write_bytes_atomic(copy, source.read())
+        storage.write_json_atomic(storage.join(folder, layout.PLAN), record)
+        copy = storage.join(folder, layout.TOKENIZER)  # a local copy: what the runs evaluate with
+        with storage.open_text_stream(model) as source:
+            storage.write_bytes_atomic(copy, source.read())
         r = record["reuse"]
         say(f"reuse: {r['shared_jobs']} of {r['jobs']} curation jobs shared; {r['shards_not_recomputed']:,} shards "
             f"and {r['records_not_recomputed']:,} records not curated again; {r['jobs_done_before']} jobs done before")
@@ -489,7 +489,7 @@ def run_ablation(ablation: Ablation, *, text: str | None = None, resume: bool = 
         runs = train(ablation, specs, executor, on_ray, console, quiet)
         if found is not None:
             fit_search(ablation, found, runs, say)
-            io.write_json_atomic(io.join(folder, layout.MIXTURE), found.record)
+            storage.write_json_atomic(storage.join(folder, layout.MIXTURE), found.record)
             if search.verify:
                 verified = verify_search(ablation, recipes, documents[search.variant], found, model, address, say)
                 specs = run_specs(ablation, verified, copy)
@@ -510,7 +510,7 @@ def run_ablation(ablation: Ablation, *, text: str | None = None, resume: bool = 
         scores = {v: [finals[v][seed][found.record["set"]][search.metric] for seed in sorted(finals[v])]
                   for v in VERIFIED}
         found.record["verification"] = verification(scores, ablation.evaluation.spread)
-        io.write_json_atomic(io.join(folder, layout.MIXTURE), found.record)
+        storage.write_json_atomic(storage.join(folder, layout.MIXTURE), found.record)
     rows = table(finals, ablation.baseline, ablation.evaluation.spread)
     curve_table = layout.curves(folder, {v: ablation.training.seeds for v in compared})
     seq_len = (ablation.pack or base.pack).seq_len

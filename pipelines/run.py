@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
-from curation import io
+from curation import storage
 from curation.job import (
     DOCUMENTS,
     RECIPE_HASH_LINE,
@@ -147,7 +147,7 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
     corpus_stages = build_corpus_stages(recipe)
     stage_names = [name for name, _ in stages]
     writer = JobWriter(job_dir, stage_names, rejects_sample=recipe.rejects.sample,
-                       max_rejects_per_reason=recipe.rejects.max_per_reason,
+                       rejects_max_per_reason=recipe.rejects.max_per_reason,
                        documents=WORK_DOCUMENTS if corpus_stages else DOCUMENTS, recipe_hash=recipe.fingerprint())
     done = writer.resume()
     changed = changed_inputs(shards, done)
@@ -155,7 +155,7 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
         writer.forget(changed)
     todo = [s for s in shards if s.name not in done]
     writer.inputs = {s.name: input_fingerprint(s) for s in todo}
-    io.write_bytes_atomic(io.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
+    storage.write_bytes_atomic(storage.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
     events = EventLog(job_dir)
     events.emit("job_started", shards=len(shards), already_done=len(shards) - len(todo), versions=versions(),
                 **({"inputs_changed": changed} if changed else {}))
@@ -163,7 +163,7 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
     progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)
     live = LiveProgress(job_dir, writer)  # the status service's live counters (`_progress.json`)
     corpus_counters: dict[str, dict[str, Any]] = {}
-    packing = recipe.pack is not None and not io.exists(io.join(job_dir, "manifest.json"))
+    packing = recipe.pack is not None and not storage.exists(storage.join(job_dir, "manifest.json"))
     executor: Executor | None = None
     manifest = None
     try:
@@ -200,8 +200,8 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
 
             corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards], executor,
                                                 rejects_sample=recipe.rejects.sample,
-                                                max_rejects=recipe.rejects.max_per_reason, on_done=corpus_step_done,
-                                                early=into.early)
+                                                rejects_max_per_reason=recipe.rejects.max_per_reason,
+                                                on_done=corpus_step_done, early=into.early)
         if recipe.pack is not None:
             events.emit("packing_started")
             progress.say("tokens: tokenize, mix, pack and shuffle into shards")
@@ -225,7 +225,7 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
     stats["executor_start_seconds"] = round(start_seconds, 3)  # part of wall_seconds
     if manifest is not None:
         stats["tokens"] = token_stats(manifest)
-    io.write_json_atomic(io.join(job_dir, "stats.json"), stats)
+    storage.write_json_atomic(storage.join(job_dir, "stats.json"), stats)
     events.emit("job_done", documents=stats["documents"]["out"], seconds=stats["wall_seconds"])
     return RunResult(job_dir, stats, len(shards) - len(todo), into.finished)
 
@@ -276,7 +276,7 @@ def _drop_temporaries(writer: JobWriter) -> None:
         with contextlib.suppress(OSError):
             writer.discard(name)
     with contextlib.suppress(OSError):
-        io.remove_temporaries(writer.dir)
+        storage.remove_temporaries(writer.dir)
 
 
 def _ended(events: EventLog, exc: BaseException, shards_done: int) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from curation import io
+from curation import storage
 from curation.job import document_files
 from curation.mixture import SourcePlan, plan, shares
 from curation.mixture import report as mixture_report
@@ -60,8 +60,8 @@ def _gather(executor: Executor, refs: list[Any], what: str, say: Say,
 def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executor) -> bytes:
     """The job's `tokenizer.model` (copied or trained); a trained one's coverage choice goes to
     `_work/tokenizer.json` first, so that a resumed job reports it too."""
-    target = io.join(job_dir, "tokenizer.model")
-    if io.exists(target):  # copied or trained by an earlier run of this job
+    target = storage.join(job_dir, "tokenizer.model")
+    if storage.exists(target):  # copied or trained by an earlier run of this job
         return _read(target)
     config = recipe.tokenizer
     if config.model:
@@ -76,7 +76,7 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
             raise trained
         data, coverage, sizing = trained
         settings = {k: v for k, v in settings.items() if k != "options" or v}
-        io.write_json_atomic(io.join(job_dir, TRAINING), settings | {
+        storage.write_json_atomic(storage.join(job_dir, TRAINING), settings | {
             "character_coverage": coverage["character_coverage"], "character_coverage_choice": coverage,
             "vocabulary": sizing})
     try:
@@ -84,7 +84,7 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
     except RuntimeError as exc:
         msg = f"tokenizer.model: {config.model!r} is not a sentencepiece model ({exc})"
         raise ValueError(msg) from None
-    io.write_bytes_atomic(target, data)
+    storage.write_bytes_atomic(target, data)
     return data
 
 
@@ -100,12 +100,12 @@ def _train(files: list[str], seed: int, validation: float, **settings: Any) -> A
 def _training(job_dir: str) -> dict[str, Any] | None:
     """The settings a tokenizer trained by this job was trained with (the character coverage as chosen, and
     how), None for a model copied in: the manifest's `tokenizer_training`."""
-    training = io.join(job_dir, TRAINING)
-    return io.read_json(training) if io.exists(training) else None
+    training = storage.join(job_dir, TRAINING)
+    return storage.read_json(training) if storage.exists(training) else None
 
 
 def _read(uri: str) -> bytes:
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     with fs.open_input_stream(path, compression=None) as f:
         return f.read()
 
@@ -115,8 +115,8 @@ def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes,
     """Tokenize every documents file not done yet; return each source's token histogram (train split) and
     the documents, characters and tokens per language, summed as the results arrive so that the driver
     never holds one summary per file."""
-    outs = {shard: io.join(job_dir, TOKENS, f"{shard}.parquet") for shard in files}
-    todo = [s for s in files if not io.exists(outs[s])]
+    outs = {shard: storage.join(job_dir, TOKENS, f"{shard}.parquet") for shard in files}
+    todo = [s for s in files if not storage.exists(outs[s])]
     hists: dict[str, np.ndarray] = {}
     languages: fertility.Counts = {}
 
@@ -140,19 +140,19 @@ def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes,
 def _pack(job_dir: str, recipe: Recipe, tokens_files: list[str], buckets: int, plans: dict[str, SourcePlan],
           packer_args: dict[str, int], executor: Executor, say: Say) -> list[dict[str, Any]]:
     def out(split: str, b: int) -> str:
-        return io.join(job_dir, PACKED, split, f"bucket-{b:05d}.arrow")
+        return storage.join(job_dir, PACKED, split, f"bucket-{b:05d}.arrow")
 
-    records = [io.join(job_dir, PACKED, f"bucket-{b:05d}.json") for b in range(buckets)]
-    todo = [b for b in range(buckets) if not io.exists(records[b])]
+    records = [storage.join(job_dir, PACKED, f"bucket-{b:05d}.json") for b in range(buckets)]
+    todo = [b for b in range(buckets) if not storage.exists(records[b])]
     refs = [executor.submit(_pack_and_record, tokens_files, b, plans, recipe.seed, {s: out(s, b) for s in SPLITS},
                             packer_args, records[b]) for b in todo]
     _gather(executor, refs, "pack", say)
-    return [{**io.read_json(records[b]), "files": {s: out(s, b) for s in SPLITS}} for b in range(buckets)]
+    return [{**storage.read_json(records[b]), "files": {s: out(s, b) for s in SPLITS}} for b in range(buckets)]
 
 
 def _pack_and_record(tokens_files: list[str], bucket: int, plans: dict[str, SourcePlan], seed: int,
                      out: dict[str, str], packer_args: dict[str, int], record: str) -> None:
-    io.write_json_atomic(record, pack_bucket(tokens_files, bucket, plans, seed, out, packer_args))
+    storage.write_json_atomic(record, pack_bucket(tokens_files, bucket, plans, seed, out, packer_args))
 
 
 def _shards(job_dir: str, recipe: Recipe, packed: list[dict[str, Any]], executor: Executor,
@@ -164,7 +164,7 @@ def _shards(job_dir: str, recipe: Recipe, packed: list[dict[str, Any]], executor
         n = shard_count(sum(rows), recipe.pack.shard_rows)
         names = [f"{SHARDS}/{split}-{k:05d}.arrow" for k in range(n)]
         refs[split] = [(name, executor.submit(write_shard, files, rows, k, recipe.pack.shard_rows, recipe.seed,
-                                              io.join(job_dir, name))) for k, name in enumerate(names)]
+                                              storage.join(job_dir, name))) for k, name in enumerate(names)]
     counts = _gather(executor, [ref for split in SPLITS for _, ref in refs[split]], "shuffle into shards", say)
     it = iter(counts)
     return {split: [{"file": name, **next(it)} for name, _ in refs[split]] for split in SPLITS}
@@ -193,10 +193,10 @@ def _mixture_report(plans: dict[str, SourcePlan], achieved: dict[str, int]) -> d
 def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Executor, *, say: Say,
              versions: dict[str, str]) -> dict[str, Any]:
     """Tokenize, mix, pack and shuffle the job's final documents; write and return the manifest."""
-    manifest_uri = io.join(job_dir, "manifest.json")
-    if io.exists(manifest_uri):
+    manifest_uri = storage.join(job_dir, "manifest.json")
+    if storage.exists(manifest_uri):
         say("tokens: manifest.json exists, shards already written")
-        return io.read_json(manifest_uri)
+        return storage.read_json(manifest_uri)
     started = time.time()
     # the files of this run's shards the job recorded (shards that kept nothing have none), never another file
     wanted = set(shard_names)
@@ -220,7 +220,7 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
             f"{p.rate:.3f} epochs{note}")
     packer_args = {"seq_len": recipe.pack.seq_len, "eos_id": sp.eos_id(), "pad_id": sp.pad_id(),
                    "vocab_size": sp.get_piece_size()}
-    tokens_files = [io.join(job_dir, TOKENS, f"{s}.parquet") for s in sorted(docs)]
+    tokens_files = [storage.join(job_dir, TOKENS, f"{s}.parquet") for s in sorted(docs)]
     packed = _pack(job_dir, recipe, tokens_files, buckets, plans, packer_args, executor, say)
     shards = _shards(job_dir, recipe, packed, executor, say)
     splits = {split: _split_totals(packed, shards[split], split) for split in SPLITS}
@@ -245,7 +245,7 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
         "versions": versions,
         "seconds": round(time.time() - started, 3),
     }
-    io.write_json_atomic(manifest_uri, manifest)
+    storage.write_json_atomic(manifest_uri, manifest)
     return manifest
 
 

@@ -1,4 +1,4 @@
-"""Counting that adds up (issue 18, items 7, 9 and 11): words of blank texts, stages' in/out/bypassed
+"""Counting that adds up: words of blank texts, stages' in/out/bypassed
 through a whole run, and a mixture's real shortfall where documents are too large for its target."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pipelines.console import summary
 from pipelines.run import run
 from tests.conftest import warc_response
 
-# -- item 7: words are counted, not separators ---------------------------------------------------
+# -- words are counted, not separators ---------------------------------------------------
 
 
 def test_blank_texts_have_no_words_and_edges_add_none():
@@ -41,7 +41,7 @@ def test_blank_texts_have_no_words_and_edges_add_none():
     assert reasons == ["too_few_words"] * 4 + [None] * 3
 
 
-# -- item 11: every row of a stage is in, out, dropped, skipped or bypassed -------------------------
+# -- every row of a stage is in, out, dropped, skipped or bypassed -------------------------
 
 SENTENCES = {
     "en": ["The river runs past the old mill on the edge of the village.",
@@ -201,7 +201,7 @@ def test_a_stage_counts_the_rows_it_lets_by_once_under_the_first_reason():
     assert judged == [True, False, False, True, False, False]  # docs_in: English and no `lang`; the drop: nowhere
 
 
-# -- item 9: a mixture's real shortfall ------------------------------------------------------------
+# -- a mixture's real shortfall ------------------------------------------------------------
 
 WORDS = ["river", "stone", "light", "garden", "paper", "window", "market", "winter", "silver", "number", "answer"]
 

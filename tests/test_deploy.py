@@ -492,9 +492,9 @@ def test_object_store_secret_holds_what_the_project_reads():
     known = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION",
              "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"}
     assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} <= keys <= known, keys
-    io_source = (ROOT / "curation" / "io.py").read_text()
+    io_source = (ROOT / "curation" / "storage.py").read_text()
     for key in keys & {"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"}:
-        assert f'"{key}"' in io_source, f"curation/io.py no longer reads {key}"
+        assert f'"{key}"' in io_source, f"curation/storage.py no longer reads {key}"
         assert re.fullmatch(r"https?://[\w.-]+(:\d+)?/?", secret["stringData"][key])
 
 

@@ -1,4 +1,4 @@
-"""`inspect.explain` on real documents of every script the stages read, through the web recipes' chains.
+"""`explore.explain` on real documents of every script the stages read, through the web recipes' chains.
 
 Each step of every explanation must be well formed, not only raise nothing: a decision with a reason exactly
 where it drops or skips, plain scalar scores (a per-language threshold is one number per document, e.g.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from curation import inspect
+from curation import explore
 from curation.lang.scripts import script_of_text
 from curation.stages import DocumentFilter
 from curation.stages.build import build_stages
@@ -53,10 +53,10 @@ def newspaper(testdata: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def recipes():
-    return {name: inspect._recipe(ROOT / "recipes" / name) for name in RECIPES}
+    return {name: explore._recipe(ROOT / "recipes" / name) for name in RECIPES}
 
 
-def assert_well_formed(explained: inspect.Explanation, recipe, what: str) -> None:
+def assert_well_formed(explained: explore.Explanation, recipe, what: str) -> None:
     stages = dict(build_stages(recipe))
     steps = explained.steps
     assert [s["stage"] for s in steps] == list(stages)[: len(steps)], what
@@ -91,7 +91,7 @@ def test_every_script_through_the_web_recipes(testdata, recipes):
     judged_in_own_language = 0
     for name, recipe in recipes.items():
         for what, text in texts.items():
-            explained = inspect.explain({"text": text, "source": "web"}, recipe)
+            explained = explore.explain({"text": text, "source": "web"}, recipe)
             assert_well_formed(explained, recipe, f"{name} {what}")
             langid = next(s for s in explained.steps if s["stage"] == "langid")
             if langid["decision"] == "kept" and any(k.startswith("_") and "[" in k for s in explained.steps
@@ -101,11 +101,9 @@ def test_every_script_through_the_web_recipes(testdata, recipes):
     assert judged_in_own_language > 50
 
 
-def test_chinese_shows_its_own_thresholds(recipes):
-    text = (ROOT.parent / "shared" / "data" / "langid" / "sentences" / "zh.txt")
-    if not text.is_file():
-        pytest.skip(f"third-party test data not found at {text.parent}")
-    explained = inspect.explain("\n".join(text.read_text(encoding="utf-8").splitlines()[:LINES]),
+def test_chinese_shows_its_own_thresholds(testdata, recipes):
+    text = testdata / "langid" / "sentences" / "zh.txt"
+    explained = explore.explain("\n".join(text.read_text(encoding="utf-8").splitlines()[:LINES]),
                                 recipes["web-zh-en.yaml"])
     assert explained.kept
     repetition = next(s for s in explained.steps if s["stage"] == "gopher_repetition")["scores"]
@@ -118,7 +116,7 @@ def test_chinese_shows_its_own_thresholds(recipes):
 def test_real_pages_through_extraction(testdata, recipes):
     for name, recipe in recipes.items():
         for what, page in newspaper(testdata).items():
-            explained = inspect.explain({"html": page, "source": "web", "url": f"https://news.example/{what}"},
+            explained = explore.explain({"html": page, "source": "web", "url": f"https://news.example/{what}"},
                                         recipe)
             assert_well_formed(explained, recipe, f"{name} {what}")
             steps = {s["stage"]: s for s in explained.steps}

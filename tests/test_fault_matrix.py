@@ -1,4 +1,4 @@
-"""The fault matrix (issue 18): for each executor, `curate run` loses its driver, a worker or (Ray) a node while
+"""The fault matrix: for each executor, `curate run` loses its driver, a worker or (Ray) a node while
 it reads, while its corpus stages run, or while it packs; run again, its documents, rejects and packed shards are
 those of an undisturbed run, and no process of the disturbed run is left behind.
 

@@ -1,4 +1,4 @@
-"""Hostile inputs, round three (issue 32, items 2-4 and 6-8): each file is built here, next to good records.
+"""Hostile inputs: each file is built here, next to good records.
 
 A readable head is kept before a corrupt tail (gzip, zstd, Parquet row groups); a WARC record that claims
 10^15 bytes neither hides the record after it nor counts 10^15 bytes read; a tar member whose name is not
@@ -76,7 +76,7 @@ def notes(n: int) -> list[bytes]:
     return [jsonl_line(f"note-{i}") for i in range(n)]
 
 
-# -- item 2: a readable head before a corrupt tail --------------------------------------------------------------
+# -- a readable head before a corrupt tail --------------------------------------------------------------
 
 
 def test_gzip_jsonl_with_trailing_garbage_keeps_all_its_records(tmp_path: Path):
@@ -200,7 +200,7 @@ def test_a_tar_gz_cut_short_keeps_the_members_before_the_cut(tmp_path: Path):
     assert sum(outcome(table).values()) == len(kept) + 1
 
 
-# -- item 3: a lying Content-Length --------------------------------------------------------------------------
+# -- a lying Content-Length --------------------------------------------------------------------------
 
 
 def lying(kind: str, url: str, gz: bool) -> bytes:
@@ -229,7 +229,7 @@ def test_a_content_length_of_10_15_loses_no_record_after_it(tmp_path: Path, gz: 
     assert read_bytes < 2 * inflated  # bytes there (the liar's block runs to the end), never the 10^15 claimed
 
 
-# -- item 4: a tar member whose name is not UTF-8 ------------------------------------------------------------
+# -- a tar member whose name is not UTF-8 ------------------------------------------------------------
 
 
 def test_a_tar_member_named_in_bytes_that_are_not_utf8_is_read(tmp_path: Path):
@@ -249,7 +249,7 @@ def test_a_tar_member_named_in_bytes_that_are_not_utf8_is_read(tmp_path: Path):
     assert json.loads(documents(table, "meta")[1])["path"] == "bad\ufffd\ufffd.py"
 
 
-# -- items 6 and 7: what a response's bytes and status say ----------------------------------------------------
+# -- what a response's bytes and status say ----------------------------------------------------
 
 
 def response(url: str, body: bytes, *, status: str = "200 OK", content_type: str = "text/html",
@@ -325,7 +325,7 @@ def test_only_complete_2xx_responses_become_documents(tmp_path: Path):
         "206", "no status code in 'HTTP/1.1 -1 Unknown'", "404", "no status code in 'HTTP/1.1 abc'"]
 
 
-# -- item 8: NaN and the infinities --------------------------------------------------------------------------
+# -- NaN and the infinities --------------------------------------------------------------------------
 
 
 def strict(text: str) -> object:

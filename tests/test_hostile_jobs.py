@@ -1,4 +1,4 @@
-"""Hostile jobs (issue 32, round three): recipes and job folders built to hurt the run, the service or the trainer.
+"""Hostile jobs: recipes and job folders built to hurt the run, the service or the trainer.
 
 Each test builds the input or the fault itself: a glob reaching the job's own output, an input changed between
 runs, a name too long for a file, a full or read-only disk (a small tmpfs), a second run of the same job, YAML

@@ -118,7 +118,7 @@ def test_resume_forgets_half_written_files_and_knows_done_shards(tmp_path: Path)
 
 
 def test_rejects_are_capped_per_reason_and_shard(tmp_path: Path):
-    writer = JobWriter(str(tmp_path), ["length"], max_rejects_per_reason=1)
+    writer = JobWriter(str(tmp_path), ["length"], rejects_max_per_reason=1)
     for batch in shard_batches():
         writer.add(run_stage(Length(min_words=10_000), batch))
     rejects = pq.read_table(tmp_path / "rejects" / "stage=length" / "reason=too_few_words" / "notes.parquet")

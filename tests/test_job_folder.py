@@ -1,7 +1,7 @@
-"""Whose files a job folder holds (issue 18, items 5 and 15).
+"""Whose files a job folder holds.
 
 A file read by two sources is refused at validation; `curate run` refuses an output path through a file
-and a folder holding files it did not write; every reader of a job folder (inspect, corpus stages,
+and a folder holding files it did not write; every reader of a job folder (explore, corpus stages,
 packing, the service) reads only the files of the shards the job recorded, so a file dropped in later is
 never part of the job. Runs use `executor: local` with one worker (in this process, no Ray).
 """
@@ -16,14 +16,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curation import inspect
+from curation import explore
 from curation.job import JobFolderError, JobWriter, claim_job_folder, document_files
 from curation.recipe import RecipeError, load_recipe, parse_recipe
 from pipelines.cli import main
 from pipelines.run import run
 from tests.support.s3 import local_s3
 
-# -- item 5: one file, two sources ------------------------------------------------------------------------
+# -- one file, two sources ------------------------------------------------------------------------
 
 
 def write_notes(path: Path, n: int = 3) -> Path:
@@ -92,7 +92,7 @@ def test_curate_validate_and_run_refuse_a_file_in_two_sources(tmp_path, capsys):
     assert not (tmp_path / "jobs").exists()  # nothing was run
 
 
-# -- item 15: a job folder that is not this job's ---------------------------------------------------------
+# -- a job folder that is not this job's ---------------------------------------------------------
 
 
 def recipe_file(tmp_path: Path, extra: str = "") -> Path:
@@ -222,10 +222,10 @@ def test_a_file_dropped_into_a_job_is_read_by_no_reader(tmp_path):
     manifest = json.loads((job / "manifest.json").read_text())
     ids = drop_foreign_files(job)
 
-    assert sorted(inspect.documents(job, n=100)["id"]) == kept
-    assert inspect.lookup(job, ids) == {} and inspect.lookup(job, ids, before_corpus=False) == {}
-    assert set(inspect.lookup(job, kept[:2])) == set(kept[:2])
-    rejects = inspect.reject_files(job)["length"]["too_few_words"]
+    assert sorted(explore.documents(job, n=100)["id"]) == kept
+    assert explore.lookup(job, ids) == {} and explore.lookup(job, ids, before_corpus=False) == {}
+    assert set(explore.lookup(job, kept[:2])) == set(kept[:2])
+    rejects = explore.reject_files(job)["length"]["too_few_words"]
     assert [p.name for p in rejects] == [p.name for p in (job / "rejects" / "stage=length" / "reason=too_few_words")
                                          .glob("notes-*.parquet")] and len(rejects) == 1
     with TestClient(create_app(job.parent)) as client:

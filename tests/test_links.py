@@ -20,8 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curation import io as cio
-from curation import schema
+from curation import schema, storage
 from curation.code.repository import folder_licenses
 from curation.readers import READERS, CodeReader, JsonlReader, read_shard
 from curation.recipe import parse_recipe
@@ -99,11 +98,11 @@ def test_links_met_in_a_repository_folder_are_link_skips_and_nothing_outside_is_
     assert details == sorted([f"LICENSE -> {tree}/outside/LICENSE", f"dangling.py -> {tree}/nothing-here",
                               "etc -> /etc", f"keys -> {tree}/outside/keys", f"loop -> {tree}/repo",
                               f"src/passwd.py -> {tree}/outside/credentials.py"])
-    listed = cio.list_files(str(tree / "repo"))
+    listed = storage.list_files(str(tree / "repo"))
     assert not any(f.uri.startswith((f"{tree}/repo/etc/", f"{tree}/repo/keys/", f"{tree}/repo/loop/")) for f in listed)
     assert [f.uri for f in listed if f.link] == [f"{tree}/repo/{n}" for n in
                                                  ("LICENSE", "dangling.py", "etc", "keys", "loop", "src/passwd.py")]
-    assert cio.expand(f"{tree}/repo/**") == [f"{tree}/repo/{n}" for n in (".git/HEAD", "README.md", "src/app.py")]
+    assert storage.expand(f"{tree}/repo/**") == [f"{tree}/repo/{n}" for n in (".git/HEAD", "README.md", "src/app.py")]
     docs = [json.loads(m) for t in tables for m, r in zip(t.column("meta").to_pylist(),
                                                            t.column(schema.REASON).to_pylist(), strict=True) if not r]
     assert {d["path"] for d in docs} == {"src/app.py", "README.md"}
@@ -229,13 +228,13 @@ def test_symlinks_and_hardlinks_inside_archives_are_link_skips(tmp_path: Path):
 def test_object_store_listing_and_licence_lookup_walk_the_same_way():
     """Object stores have no links: the walk is their listing, with the same bound and `.git/` left out."""
     with local_s3():
-        fs, _ = cio.resolve("s3://repos/x")
+        fs, _ = storage.resolve("s3://repos/x")
         fs.create_dir("repos")
         for name, text in (("repo/LICENSE", MIT), ("repo/src/app.py", "x = 1\n"), ("repo/.git/LICENSE", MIT)):
             with fs.open_output_stream(f"repos/{name}") as out:
                 out.write(text.encode())
-        walked = [(f.uri, f.link) for f in cio.walk_files("s3://repos/repo", prune={".git"}.__contains__)]
+        walked = [(f.uri, f.link) for f in storage.walk_files("s3://repos/repo", prune={".git"}.__contains__)]
         assert sorted(walked) == [("s3://repos/repo/LICENSE", False), ("s3://repos/repo/src/app.py", False)]
-        assert len(list(cio.walk_files("s3://repos/repo", limit=1))) <= 1
+        assert len(list(storage.walk_files("s3://repos/repo", limit=1))) <= 1
         licences = folder_licenses.__wrapped__("s3://repos/repo")
         assert licences.for_path("src/app.py") == ("MIT", "LICENSE")

@@ -1,9 +1,9 @@
-"""Reader faults (issue 18): lone surrogates, binary Parquet columns, decompression bombs, WARC/1.0 target URIs,
+"""Reader faults: lone surrogates, binary Parquet columns, decompression bombs, WARC/1.0 target URIs,
 and storage faults told from bad content.
 
 Every input is built here, in tmp_path; storage faults come from a local filesystem wrapped to fail its first
 opens or reads the way NFS or an object store does (an OSError with an errno, an S3 503), put in place of
-`curation.io.resolve`.
+`curation.storage.resolve`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from curation import io, schema
+from curation import schema, storage
 from curation.readers import (
     CodeOptions,
     CodeReader,
@@ -101,7 +101,7 @@ def warc10_record(url_field: str, body: bytes, kind: str = "response") -> bytes:
     return gzip.compress(head + body + b"\r\n\r\n", mtime=0)
 
 
-# -- item 3: a lone surrogate costs its own record only -----------------------------------------------------------
+# -- a lone surrogate costs its own record only -----------------------------------------------------------
 
 
 def test_a_lone_surrogate_anywhere_in_a_jsonl_record_rejects_that_record_only(tmp_path: Path):
@@ -146,13 +146,13 @@ def test_a_file_name_that_is_not_utf8_is_a_reject_not_a_crash(tmp_path: Path):
     name = os.fsencode(tmp_path) + b"/notes-\xed\xa0\x80.jsonl"
     with open(name, "wb") as f:
         f.write(jsonl_line("a"))
-    (uri,) = io.expand(f"{tmp_path}/*.jsonl")
+    (uri,) = storage.expand(f"{tmp_path}/*.jsonl")
     table = read(JsonlReader(), uri)
     assert outcome(table) == {"unreadable_input": 1}  # pyarrow cannot open such a name
     assert json.loads(table.column("meta")[0].as_py())["source_uri"] == f"{tmp_path}/notes-\\xed\\xa0\\x80.jsonl"
 
 
-# -- item 6: Parquet binary columns are decoded row by row ----------------------------------------------------------
+# -- Parquet binary columns are decoded row by row ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", [pa.binary(), pa.large_binary()])
@@ -190,7 +190,7 @@ def test_bad_bytes_in_a_nested_parquet_string_lose_only_their_row(tmp_path: Path
     assert [d["text"] for d in documents(table)] == ["one", "three"]
 
 
-# -- item 10: WARC/1.0 target URIs in angle brackets -------------------------------------------------------------
+# -- WARC/1.0 target URIs in angle brackets -------------------------------------------------------------
 
 
 def test_warc_1_0_target_uris_lose_their_angle_brackets(tmp_path: Path):
@@ -205,7 +205,7 @@ def test_warc_1_0_target_uris_lose_their_angle_brackets(tmp_path: Path):
     assert [(d["url"], d["text"]) for d in documents(table)] == [("https://old.example/c", "Some text.")]
 
 
-# -- item 8: decompression bombs and blank lines -----------------------------------------------------------------
+# -- decompression bombs and blank lines -----------------------------------------------------------------
 
 
 def test_a_gzip_of_blank_lines_is_read_fast_and_keeps_every_position(tmp_path: Path):
@@ -351,7 +351,7 @@ def test_the_recipe_keys_reach_the_reader():
     assert (defaults.max_decompressed_bytes, defaults.read_attempts) == (None, 3)
 
 
-# -- item 2 (reader side): storage faults are retried, then fail the shard; bad content stays a reject ---------------
+# -- reader side: storage faults are retried, then fail the shard; bad content stays a reject ---------------
 
 
 class _Breaking:
@@ -421,8 +421,8 @@ def flaky(monkeypatch):
     """Installs a FlakyFileSystem for every local path and URI (WARC files are then opened through it too)."""
 
     def install(fs: FlakyFileSystem) -> FlakyFileSystem:
-        monkeypatch.setattr(io, "resolve", lambda uri: (fs, str(Path(uri.removeprefix("file://")).resolve())))
-        monkeypatch.setattr(io, "is_remote", lambda uri: True)
+        monkeypatch.setattr(storage, "resolve", lambda uri: (fs, str(Path(uri.removeprefix("file://")).resolve())))
+        monkeypatch.setattr(storage, "is_remote", lambda uri: True)
         return fs
 
     return install

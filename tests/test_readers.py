@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curation import io, schema
+from curation import schema, storage
 from curation.readers import JsonlReader, ParquetReader, WarcReader, WetReader, read_shard
 from curation.readers.base import binary_column
 from curation.recipe import parse_recipe
@@ -124,17 +124,17 @@ def test_glob_expansion_local_and_uri(tmp_path: Path):
     for rel in ("a/x.warc.gz", "a/b/y.warc.gz", "a/b/z.jsonl", "c.warc.gz"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(b"")
-    assert [Path(p).name for p in io.expand(f"{tmp_path}/**/*.warc.gz")] == ["y.warc.gz", "x.warc.gz", "c.warc.gz"]
-    assert [Path(p).name for p in io.expand(f"{tmp_path}/a/*.warc.gz")] == ["x.warc.gz"]
-    assert [Path(p).name for p in io.expand(f"file://{tmp_path}/a/b/*")] == ["y.warc.gz", "z.jsonl"]
-    assert len(io.expand(str(tmp_path / "a"))) == 3  # a folder means everything under it
-    assert io.expand(f"{tmp_path}/nothing/*.gz") == []
+    assert [Path(p).name for p in storage.expand(f"{tmp_path}/**/*.warc.gz")] == ["y.warc.gz", "x.warc.gz", "c.warc.gz"]
+    assert [Path(p).name for p in storage.expand(f"{tmp_path}/a/*.warc.gz")] == ["x.warc.gz"]
+    assert [Path(p).name for p in storage.expand(f"file://{tmp_path}/a/b/*")] == ["y.warc.gz", "z.jsonl"]
+    assert len(storage.expand(str(tmp_path / "a"))) == 3  # a folder means everything under it
+    assert storage.expand(f"{tmp_path}/nothing/*.gz") == []
 
 
 def test_shards_carry_the_listed_file_size(tmp_path: Path):
     for name, size in (("a.jsonl", 10), ("b.jsonl", 300), ("c.jsonl", 0)):
         (tmp_path / name).write_bytes(b"x" * size)
-    assert io.expand_sized(f"{tmp_path}/*.jsonl") == [(f"{tmp_path}/{n}", s) for n, s in
+    assert storage.expand_sized(f"{tmp_path}/*.jsonl") == [(f"{tmp_path}/{n}", s) for n, s in
                                                       (("a.jsonl", 10), ("b.jsonl", 300), ("c.jsonl", 0))]
     recipe = parse_recipe(f"name: sized\nsources: [{{name: s, format: jsonl, paths: ['{tmp_path}/*.jsonl']}}]\n")
     assert [(Path(s.uri).name, s.size) for s in list_shards(recipe)] == [("a.jsonl", 10), ("b.jsonl", 300),

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import io
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -158,10 +156,6 @@ def test_readme_commands(ran_readme):
 
 def test_readme_python_snippets(ran_readme, monkeypatch):
     monkeypatch.chdir(ran_readme)
-    try:
-        importlib.import_module("curation.explore")
-    except ModuleNotFoundError:  # until curation/inspect.py is renamed curation/explore.py
-        monkeypatch.setitem(sys.modules, "curation.explore", importlib.import_module("curation.inspect"))
     snippets = blocks(README.read_text(encoding="utf-8"), "python")
     assert snippets
     for code in snippets:

@@ -1,4 +1,4 @@
-"""Faults around a run: an input that cannot be read, a driver killed or stopped by a signal (issue 18, 2/4/16).
+"""Faults around a run: an input that cannot be read, a driver killed or stopped by a signal.
 
 Each test makes the fault itself: an input deleted after it was listed, a reader that fails in the middle of
 a file, SIGKILL or SIGTERM sent to a real `curate run`.

@@ -1,6 +1,6 @@
 """The status service against a real Ray job: live numbers, final numbers, errors and refused paths.
 
-One job (`watched_job`, shared with the dashboard, inspect and notebook tests) runs through
+One job (`watched_job`, shared with the dashboard, explore and notebook tests) runs through
 `curate run --serve` on the session's Ray while a thread polls that in-process service and a
 separate `curate serve` process started before the job; both are real uvicorn servers on loopback.
 """

@@ -323,25 +323,25 @@ def read_metrics(job: Path) -> object:
 
 
 def read_rejects(job: Path) -> object:
-    from curation import inspect
+    from curation import explore
     from pipelines.service.jobs import ServedJob
 
     files = [job / "rejects" / "stage=length" / "reason=short" / "crawl-0.parquet"]
-    return inspect.page(ServedJob(job).pinned_each(files), 0, 10).to_pylist()
+    return explore.page(ServedJob(job).pinned_each(files), 0, 10).to_pylist()
 
 
 def read_documents(job: Path) -> object:
-    from curation import inspect
+    from curation import explore
     from pipelines.service.jobs import ServedJob
 
-    return inspect.lookup(job, ["d1", "d2"], pin=ServedJob(job).pinned_all)
+    return explore.lookup(job, ["d1", "d2"], pin=ServedJob(job).pinned_all)
 
 
 def read_removed(job: Path) -> object:
-    from curation import inspect
+    from curation import explore
     from pipelines.service.jobs import ServedJob
 
-    return inspect.cluster_table(job, "minhash_dedup", pin=ServedJob(job).pinned_all)
+    return explore.cluster_table(job, "minhash_dedup", pin=ServedJob(job).pinned_all)
 
 
 def read_ablation(job: Path) -> object:

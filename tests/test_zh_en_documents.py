@@ -1,6 +1,6 @@
-"""The Chinese and English technical articles of `tests/fixtures/zh_en/` (issue 31) and the documents
+"""The Chinese and English technical articles of `tests/fixtures/zh_en/` and the documents
 `benchmarks/zh_en_documents.py` builds from them: well formed, languages as claimed, and judged by the
-web-zh-en recipe's document stages (`curation.inspect.explain`, as a user would ask)."""
+web-zh-en recipe's document stages (`curation.explore.explain`, as a user would ask)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from curation.inspect import explain
+from curation.explore import explain
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "zh_en"

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from curation import io
+from curation import storage
 
 NAME = r"^[A-Za-z0-9_.-]+$"
 
@@ -79,8 +79,8 @@ def _text(row: object, text_field: str, where: str) -> str:
 def read_set(spec: EvalSet) -> LoadedSet:
     """The set's documents or items, files in name order, lines in file order (at most `max_items`)."""
     out = LoadedSet(spec.name, spec.kind)
-    for uri in sorted(io.expand(spec.path)):
-        with io.open_text_stream(uri) as stream:
+    for uri in sorted(storage.expand(spec.path)):
+        with storage.open_text_stream(uri) as stream:
             lines = stream.read().decode("utf-8").splitlines()
         for number, line in enumerate(lines, 1):
             if not line.strip():

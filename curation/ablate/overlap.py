@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curation import io
+from curation import storage
 from curation.ablate.evalsets import LoadedSet
 from curation.dedup.decontam import NgramIndex
 
@@ -30,7 +30,7 @@ def eval_index(sets: list[LoadedSet], ngram: int) -> NgramIndex:
 
 def flagged_documents(index: NgramIndex, documents: str) -> list[str]:
     """Texts of the documents in a documents file that share an n-gram with any evaluation set."""
-    fs, path = io.resolve(documents)
+    fs, path = storage.resolve(documents)
     texts = pq.read_table(path, filesystem=fs, columns=["text"]).column("text")
     hits = index.hit_matrix(texts)
     rows = np.flatnonzero(hits.sum(axis=1) > 0) if hits.size else np.zeros(0, dtype=np.int64)

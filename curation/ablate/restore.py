@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from curation import io, schema
+from curation import schema, storage
 from curation.stages.base import Processed, Stage, StageParams
 
 OWN = ("id", "source", "title", "meta")  # document fields the reader replaced
@@ -25,7 +25,7 @@ OWN = ("id", "source", "title", "meta")  # document fields the reader replaced
 
 @functools.cache
 def _documents_schema(uri: str) -> pa.Schema:
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     return pq.read_schema(path, filesystem=fs)
 
 

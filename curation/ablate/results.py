@@ -19,7 +19,7 @@ temporary name and renamed, so a reader never sees half of one and a rerun finds
 
 from __future__ import annotations
 
-import io as _io
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curation import io
+from curation import storage
 from curation.ablate.stats import METRICS, Row
 
 ABLATION, PLAN, TOKENIZER, OVERLAP = "ablation.yaml", "plan.json", "tokenizer.model", "overlap.json"
@@ -42,7 +42,7 @@ CURVE_SCHEMA = pa.schema([("variant", pa.string()), ("seed", pa.int64()), ("step
 
 
 def run_dir(folder: str, variant: str, seed: int) -> str:
-    return io.join(folder, RUNS, variant, f"seed-{seed}")
+    return storage.join(folder, RUNS, variant, f"seed-{seed}")
 
 
 def eval_file(train_dir: Path, step: int) -> Path:
@@ -79,7 +79,7 @@ def curves(folder: str, runs: dict[str, list[int]]) -> pa.Table:
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:
-    sink = _io.BytesIO()
+    sink = io.BytesIO()
     pq.write_table(table, sink)
     return sink.getvalue()
 
@@ -87,10 +87,10 @@ def _parquet_bytes(table: pa.Table) -> bytes:
 def write_results(folder: str, rows: list[Row], curve_table: pa.Table, about: dict[str, Any]) -> None:
     """results.json (the table and `about`: baseline, spread factor, budget...), results.parquet, curves.parquet."""
     table = [r.as_dict() for r in rows]
-    io.write_bytes_atomic(io.join(folder, CURVES), _parquet_bytes(curve_table))
+    storage.write_bytes_atomic(storage.join(folder, CURVES), _parquet_bytes(curve_table))
     columns = {key: [r[key] for r in table] for key in Row.__dataclass_fields__}
-    io.write_bytes_atomic(io.join(folder, TABLE), _parquet_bytes(pa.table(columns)))
-    io.write_json_atomic(io.join(folder, RESULTS), {**about, "table": table})
+    storage.write_bytes_atomic(storage.join(folder, TABLE), _parquet_bytes(pa.table(columns)))
+    storage.write_json_atomic(storage.join(folder, RESULTS), {**about, "table": table})
 
 
 @dataclass
@@ -111,10 +111,11 @@ class Results:
 
 def read_results(folder: str) -> Results:
     """The results of a finished ablation (FileNotFoundError while it has none)."""
-    body = io.read_json(io.join(folder, RESULTS))
-    fs, path = io.resolve(io.join(folder, CURVES))
+    body = storage.read_json(storage.join(folder, RESULTS))
+    fs, path = storage.resolve(storage.join(folder, CURVES))
     table = body.pop("table")
-    overlap, search = io.join(folder, OVERLAP), io.join(folder, MIXTURE)
-    return Results(folder, table, body, pq.read_table(path, filesystem=fs), io.read_json(io.join(folder, PLAN)),
-                   io.read_json(overlap) if io.exists(overlap) else {},
-                   io.read_json(search) if io.exists(search) else None)
+    overlap, search = storage.join(folder, OVERLAP), storage.join(folder, MIXTURE)
+    plan = storage.read_json(storage.join(folder, PLAN))
+    return Results(folder, table, body, pq.read_table(path, filesystem=fs), plan,
+                   storage.read_json(overlap) if storage.exists(overlap) else {},
+                   storage.read_json(search) if storage.exists(search) else None)

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from curation import io
+from curation import storage
 from curation.ablate.evalsets import NAME, EvalSet
 from curation.ablate.mixture_search import VERIFIED, MixtureSearch
 from curation.ablate.results import PROXY_PREFIX
@@ -92,10 +92,10 @@ class Ablation(_Strict):
         return variants
 
     def folder(self) -> str:
-        return io.join(self.output, self.name)
+        return storage.join(self.output, self.name)
 
     def jobs_folder(self) -> str:
-        return self.jobs or io.join(self.folder(), "jobs")
+        return self.jobs or storage.join(self.folder(), "jobs")
 
     def all_variants(self) -> dict[str, Variant]:
         """The file's variants, `base` (no override) first unless the file defines it."""
@@ -150,7 +150,7 @@ def _checks(ablation: Ablation) -> list[tuple[tuple[Any, ...], str]]:
     tokenizer, pack = ablation.tokenizer or base.tokenizer, ablation.pack or base.pack
     if tokenizer is None:
         out.append((("tokenizer",), "the base recipe has no tokenizer: give one here (model or train)"))
-    elif tokenizer.model and not io.exists(tokenizer.model):
+    elif tokenizer.model and not storage.exists(tokenizer.model):
         out.append((("tokenizer", "model"), f"no tokenizer model at {tokenizer.model!r}"))
     if pack is None:
         out.append((("pack",), "the base recipe has no `pack`: give one here (seq_len, shard_rows)"))
@@ -160,7 +160,7 @@ def _checks(ablation: Ablation) -> list[tuple[tuple[Any, ...], str]]:
     for i, spec in enumerate(ablation.evaluation.sets):
         if names.index(spec.name) != i:
             out.append((("evaluation", "sets", i, "name"), f"set name {spec.name!r} is used twice"))
-        if not io.expand(spec.path):
+        if not storage.expand(spec.path):
             out.append((("evaluation", "sets", i, "path"), f"no file matches {spec.path!r}"))
     if ablation.mixture_search is not None:
         out += _search_checks(ablation, base, variants, pack.seq_len if pack else None)

@@ -10,14 +10,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curation import io
+from curation import storage
 from curation.mixture import unit_hash
 from curation.tokens.config import TrainTokenizer
 from curation.tokens.tokenizer import SAMPLE_SALT, held_out_documents, train_sized
 
 
 def _read(uri: str, columns: list[str]) -> pa.Table:
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     return pq.read_table(path, filesystem=fs, columns=columns)
 
 

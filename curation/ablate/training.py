@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from curation import io
+from curation import storage
 from curation.ablate.evalsets import EvalSet, read_set
 from curation.ablate.evaluate import evaluate
 from curation.ablate.results import DONE, eval_file, read_done, read_evaluations
@@ -92,7 +92,7 @@ def evaluate_checkpoints(recipe: TrainRecipe, spec: RunSpec, device: torch.devic
             scores = evaluate(model, sp, sets, seq_len, device, spec.eval_batch_size)
             result = {"variant": spec.variant, "seed": spec.seed, "step": int(extra["step"]),
                       "tokens": int(extra["tokens"]), "sets": scores}
-            io.write_json_atomic(str(eval_file(train_dir, step_of(checkpoint))), result)
+            storage.write_json_atomic(str(eval_file(train_dir, step_of(checkpoint))), result)
     for old in saved[:-1]:
         shutil.rmtree(old, ignore_errors=True)
     return read_evaluations(train_dir)
@@ -121,5 +121,5 @@ def train_run(spec: RunSpec) -> dict[str, Any]:
     last = evaluations[-1]
     record = {"variant": spec.variant, "seed": spec.seed, "steps": recipe.steps, "tokens": last["tokens"],
               "job": recipe.job, "final": last["sets"], "seconds": round(time.time() - started, 3)}
-    io.write_json_atomic(str(train_dir / DONE), record)
+    storage.write_json_atomic(str(train_dir / DONE), record)
     return record

@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import pyarrow.fs as pafs
 
-from curation import io
+from curation import storage
 from curation.code.licenses import CLASSES, folder_license, header_license, is_license_file, license_class, normalize
 
 MAX_LICENSE_BYTES = 1 << 20
@@ -100,11 +100,11 @@ def column_license(value: object) -> dict[str, str | None]:
 
 @functools.lru_cache(maxsize=4096)
 def _listing(folder: str) -> tuple[str, ...]:
-    fs, path = io.resolve(folder)
+    fs, path = storage.resolve(folder)
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     except OSError as exc:
-        if io.is_io_error(exc):  # a storage fault is not an empty folder: the shard is read again
+        if storage.is_io_error(exc):  # a storage fault is not an empty folder: the shard is read again
             raise
         return ()
     return tuple(i.base_name + ("/" if i.type == pafs.FileType.Directory else "") for i in infos)
@@ -134,10 +134,10 @@ def folder_licenses(root: str, limit: int = MAX_LISTED) -> RepoLicenses:
     `limit` entries and never through a link: a licence file that is a link is not read, a linked folder not
     entered (the walk stays inside the repository)."""
     texts: dict[str, str] = {}
-    fs, base = io.resolve(root)
+    fs, base = storage.resolve(root)
     vcs = {v.strip("/") for v in VCS}
     try:
-        for found in io.walk_files(root, limit=limit, prune=vcs.__contains__):
+        for found in storage.walk_files(root, limit=limit, prune=vcs.__contains__):
             path = found.uri.split("://", 1)[-1]  # inside `fs`, as `base` is
             relative = path[len(base.rstrip("/")) + 1 :]
             if found.link or not wants_text(relative, found.size):
@@ -146,9 +146,9 @@ def folder_licenses(root: str, limit: int = MAX_LISTED) -> RepoLicenses:
                 with fs.open_input_file(path) as f:
                     texts[relative] = f.read(MAX_LICENSE_BYTES).decode("utf-8", "replace")
             except OSError as exc:
-                if io.is_io_error(exc):  # a licence not read is not an absent one: the shard is read again
+                if storage.is_io_error(exc):  # a licence not read is not an absent one: the shard is read again
                     raise
     except OSError as exc:
-        if io.is_io_error(exc):
+        if storage.is_io_error(exc):
             raise
     return RepoLicenses(texts)  # what is not a storage fault (an unlistable folder) ends the walk there

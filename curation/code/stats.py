@@ -20,7 +20,8 @@ import re
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from curation.text.columns import as_array
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/\n=]{64,}")
 _HEX = re.compile(r"(?:\b(?:0x|\\x)?[0-9a-fA-F]{2}(?:,|\b\s*)){8,}")
@@ -95,10 +96,7 @@ def text_stats(texts: pa.Array | pa.ChunkedArray) -> dict[str, np.ndarray]:
     `chars`, `nonblank` characters, `lines`, `mean_line` and `max_line` (characters; a trailing
     newline opens no line, as `str.splitlines`), `alnum` share of characters, and `numeric` share
     of word tokens (`[A-Za-z0-9_.]+` runs) that start with a digit."""
-    texts = pc.fill_null(texts, "")
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.string())
-    texts = texts.cast(pa.large_string())
+    texts = as_array(texts)
     n = len(texts)
     offsets = np.frombuffer(texts.buffers()[1], np.int64)[texts.offset : texts.offset + n + 1]
     buffer = texts.buffers()[2]

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from pybloom_live import BloomFilter, ScalableBloomFilter
 
 from curation.dedup.exact import TextColumn, as_string_array, hash_strings_128
+from curation.text.columns import combined
 
 Keys = np.ndarray | pa.Array | pa.ChunkedArray | Sequence[int]
 
@@ -29,7 +30,7 @@ Keys = np.ndarray | pa.Array | pa.ChunkedArray | Sequence[int]
 def _key_ints(keys: Keys) -> list[int]:
     """Keys as Python ints, the cheapest form pybloom-live hashes (it stringifies anything but `str`)."""
     if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
+        keys = combined(keys)
     if isinstance(keys, pa.Array):
         if pa.types.is_fixed_size_binary(keys.type) or pa.types.is_binary(keys.type):
             return [int.from_bytes(k, "big") for k in keys.to_pylist()]
@@ -42,7 +43,7 @@ def _key_ints(keys: Keys) -> list[int]:
 def _prefix64(keys: Keys) -> np.ndarray:
     """The leading 64 bits of each key: binary keys' first 8 bytes (big-endian), integer keys as they are."""
     if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
+        keys = combined(keys)
     if isinstance(keys, pa.Array) and (pa.types.is_fixed_size_binary(keys.type) or pa.types.is_binary(keys.type)):
         prefix = [int.from_bytes(k[:8].ljust(8, b"\0"), "big") for k in keys.to_pylist()]
         return np.array(prefix, dtype=np.uint64)

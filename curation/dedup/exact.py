@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from curation.text.columns import combined
+
 # Runs of characters that are not letters or digits (RE2 syntax, Unicode-aware: `\w` in RE2 is ASCII).
 SEPARATORS = r"[^\p{L}\p{N}]+"
 # Unicode whitespace (RE2's `\s` is ASCII only).
@@ -31,10 +33,7 @@ TextColumn = pa.Array | pa.ChunkedArray | Sequence[str | None]
 
 def as_string_array(texts: TextColumn) -> pa.Array:
     """One contiguous string array, nulls as empty strings: every function here accepts what a batch holds."""
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.string())
-    elif not isinstance(texts, pa.Array):
-        texts = pa.array(list(texts), pa.string())
+    texts = combined(texts) if isinstance(texts, pa.Array | pa.ChunkedArray) else pa.array(list(texts), pa.string())
     if pa.types.is_large_string(texts.type) or pa.types.is_string_view(texts.type):
         texts = texts.cast(pa.string())
     return pc.fill_null(texts, "")
@@ -153,8 +152,4 @@ def choose_survivors(
 
 
 def _as_arrow(values: pa.Array | pa.ChunkedArray | np.ndarray | Sequence) -> pa.Array:
-    if isinstance(values, pa.ChunkedArray):
-        return values.combine_chunks()
-    if isinstance(values, pa.Array):
-        return values
-    return pa.array(values)
+    return combined(values) if isinstance(values, pa.Array | pa.ChunkedArray) else pa.array(values)

@@ -34,6 +34,7 @@ import xxhash
 
 from curation.dedup.exact import SEPARATORS, WHITESPACE, TextColumn, as_string_array, fmix64
 from curation.lang.words import SPACES, segmenters, split
+from curation.text.columns import combined
 
 Unit = Literal["word", "char"]
 
@@ -126,9 +127,8 @@ def language_tokens(texts: TextColumn, langs: TextColumn | None = None, *,
 
 def _codes(langs: TextColumn) -> pa.Array:
     """Language codes as one string array, nulls kept (`as_string_array` makes them empty)."""
-    if isinstance(langs, pa.ChunkedArray):
-        langs = langs.combine_chunks() if langs.num_chunks else pa.array([], pa.string())
-    return (langs if isinstance(langs, pa.Array) else pa.array(list(langs), pa.string())).cast(pa.string())
+    langs = combined(langs) if isinstance(langs, pa.Array | pa.ChunkedArray) else pa.array(list(langs), pa.string())
+    return langs.cast(pa.string())
 
 
 def _spaced_group(langs: pa.Array | None, n: int) -> np.ndarray:
@@ -333,8 +333,7 @@ def signature_column(signatures: np.ndarray) -> pa.FixedSizeListArray:
 
 
 def signatures_from_column(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+    column = combined(column)
     p = column.type.list_size
     return column.flatten().to_numpy(zero_copy_only=False).reshape(len(column), p).astype(np.uint32, copy=False)
 
@@ -512,7 +511,7 @@ def estimated_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
     return (sig_a == sig_b).mean(axis=1)
 
 
-def set_jaccard(sets: Shingles, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def pairs_jaccard(sets: Shingles, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Exact Jaccard similarity of the shingle sets of document pairs (a[k], b[k]); `sets` from `unique_sets`."""
     out = np.zeros(len(a), dtype=np.float64)
     for k, (i, j) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
@@ -535,7 +534,7 @@ def exact_jaccard(texts_a: TextColumn, texts_b: TextColumn, *, ngram: int = 5, u
     sets = shingle_hashes(pa.concat_arrays([a, b]), ngram=ngram, unit=unit, lowercase=lowercase,
                           langs=langs).unique_sets()
     n = len(a)
-    return set_jaccard(sets, np.arange(n), np.arange(n, 2 * n))
+    return pairs_jaccard(sets, np.arange(n), np.arange(n, 2 * n))
 
 
 # --------------------------------------------------------------------------------------------- reference
@@ -607,7 +606,7 @@ def fuzzy_duplicates(
         position = {d: i for i, d in enumerate(ids.to_pylist())}
         a = pa.array([position[d] for d in pairs.column("id_a").to_pylist()])
         c = pa.array([position[d] for d in pairs.column("id_b").to_pylist()])
-        similarity = set_jaccard(hasher.shingles(texts, langs).unique_sets(), a.to_numpy(), c.to_numpy())
+        similarity = pairs_jaccard(hasher.shingles(texts, langs).unique_sets(), a.to_numpy(), c.to_numpy())
         pairs = pairs.filter(pa.array(similarity >= threshold))
     partitions = max(n_partitions, 1)
     node, label, _ = star_components(node_ids(pairs.column("id_a")), node_ids(pairs.column("id_b")),

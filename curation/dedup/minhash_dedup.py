@@ -18,7 +18,7 @@ Steps (what runs where is `pipelines.dedup.minhash`):
 4. connected components of the verified pairs (`curation.dedup.components`), then per component the
    survivor by `choose_survivors`: highest `score_column` value, then the smallest id.
 
-Languages (issue 20, FineWeb-2's choices): word shingles are n-grams of each document's language's
+Languages (FineWeb-2's choices): word shingles are n-grams of each document's language's
 words (segmented words for Chinese, Japanese, Thai..., `curation.dedup.minhash.language_tokens`;
 English and documents without a `lang` keep the words they always had, bit for bit); `by_language`
 pairs only documents of the same `lang`, across the whole corpus (band keys salted by language); with
@@ -41,7 +41,7 @@ Defaults and where they come from:
   bit for bit, `curation.dedup.minhash`); standard error of an estimate sqrt(J(1-J)/128) = 0.035 at 0.8.
 - bands and rows: datasketch's `MinHashLSH` optimisation of the false positive and negative areas
   (`optimal_bands`), weighted 0.9 towards false negatives because candidates are verified anyway;
-  measured by `benchmarks/dedup_quality.py` on the real README history (issue 4: unverified candidates
+  measured by `benchmarks/dedup_quality.py` on the real README history (unverified candidates
   reach only about P 0.78 / R 0.92 at 0.8; with these bands and exact verification P 1.0 / R >= 0.95).
 - `verify` exact: an estimate's 0.035 error near the threshold costs precision and recall (~0.93 /
   0.89 at 0.8 in the same benchmark); exact Jaccard of the shingle sets does not.
@@ -69,13 +69,14 @@ from curation.dedup.minhash import (
     fuzzy_duplicates,
     has_shingles,
     lsh_parameters,
-    set_jaccard,
+    pairs_jaccard,
     signature_column,
     signatures_from_column,
 )
 from curation.mixture import CLUSTER_SIZE
 from curation.stages.base import StageParams
 from curation.stages.languages import LANG
+from curation.text.columns import combined
 
 REASON = "near_duplicate"
 FALSE_NEGATIVE_WEIGHT = 0.9  # measured in benchmarks/dedup_quality.py: recall first, verification restores precision
@@ -187,7 +188,7 @@ class MinhashDedup(CorpusStage):
         if self.params.verify == "estimate":
             # float32, as bucket_pairs rounds its estimates: the same pairs pass for any num_perm
             return estimated_jaccard(signatures_from_column(a), signatures_from_column(b)).astype(np.float32)
-        return sets_jaccard(a, b)
+        return shingle_sets_jaccard(a, b)
 
     def signatures(self, documents: pa.Table) -> np.ndarray:
         return self.hasher().signatures(documents.column("text"), languages(documents))
@@ -240,24 +241,20 @@ def shingle_sets(shingles: Shingles) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(sets.offsets.astype(np.int32)), pa.array(sets.hashes))
 
 
-def sets_jaccard(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.ndarray:
+def shingle_sets_jaccard(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Row-wise Jaccard similarity of two columns of distinct-hash lists (`shingle_sets`).
 
-    `set_jaccard` itself, so the same pairs pass as in `fuzzy_duplicates`: one `np.intersect1d` per
+    `pairs_jaccard` itself, so the same pairs pass as in `fuzzy_duplicates`: one `np.intersect1d` per
     pair (~12 us for 1,000-shingle sets). A single sort over all pairs measured ~20x slower: it
     throws away that every set is sorted already.
     """
-    a, b = _combined(a), _combined(b)
+    a, b = combined(a), combined(b)
     n = len(a)
     hashes = np.concatenate([pc.list_flatten(a).to_numpy(), pc.list_flatten(b).to_numpy()]).astype(np.uint64)
     sizes = np.concatenate([pc.list_value_length(a).to_numpy(zero_copy_only=False),
                             pc.list_value_length(b).to_numpy(zero_copy_only=False)]).astype(np.int64)
     sets = Shingles(hashes, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
-    return set_jaccard(sets, np.arange(n), np.arange(n, 2 * n))
-
-
-def _combined(column: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return pairs_jaccard(sets, np.arange(n), np.arange(n, 2 * n))
 
 
 def cluster_names(labels: np.ndarray) -> pa.Array:

@@ -51,7 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
-from curation import io, schema
+from curation import schema, storage
 from curation.job import document_files, recorded_shards
 from curation.lang.codes import language_code
 from curation.lang.settings import scaled_short_line, settings_for
@@ -211,7 +211,7 @@ def _files(inputs: Iterable[str], text_field: str) -> Iterator[tuple[str, Any]]:
             reader = READERS["parquet"](text_field="text")
             yield from ((uri, reader) for uri in document_files(given).values())
             continue
-        uris = io.expand(given)
+        uris = storage.expand(given)
         if not uris:
             msg = f"no file matches {given!r}"
             raise FileNotFoundError(msg)

@@ -48,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.lang.scripts import script_of_text
-from curation.text.columns import as_array
+from curation.text.columns import as_array, combined
 from curation.text.splitter import Words, WordSplitter, composed
 
 Segment = Callable[[str], list[str]]
@@ -288,8 +288,7 @@ class LanguageWords(WordSplitter):
             msg = f"{len(langs)} languages for {n} texts"
             raise ValueError(msg)
         encoded = pc.dictionary_encode(langs.cast(pa.string()))
-        if isinstance(encoded, pa.ChunkedArray):
-            encoded = encoded.combine_chunks()
+        encoded = combined(encoded)
         by_code = [(_segmenter_of_code(code) if code else None) or "" for code in encoded.dictionary.to_pylist()]
         indices = encoded.indices.fill_null(len(by_code)).to_numpy(zero_copy_only=False)
         kinds = np.array([*by_code, ""], dtype=object)[indices]

@@ -11,7 +11,7 @@ without its marker, so that it is never recorded as done and a rerun reads it.
 
 from __future__ import annotations
 
-import io as _io
+import io
 import json
 import math
 import time
@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation import io, schema
-from curation.io import is_io_error
+from curation import schema, storage
+from curation.storage import is_io_error
 
 _FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)
 
@@ -94,7 +94,7 @@ class BudgetedStream:
         """Only where it is already (fastwarc asks): the stream is read from start to end."""
         if (offset, whence) not in ((self.given, 0), (0, 1)):
             msg = "a decompressing stream is read from start to end"
-            raise _io.UnsupportedOperation(msg)
+            raise io.UnsupportedOperation(msg)
         return self.given
 
     def close(self) -> None:
@@ -152,7 +152,7 @@ class Reader:
         """What the compressed file at `uri` (`compressed` bytes, else its size is looked up) may inflate to:
         `max_decompressed_bytes`, and `max_decompression_ratio` times its size once past `DECOMPRESSION_FLOOR`."""
         if compressed is None:
-            fs, path = io.resolve(uri)
+            fs, path = storage.resolve(uri)
             compressed = fs.get_file_info(path).size or 0
         bounds = [] if self.max_decompressed_bytes is None else [self.max_decompressed_bytes]
         if self.max_decompression_ratio is not None:
@@ -311,11 +311,11 @@ def read_shard(
 
     Raises `InputReadError` (after the batches read until then, and without the marker) where the input
     could not be read for an I/O reason in `reader.read_attempts` attempts in a row. A symbolic link met in a
-    folder (which `curation.shards` spells `file://<link>`: `io.canonical` keeps it, where it resolves a
+    folder (which `curation.shards` spells `file://<link>`: `storage.canonical` keeps it, where it resolves a
     plain path, as a link named in `paths` is) is one `link` skip, never opened. Ids hash the `source` name,
     the file's `key` (`Shard.key`: its path below its source's root; default: its whole path) and each record's
     position."""
-    uri = io.canonical(uri)
+    uri = storage.canonical(uri)
     key = uri if key is None else key
     rows: list[dict[str, Any]] = []
     size = 0
@@ -386,9 +386,9 @@ def _attempts(reader: Reader, uri: str) -> Iterator[Record]:
 
 
 def _is_link(uri: str) -> bool:
-    """`io.is_link`, False where the file cannot even be looked at (opening it meets that fault, and retries)."""
+    """`storage.is_link`, False where the file cannot even be looked at (opening it meets that fault, and retries)."""
     try:
-        return io.is_link(uri)
+        return storage.is_link(uri)
     except OSError:
         return False
 
@@ -396,7 +396,7 @@ def _is_link(uri: str) -> bool:
 def _empty(uri: str) -> bool:
     """Whether the file has no bytes at all (as the Parquet and archive readers say too)."""
     try:
-        fs, path = io.resolve(uri)
+        fs, path = storage.resolve(uri)
         return fs.get_file_info(path).size == 0
     except OSError:
         return False

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field
 
-from curation import io, schema
+from curation import schema, storage
 from curation.code.repository import (
     VCS,
     RepoLicenses,
@@ -149,7 +149,7 @@ class CodeReader(Reader):
     def _tar_stream(self, uri: str) -> Iterator[tarfile.TarFile]:
         """The archive as a stream; a compressed one inflated here, not by tarfile, so that every byte it
         inflates to (a member skipped too: tarfile reads past it) is spent from the file's budget."""
-        fs, path = io.resolve(uri)
+        fs, path = storage.resolve(uri)
         codec = next((c for ext, c in _CODECS.items() if path.lower().endswith(ext)), None) or _sniffed(fs, path)
         with fs.open_input_file(path) as raw:
             stream = raw if codec is None else self.inflate_budget(uri).counting(_inflating(raw, codec))
@@ -190,7 +190,7 @@ class CodeReader(Reader):
                 position += 1
 
     def _zip(self, uri: str) -> Iterator[Record]:
-        fs, path = io.resolve(uri)
+        fs, path = storage.resolve(uri)
         with fs.open_input_file(path) as f, zipfile.ZipFile(f) as archive:
             budget = self.inflate_budget(uri, f.size())
             infos = [i for i in archive.infolist() if not i.is_dir()]
@@ -221,8 +221,8 @@ class CodeReader(Reader):
     # -- a file of a repository folder ---------------------------------------------------------------
 
     def _loose(self, uri: str) -> Record:
-        fs, path = io.resolve(uri)
-        root, relative = _in_repository(io.canonical(uri))
+        fs, path = storage.resolve(uri)
+        root, relative = _in_repository(storage.canonical(uri))
         relative = readable_name(relative)
         info = fs.get_file_info(path)
         if any(v in f"/{relative}" for v in VCS):
@@ -244,7 +244,7 @@ class CodeReader(Reader):
 
     def _table(self, uri: str) -> Iterator[Record]:
         if uri.lower().endswith(".parquet"):
-            fs, path = io.resolve(uri)
+            fs, path = storage.resolve(uri)
             with fs.open_input_file(path) as f:
                 # a string that is not UTF-8 skips its row only, not the rest of its batch and file
                 rows = parquet_rows(f, budget=self.inflate_budget(uri, f.size()))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from curation import io
+from curation import storage
 from curation.readers.base import Reader, Record
 from curation.readers.salvage import open_salvaging
 
@@ -27,7 +27,7 @@ class JsonlReader(Reader):
         """One record per line that is not blank. A compressed file that inflates past its bound ends in
         `DecompressionBombError` (one `decompression_bomb` reject); blank lines cost next to nothing."""
         with open_salvaging(uri) as raw:
-            stream = self.inflate_budget(uri).counting(raw) if io.codec(uri) else raw
+            stream = self.inflate_budget(uri).counting(raw) if storage.codec(uri) else raw
             # The line being read is kept as pieces, joined once at its end (joining at every read is
             # quadratic: a 200 MB line took hours), and only up to max_record_bytes: past that its bytes
             # are counted, not kept, so a huge line or a gzip bomb without newlines costs no memory.

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curation import io
+from curation import storage
 from curation.readers.base import InflateBudget, Record, is_io_error
 from curation.readers.jsonl import JsonlReader
 
@@ -28,7 +28,7 @@ class ParquetReader(JsonlReader):
     format: ClassVar[str] = "parquet"
 
     def records(self, uri: str) -> Iterator[Record]:
-        fs, path = io.resolve(uri)
+        fs, path = storage.resolve(uri)
         with fs.open_input_file(path) as f:
             budget = self.inflate_budget(uri, f.size())
             for position, obj, invalid in parquet_rows(f, budget=budget):

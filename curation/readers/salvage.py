@@ -17,8 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from curation import io
-from curation.io import is_io_error
+from curation import storage
+from curation.storage import is_io_error
 
 PIECE = 1 << 16  # compressed bytes handed to Arrow at a time
 EXACT_BYTES = 4 << 20  # decompressed bytes read one at a time before a break
@@ -155,10 +155,10 @@ class SalvagingStream:
 
 
 def open_salvaging(uri: str) -> Any:
-    """A sequential stream of a file's bytes, decompressed by its extension (`io.codec`) through a
+    """A sequential stream of a file's bytes, decompressed by its extension (`storage.codec`) through a
     `SalvagingStream`: a plain file as it is."""
-    fs, path = io.resolve(uri)
-    codec = io.codec(path)
+    fs, path = storage.resolve(uri)
+    codec = storage.codec(path)
     if codec is None:
         return fs.open_input_stream(path, compression=None)
     return SalvagingStream(fs.open_input_file(path), codec)

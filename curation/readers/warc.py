@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
-import io as _io
+import io
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from fastwarc.stream_io import BrotliReader, GzipReader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
-from curation import io
+from curation import storage
 from curation.readers.base import (
     BudgetedStream,
     DecompressionBombError,
@@ -46,10 +46,10 @@ def _open(uri: str, offset: int, budget: InflateBudget | None, codec: str | None
         if codec == "gzip":
             return _Inflating(raw, offset, budget)
         return budget.counting(SalvagingStream(raw, codec))  # from the start: the records before a break kept
-    if offset == 0 and not io.is_remote(uri):
+    if offset == 0 and not storage.is_remote(uri):
         if raw is not None:
             raw.close()
-        return io.canonical(uri)
+        return storage.canonical(uri)
     return raw if raw is not None else _open_at(uri, offset)
 
 
@@ -328,7 +328,7 @@ def _http_payload(block: bytes, limit: int) -> tuple[int | None, str | None, str
     given = record.http_headers.get("Content-Encoding") or ""
     codings = [c.strip().lower() for c in given.split(",") if c.strip().lower() not in ("", "identity")]
     if codings and all(c in _DECODERS for c in codings):
-        stream: object = _io.BytesIO(body)
+        stream: object = io.BytesIO(body)
         for coding in reversed(codings):  # the last coding applied is undone first
             stream = _DECODERS[coding](stream)
         with contextlib.suppress(OSError):  # not encoded after all (stored decoded): keep the bytes as they are
@@ -345,7 +345,7 @@ _SCAN = 1 << 20
 
 def _open_at(uri: str, offset: int) -> object:
     """The raw file positioned at `offset`; fastwarc detects the codec there and reports absolute offsets."""
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     file = fs.open_input_file(path)
     file.seek(offset)
     return file
@@ -354,7 +354,7 @@ def _open_at(uri: str, offset: int) -> object:
 def _cut_gzip_member(uri: str, offset: int, max_inflate: int = 64 << 20) -> int | None:
     """The offset of a gzip member at or after `offset` (the last record's) that breaks off unfinished;
     None when every member ends (or the file is not gzip, or checking would inflate over `max_inflate`)."""
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     with fs.open_input_file(path) as f:
         if not f.read(len(_GZIP)).startswith(_GZIP):
             return None
@@ -380,7 +380,7 @@ def _next_record_start(uri: str, offset: int) -> int | None:
     """The first offset >= `offset` where a record starts: a gzip member that inflates to `WARC/` in a
     .warc.gz (one member per record, as crawlers write them), or a `WARC/1.` line in a plain WARC;
     None when there is none or the file is another codec (lz4/zstd frames are not searched)."""
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     with fs.open_input_file(path) as f:
         head = f.read(len(_PLAIN))
         if head.startswith(_GZIP):

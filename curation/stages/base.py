@@ -30,11 +30,8 @@ class StageParams(BaseModel):
 
 @dataclass(frozen=True)
 class Resources:
-    """What the executor must give a stage; the executor never looks at what the stage does.
-
-    Batches are the blocks the readers stream (about 8 MB each), not a per-stage row count: asking
-    Ray Data for a row count makes it bundle blocks of different shards into one task.
-    """
+    """What the executor must give a stage; the executor never looks at what the stage does. A stage does not
+    choose its batches: `curation.apply.run_shard` sizes them, one shard at a time."""
 
     cpus: float = 1.0
 
@@ -146,7 +143,7 @@ class DocumentFilter(Stage):
         table = batch
         if text is not None:
             column = batch.column("text")
-            original = (column.combine_chunks() if column.num_chunks else pa.array([], pa.string())).cast(pa.string())
+            original = column.combine_chunks().cast(pa.string())
             kept_text = pc.if_else(pa.array(mask, pa.bool_()), text.cast(pa.string()), original)
             table = table.set_column(table.schema.get_field_index("text"), "text", kept_text)
         for column, values in self.added_columns(batch, scores).items():

@@ -1,6 +1,6 @@
 """A recipe's stages built from its keys, and set up once per process where they run.
 
-Every runner builds stages here (the executors' plan, `curation.inspect.explain`, classifier training
+Every runner builds stages here (the executors' plan, `curation.explore.explain`, classifier training
 data read through a recipe) and sets them up through `set_up`: a stage's `setup` (a model load) runs
 once per worker process, which reuses the set-up stage for every later batch and task there.
 """

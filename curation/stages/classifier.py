@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
-from curation import io
+from curation import storage
 from curation.stages.base import DocumentFilter
 
 SIDECAR_FORMAT = "curation.classifier/1"
@@ -295,8 +295,8 @@ class FastTextClassifier(DocumentFilter):
         self.reason = p.reason or f"{'high' if p.keep_below else 'low'}_{p.score_column}"
 
     def _local_model(self, model: str) -> str:
-        if not io.is_remote(model):
-            path = Path(io.canonical(model))
+        if not storage.is_remote(model):
+            path = Path(storage.canonical(model))
             if not path.is_file():
                 msg = f"classifier: model file not found: {model} (recipe key `model`; resolved to {path})"
                 raise FileNotFoundError(msg)
@@ -305,7 +305,7 @@ class FastTextClassifier(DocumentFilter):
         folder = Path(tempfile.mkdtemp(prefix="curation-model-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
         for uri in (model, sidecar_path(model)):
-            fs, path = io.resolve(uri)
+            fs, path = storage.resolve(uri)
             if fs.get_file_info(path).type.name != "File":
                 if uri == model:
                     msg = f"classifier: model file not found: {model} (recipe key `model`)"

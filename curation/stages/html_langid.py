@@ -18,15 +18,13 @@ text, the first of them in a kept language at `below` or more, is kept on that s
 unparsed (the whole page's text begins alike: 160 of 168 such pages here; 2 of the others, German,
 the whole page would have dropped: `langid` drops them after extraction instead). Where the window
 settles neither (a third of the pages here: their first screens hold little text), a window 4 times
-as large is judged the same way (-14% time, the same decisions here), then the whole page, as
-without windows, which adds 6 drops here, none of them English.
+as large is judged the same way, then the whole page, as without windows, which adds 6 drops here,
+none of them English.
 
 On the 1,162 real pages of the test data (`benchmarks/peer_fineweb.py`), keep [en], the defaults:
 871 pages skip trafilatura at ~1.3 ms a page (whole pages only: 867 at ~2.4 ms); 1 of the 261
 pages whose trafilatura text fastText scores English at 0.65 or more is among them (a German site's
-English article whose page text is mostly German), as with resiliparse's main-content extraction in
-place of the whole text (860 skipped, 1.5x the cost) or with `below` 0.02. A window of 8,000
-characters loses 2 English pages more; one of 32,000 saves less (~1.8 ms a page).
+English article whose page text is mostly German).
 """
 
 from __future__ import annotations

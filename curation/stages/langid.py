@@ -48,12 +48,11 @@ all 8 of its documents are labelled `id`.
    not weigh keep fastText's probability. When fastText's top label is a language lingua does not model
    (Galician, Occitan, Waray, Javanese...), only the languages fastText cannot rank may gain from lingua,
    however unsure fastText is, so Galician is not relabelled Portuguese nor Javanese Indonesian: lingua
-   cannot weigh the top label, so its opinion over the others says nothing against it. (Until 2026-12-02
-   that held only from a top probability of 0.5: tuned on the benchmark, whose 75 languages lingua all
-   models, where an unmodelled top label is always wrong. On the UDHR's translations into 124 languages
-   fastText can name, 57 of them unmodelled, the lower bound turned Javanese, Sundanese, Interlingua,
-   Venetian, Waray... into their modelled neighbours: documents 0.764 accuracy, fastText alone 0.741 (both
-   before text was composed to NFC); without it 0.808, at -0.001 on the benchmark.)
+   cannot weigh the top label, so its opinion over the others says nothing against it. This holds whatever
+   fastText's top probability: the benchmark's 75 languages are all lingua's, so there an unmodelled top
+   label is always wrong, but on the UDHR's translations (57 of 124 languages unmodelled) letting lingua
+   overrule a weak unmodelled label turns Javanese, Sundanese, Interlingua, Venetian, Waray... into their
+   modelled neighbours.
 5. Finalists. On texts under 120 characters the unsure route's two leaders, when the runner-up has at
    least `FINALIST_RATIO_MIN` of the leader's share, are re-judged by lingua's high-accuracy mode (1- to
    5-grams; from 120 characters on lingua uses trigrams only, whatever the mode) and split their share.
@@ -69,8 +68,9 @@ all 8 of its documents are labelled `id`.
    differs.
 7. The label is the argmax and `lang_score` its pooled probability, but never less than fastText's own
    probability when the label is fastText's: a second opinion that agrees is no evidence against the label
-   (lingua splitting the id/ms share used to put 21 of 100 clean Indonesian sentences, labelled `id` by
-   both, under FineWeb-2's Indonesian `min_score`; with fastText alone 69 were kept, with ours 61, now 79).
+   (lingua splits the id/ms share, so the pooled probability alone would put 21 of 100 clean Indonesian
+   sentences that both label `id` under FineWeb-2's Indonesian `min_score`; with this floor ours keeps 79 of
+   them, fastText alone 69).
    Without a second opinion, `lang_score` is fastText's top probability.
 
 The constants were chosen on the even-numbered sentences of the benchmark and checked on the odd ones
@@ -98,7 +98,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -122,13 +121,14 @@ from curation.lang.codes import (
 )
 from curation.lang.han_script import HANS, HANT, han_scripts, to_simplified
 from curation.lang.mixed import mixed_languages, paragraph_languages
+from curation.lang.scripts import script_ids, script_table
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
-from curation.text.columns import as_array, list_offsets
+from curation.text.columns import as_array, combined, list_offsets
 from curation.text.layout import CODE, TABLE, line_kinds, prose_text
 
 
-def _words(text: str) -> list[str]:
+def _codes(text: str) -> list[str]:
     """Compact tables below: whitespace-separated codes."""
     return text.split()
 
@@ -139,21 +139,20 @@ AUTO_CEILING = 0.65  # the highest `auto` threshold: FineWeb's on lid.176 (see `
 EVERY_LANGUAGE = "*"  # `min_score` map key: the languages the map does not name
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 
-# Routing constants (see the module docstring). Chosen on the even-numbered benchmark sentences; the
-# figures in comments are even-half macro accuracy over the 67 languages lid.176 knows.
+# Routing constants (see the module docstring), chosen on the even-numbered sentences of
+# benchmarks/langid_accuracy.py (the odd-numbered ones are held out).
 GROUP_MASS_MIN = 0.8  # fastText mass on a group of close languages from which lingua decides within it
-GROUP_SURE_ABOVE = 0.95  # fastText top probability from which the group route keeps fastText's label (lingua
-#                          changed 2 of the 615 such sentences for the better, none for the worse: not worth a call)
-GROUP_FASTTEXT_EXPONENT = 0.15  # fastText's exponent in the log-linear pool of the group route (lingua's is 1;
-#                                 0: 0.9585, 0.15: 0.9594, 0.5: 0.9582; linear pooling as before: ~0.957)
-UNSURE_BELOW = 0.8  # fastText top probability below which the unsure route asks lingua (0.6: -0.003, 25% faster)
+GROUP_SURE_ABOVE = 0.95  # fastText top probability from which the group route keeps fastText's label (above it,
+#                          lingua almost never changes the label: not worth a call)
+GROUP_FASTTEXT_EXPONENT = 0.15  # fastText's exponent in the log-linear pool of the group route (lingua's is 1)
+UNSURE_BELOW = 0.8  # fastText top probability below which the unsure route asks lingua
 UNSURE_FASTTEXT_WEIGHT = 0.4  # fastText's weight in the linear opinion pool of the unsure route
-NAMED_MIN_P = 0.01  # fastText probability from which lingua weighs a named language (0: same on the even half)
+NAMED_MIN_P = 0.01  # fastText probability from which lingua weighs a named language
 RARE_LABEL_MAX = 10_000  # training lines of a fastText label below which lingua always weighs that language too
 MARKER_LOG_ODDS = math.log(10)  # log-odds one word of `curation.lang.close_words` adds to the languages writing it:
 #                                  naive Bayes at the least frequency ratio a word needed to be listed (set, not tuned)
 FINALIST_RATIO_MIN = 0.2  # the unsure route's runner-up, relative to its leader, from which the two are re-judged
-FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone; 0.5: -0.0006)
+FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone)
 TOP_K = 10  # fastText labels kept per text for pooling: beyond 10 the probabilities are negligible
 FASTTEXT_MAX_CHARS = 100_000  # bounds the cost of a pathological document; labels settle long before
 LINGUA_MAX_CHARS = 1000  # lingua reads at most this much of a text: cost grows with length, accuracy saturates
@@ -236,7 +235,7 @@ _OTHER_TWO_SCRIPTS = [code for code, scripts in TWO_SCRIPTS.items() if scripts !
 TO_SIMPLIFIED = "to_simplified"  # count key: documents converted from Traditional to Simplified Chinese
 
 # lid.176's labels (fastText's language identification model, CC BY-SA 3.0), in the model's order.
-LID176_LABELS = _words(
+LID176_LABELS = _codes(
     "en ru de fr it ja es ceb tr pt uk eo pl sv nl he zh hu ar ca fi cs fa sr el vi bg ko no mk ro id th hy da "
     "ta hi hr sh be ka te kk war lt gl sk bn eu sl kn ml mr et az ms sq la bs nn ur lv my tt af oc nds ky ast tl "
     "is ia si gu km br ba uz bo pa vo als ne cy jbo fy mn lb ce ug tg sco sa cv jv min io or as new ga mg an ckb "
@@ -247,11 +246,11 @@ LID176_LABELS = _words(
 
 # Scripts (ISO 15924) of lid.176 labels not written in Latin script.
 _LID176_SCRIPTS: dict[str, tuple[str, ...]] = {
-    **{c: ("Cyrl",) for c in _words("ru uk be bg mk sr kk ky tg tt ba cv ce os sah mn bxr kv mhr mrj myv krc "
+    **{c: ("Cyrl",) for c in _codes("ru uk be bg mk sr kk ky tg tt ba cv ce os sah mn bxr kv mhr mrj myv krc "
                                     "xal av lez rue tyv")},
-    **{c: ("Arab",) for c in _words("ar arz azb ckb fa ps ur ug sd pnb mzn lrc")},
-    **{c: ("Deva",) for c in _words("hi mr ne sa mai bh new dty gom")},
-    **{c: ("Hani",) for c in _words("zh wuu yue")},
+    **{c: ("Arab",) for c in _codes("ar arz azb ckb fa ps ur ug sd pnb mzn lrc")},
+    **{c: ("Deva",) for c in _codes("hi mr ne sa mai bh new dty gom")},
+    **{c: ("Hani",) for c in _codes("zh wuu yue")},
     "ja": ("Hani", "Hira", "Kana"), "ko": ("Hang", "Hani"), "he": ("Hebr",), "yi": ("Hebr",), "el": ("Grek",),
     "hy": ("Armn",), "ka": ("Geor",), "xmf": ("Geor",), "bn": ("Beng",), "as": ("Beng",), "bpy": ("Beng",),
     "pa": ("Guru",), "gu": ("Gujr",), "or": ("Orya",), "ta": ("Taml",), "te": ("Telu",), "kn": ("Knda",),
@@ -267,7 +266,7 @@ _SCRIPT_ALIASES: dict[str, tuple[str, ...]] = {
 # ISO 639-3 (and 639-2/T) -> ISO 639-1, for models with three-letter labels. The second half maps
 # individual languages that models label separately to their macrolanguage's 639-1 code.
 _ISO3_TO_1: dict[str, str] = dict(
-    pair.split(":") for pair in _words(
+    pair.split(":") for pair in _codes(
         "aar:aa abk:ab ave:ae afr:af aka:ak amh:am arg:an ara:ar asm:as ava:av aym:ay aze:az bak:ba bel:be "
         "bul:bg bis:bi bam:bm ben:bn bod:bo bre:br bos:bs cat:ca che:ce cha:ch cos:co cre:cr ces:cs chu:cu "
         "chv:cv cym:cy dan:da deu:de div:dv dzo:dz ewe:ee ell:el eng:en epo:eo spa:es est:et eus:eu fas:fa "
@@ -288,81 +287,20 @@ _ISO3_TO_1: dict[str, str] = dict(
 )
 _NO_LANGUAGE = {"und", "zxx", "mis", "mul"}
 
-# Unicode script ranges (ISO 15924 codes), by Unicode block; digits and punctuation shared by all
-# scripts ("Common", "Inherited": combining marks) count for no script. Letters in no range below
-# count as `Zzzz` (a script no model here knows).
-_SCRIPT_RANGES: tuple[tuple[int, int, str], ...] = (
-    (0x41, 0x5A, "Latn"), (0x61, 0x7A, "Latn"), (0xAA, 0xAA, "Latn"), (0xBA, 0xBA, "Latn"), (0xC0, 0xD6, "Latn"),
-    (0xD8, 0xF6, "Latn"), (0xF8, 0x24F, "Latn"), (0x250, 0x2AF, "Latn"), (0x1D00, 0x1DBF, "Latn"),
-    (0x1E00, 0x1EFF, "Latn"), (0x2C60, 0x2C7F, "Latn"), (0xA720, 0xA7FF, "Latn"), (0xAB30, 0xAB6F, "Latn"),
-    (0xFB00, 0xFB06, "Latn"), (0xFF21, 0xFF3A, "Latn"), (0xFF41, 0xFF5A, "Latn"),
-    (0x370, 0x3FF, "Grek"), (0x1F00, 0x1FFF, "Grek"),
-    (0x400, 0x52F, "Cyrl"), (0x1C80, 0x1C8F, "Cyrl"), (0x2DE0, 0x2DFF, "Cyrl"), (0xA640, 0xA69F, "Cyrl"),
-    (0x531, 0x58F, "Armn"), (0xFB13, 0xFB17, "Armn"),
-    (0x591, 0x5FF, "Hebr"), (0xFB1D, 0xFB4F, "Hebr"),
-    (0x600, 0x6FF, "Arab"), (0x750, 0x77F, "Arab"), (0x870, 0x8FF, "Arab"), (0xFB50, 0xFDFF, "Arab"),
-    (0xFE70, 0xFEFF, "Arab"),
-    (0x700, 0x74F, "Syrc"), (0x780, 0x7BF, "Thaa"), (0x7C0, 0x7FF, "Nkoo"), (0x800, 0x83F, "Samr"),
-    (0x900, 0x97F, "Deva"), (0xA8E0, 0xA8FF, "Deva"), (0x980, 0x9FF, "Beng"), (0xA00, 0xA7F, "Guru"),
-    (0xA80, 0xAFF, "Gujr"), (0xB00, 0xB7F, "Orya"), (0xB80, 0xBFF, "Taml"), (0xC00, 0xC7F, "Telu"),
-    (0xC80, 0xCFF, "Knda"), (0xD00, 0xD7F, "Mlym"), (0xD80, 0xDFF, "Sinh"), (0xE00, 0xE7F, "Thai"),
-    (0xE80, 0xEFF, "Laoo"), (0xF00, 0xFFF, "Tibt"), (0x1000, 0x109F, "Mymr"), (0xA9E0, 0xA9FF, "Mymr"),
-    (0xAA60, 0xAA7F, "Mymr"),
-    (0x10A0, 0x10FF, "Geor"), (0x1C90, 0x1CBF, "Geor"), (0x2D00, 0x2D2F, "Geor"),
-    (0x1100, 0x11FF, "Hang"), (0x3130, 0x318F, "Hang"), (0xA960, 0xA97F, "Hang"), (0xAC00, 0xD7FF, "Hang"),
-    (0xFFA0, 0xFFDC, "Hang"),
-    (0x1200, 0x139F, "Ethi"), (0x2D80, 0x2DDF, "Ethi"), (0xAB00, 0xAB2F, "Ethi"),
-    (0x13A0, 0x13FF, "Cher"), (0xAB70, 0xABBF, "Cher"), (0x1400, 0x167F, "Cans"), (0x18B0, 0x18FF, "Cans"),
-    (0x1680, 0x169F, "Ogam"), (0x16A0, 0x16FF, "Runr"), (0x1780, 0x17FF, "Khmr"), (0x19E0, 0x19FF, "Khmr"),
-    (0x1800, 0x18AF, "Mong"), (0x1B00, 0x1B7F, "Bali"), (0x1C50, 0x1C7F, "Olck"), (0x2C00, 0x2C5F, "Glag"),
-    (0x2C80, 0x2CFF, "Copt"), (0x2D30, 0x2D7F, "Tfng"), (0xA000, 0xA4CF, "Yiii"), (0xA500, 0xA63F, "Vaii"),
-    (0xA980, 0xA9DF, "Java"), (0x3040, 0x309F, "Hira"), (0x30A0, 0x30FF, "Kana"), (0x31F0, 0x31FF, "Kana"),
-    (0xFF66, 0xFF9F, "Kana"), (0x3100, 0x312F, "Bopo"), (0x31A0, 0x31BF, "Bopo"),
-    (0x2E80, 0x2FDF, "Hani"), (0x3005, 0x3007, "Hani"), (0x3021, 0x3029, "Hani"), (0x3400, 0x4DBF, "Hani"),
-    (0x4E00, 0x9FFF, "Hani"), (0xF900, 0xFAFF, "Hani"), (0x20000, 0x323AF, "Hani"),
-    (0x10330, 0x1034F, "Goth"), (0x1E900, 0x1E95F, "Adlm"),
-)
-_SCRIPT_LIMIT = 0x323B0  # codepoints at or above count for no script
-
-
-@cache
-def script_table() -> tuple[np.ndarray, tuple[str, ...]]:
-    """Codepoint -> script index (0: no script), and the script codes by index. Built once (~0.05 s)."""
-    names = ("", *sorted({s for _, _, s in _SCRIPT_RANGES}), "Zzzz")
-    index = {name: i for i, name in enumerate(names)}
-    table = np.zeros(_SCRIPT_LIMIT + 1, dtype=np.uint8)
-    for start, end, script in _SCRIPT_RANGES:
-        table[start:end + 1] = index[script]
-    # Only letters and combining marks vote: digits, punctuation and symbols inside a script's block
-    # (Arabic-Indic digits, the danda, CJK punctuation) do not. Letters outside the named ranges (in the
-    # planes where scripts live) are some other script.
-    other = index["Zzzz"]
-    for cp in range(0x20000):
-        kind = unicodedata.category(chr(cp))[0]
-        if kind not in "LM":
-            table[cp] = 0
-        elif kind == "L" and table[cp] == 0:
-            table[cp] = other
-    table[0x30FC] = 0  # the katakana-hiragana prolonged sound mark is shared by both
-    table[_SCRIPT_LIMIT] = 0
-    return table, names
-
-
 def dominant_scripts(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """Per text: the script with most letters (ISO 15924 code, "" when none) and the number of letters.
 
     Columnar: the first `SCRIPT_MAX_CHARS` characters of every text are joined, decoded to codepoints
     once, mapped through `script_table` and counted per text with one `bincount`.
     """
-    table, names = script_table()
+    _, names = script_table()
     head = pc.fill_null(pc.utf8_slice_codeunits(texts, 0, SCRIPT_MAX_CHARS), "")
-    if isinstance(head, pa.ChunkedArray):
-        head = head.combine_chunks()
+    head = combined(head)
     n = len(head)
     lengths = pc.utf8_length(head).to_numpy(zero_copy_only=False).astype(np.int64)
     joined = "".join(head.to_pylist())
     codepoints = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-    ids = table[np.minimum(codepoints, _SCRIPT_LIMIT)].astype(np.int64)
+    ids = script_ids(codepoints)
     k = len(names)
     owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
     counts = np.bincount(owner * k + ids, minlength=n * k).reshape(n, k)[:, 1:]

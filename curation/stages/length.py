@@ -37,7 +37,7 @@ class Length(DocumentFilter):
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         text = pc.fill_null(batch.column("text"), "")
         return {
-            "n_words": _words(batch, text),
+            "n_words": _word_counts(batch, text),
             "n_chars": pc.utf8_length(text).to_numpy(zero_copy_only=False),
         }
 
@@ -51,7 +51,7 @@ class Length(DocumentFilter):
         )
 
 
-def _words(batch: pa.Table, text: pa.ChunkedArray) -> np.ndarray:
+def _word_counts(batch: pa.Table, text: pa.ChunkedArray) -> np.ndarray:
     """Whitespace words, or segmented words (without punctuation marks) for languages without spaces."""
     counts = whitespace_words(text)
     if LANG not in batch.column_names:

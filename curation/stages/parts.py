@@ -1,7 +1,7 @@
 """Documents in several languages, judged part by part: each language's paragraphs by that language's rules.
 
 A page alternating Chinese and English paragraphs, labelled by its whole text, was judged entirely by one
-language's words and thresholds (issue 31: half of such documents dropped as `too_few_alpha_words`, English's rule
+language's words and thresholds (half of such documents dropped as `too_few_alpha_words`, English's rule
 read over Chinese words). Where the langid stage labels paragraphs (`per_paragraph: true`, the `lang_paragraphs`
 column), a document whose paragraphs hold two or more languages, each at least a fifth of its paragraph
 characters, is mixed: a filter whose thresholds follow the language (`LanguageFilter`) judges each language's
@@ -84,7 +84,7 @@ def split_parts(batch: pa.Table) -> Parts | None:
 def _several_labels(paragraphs: pa.ChunkedArray) -> np.ndarray:
     """Documents whose paragraphs carry two labels or more (bool per document), counted columnar: only those
     can be mixed, and only those are read row by row."""
-    column = paragraphs.combine_chunks() if paragraphs.num_chunks else pa.array([], paragraphs.type)
+    column = paragraphs.combine_chunks()
     n = len(column)
     labels = pa.table({"doc": pc.list_parent_indices(column), "lang": pc.list_flatten(column).field("lang")})
     distinct = labels.group_by("doc").aggregate([("lang", "count_distinct")])

@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator, model_validator
 
-from curation import io
+from curation import storage
 from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
 from curation.stages.base import DocumentFilter, Resources
@@ -180,7 +180,7 @@ class FlaggedWordsParams(DocumentFilter.Params):
             if self.languages is None:
                 msg = "classifier needs `languages` (the languages of its models), not null"
                 raise ValueError(msg)
-            if io.is_remote(str(folder)):
+            if storage.is_remote(str(folder)):
                 return self
             have = model_languages(folder)
             wanted = have if self.languages == ALL else self.languages
@@ -215,7 +215,7 @@ def classifier_folder(classifier: str) -> Path | str:
     """The folder of a recipe's `classifier` (`shipped`: `SHIPPED_MODELS`)."""
     if classifier == SHIPPED:
         return SHIPPED_MODELS
-    return classifier if io.is_remote(classifier) else Path(io.canonical(classifier))
+    return classifier if storage.is_remote(classifier) else Path(storage.canonical(classifier))
 
 
 def model_languages(folder: Path) -> list[str]:

@@ -35,11 +35,14 @@ def list_offsets(lists: pa.ListArray | pa.LargeListArray) -> np.ndarray:
     return offsets - offsets[0]
 
 
+def combined(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One contiguous array: a ChunkedArray's chunks combined (none: an empty array of its type)."""
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
 def as_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     """One contiguous large_string array (one type for every kernel downstream), nulls as ""."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_string())
-    return pc.fill_null(column.cast(pa.large_string()), "")
+    return pc.fill_null(combined(column).cast(pa.large_string()), "")
 
 
 ETHIOPIC_WORDSPACE = "\u1361"  # traditional Ethiopic writing separates words with it, not with a space

@@ -2,7 +2,7 @@
 
 The line-based quality rules (C4's, FineWeb's, Gopher's) were written to find pages that are not prose: menus,
 link lists, code-like boilerplate. A technical article also holds code blocks, tables and headings, and such a
-rule, counting those lines as failed prose, drops the whole article (issue 31: a Chinese article on LLM training
+rule, counting those lines as failed prose, drops the whole article (a Chinese article on LLM training
 lost to C4's curly bracket for quoting code, another to FineWeb's line punctuation for its lists). So the rules
 judge a document's prose and leave its layout lines out of their statistics, while the document keeps them.
 

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.text.columns import split_whitespace
+from curation.text.columns import as_array, split_whitespace
 
 # Unicode's Sentence_Terminal characters (".", "!", "?", "。", "।", ...): FineWeb's line-end test
 # and the sentence boundaries of C4's sentence count (datatrove's TERMINAL_PUNCTUATION; spaCy's
@@ -508,9 +508,7 @@ class WordSplitter:
             self.clear()
         if not isinstance(texts, (pa.Array, pa.ChunkedArray)):
             texts = pa.array(texts, pa.large_string())
-        texts = pc.fill_null(texts, "")
-        if isinstance(texts, pa.ChunkedArray):
-            texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.large_string())
+        texts = as_array(texts)
         pieces = split_whitespace(texts)
         n_pieces = pc.list_value_length(pieces).to_numpy(zero_copy_only=False).astype(np.int64)
         encoded = pc.dictionary_encode(pieces.flatten())

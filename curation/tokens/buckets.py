@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import sentencepiece as spm
 
-from curation import io
+from curation import storage
 from curation.lang.mixed import PARAGRAPHS
 from curation.mixture import CLUSTER_SIZE, VALIDATION_SALT, MixtureParams, SourcePlan, histogram, unit_hash
 from curation.tokens import fertility
@@ -63,7 +63,7 @@ def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed:
     (`curation.tokens.fertility`): with a trained tokenizer's `held_out` share, those `held_out_documents`
     gives; None (a tokenizer given), every document. With the `mixture`'s `rehydrate`, each row keeps its
     `repeats` and weighs them in the histogram."""
-    fs, path = io.resolve(documents)
+    fs, path = storage.resolve(documents)
     columns = ["id", "source", "text"]
     columns += [c for c in ("lang", PARAGRAPHS) if c in pq.read_schema(path, filesystem=fs).names]
     table = pq.read_table(path, filesystem=fs, columns=columns)
@@ -99,9 +99,9 @@ def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed:
     languages = fertility.count(sources, keys, chars, counts, documents)
     for source, counts in languages.items():
         summary[source]["languages"] = counts
-    io.write_json_atomic(summary_uri(out), summary, indent=None)  # first: the Parquet file marks the work as done
-    out_fs, _ = io.resolve(out)
-    with io.temp_path(out) as tmp, pq.ParquetWriter(tmp, rows.schema, filesystem=out_fs, compression="zstd") as w:
+    storage.write_json_atomic(summary_uri(out), summary, indent=None)  # first: the Parquet file marks the work as done
+    out_fs, _ = storage.resolve(out)
+    with storage.temp_path(out) as tmp, pq.ParquetWriter(tmp, rows.schema, filesystem=out_fs, compression="zstd") as w:
         bucket = rows.column("bucket").to_numpy()
         bounds = np.searchsorted(bucket, np.arange(buckets + 1))
         for b in range(buckets):  # one row group per bucket: a packing task reads only its own
@@ -143,13 +143,13 @@ def summary_uri(tokens_file: str) -> str:
 
 
 def read_summary(tokens_file: str) -> dict[str, Any]:
-    return io.read_json(summary_uri(tokens_file))
+    return storage.read_json(summary_uri(tokens_file))
 
 
 def _bucket_rows(uri: str, bucket: int) -> pa.Table | None:
     """The rows of one bucket in a tokens file: its row group, found from the footer's statistics
     (one row group per bucket), read without the dataset machinery a filter would start."""
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     with fs.open_input_file(path) as f:
         parquet = pq.ParquetFile(f)
         column = parquet.schema_arrow.get_field_index("bucket")
@@ -218,8 +218,8 @@ def pack_bucket(tokens_files: list[str], bucket: int, plans: dict[str, SourcePla
     for split in SPLITS:
         documents = bucket_documents(in_bucket, split, plans, seed)
         packer = Packer(**packer_args)
-        fs, _ = io.resolve(out[split])
-        with io.temp_path(out[split]) as tmp, fs.open_output_stream(tmp, compression=None) as sink, \
+        fs, _ = storage.resolve(out[split])
+        with storage.temp_path(out[split]) as tmp, fs.open_output_stream(tmp, compression=None) as sink, \
                 pa.ipc.new_stream(sink, packer.schema) as writer:
             padded = 0
             for packed in pack_documents(documents, packer):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from curation import io
+from curation import storage
 from curation.tokens.megatron import MegatronWriter
 from curation.tokens.output_shards import read_rows
 
@@ -40,11 +40,11 @@ def bucket_documents_flat(uri: str) -> tuple[np.ndarray, np.ndarray]:
 
 def export_megatron(job_dir: str, out_dir: str | Path, splits: tuple[str, ...] = ("train", "valid")) -> dict[str, Any]:
     """Write `<out_dir>/<split>_text_document.{bin,idx}` per split; return documents and tokens per split."""
-    manifest = io.read_json(io.join(job_dir, "manifest.json"))
+    manifest = storage.read_json(storage.join(job_dir, "manifest.json"))
     written = {}
     for split in splits:
-        buckets = [io.join(job_dir, PACKED, split, f"bucket-{b:05d}.arrow") for b in range(manifest["buckets"])]
-        missing = [b for b in buckets if not io.exists(b)]
+        buckets = [storage.join(job_dir, PACKED, split, f"bucket-{b:05d}.arrow") for b in range(manifest["buckets"])]
+        missing = [b for b in buckets if not storage.exists(b)]
         if missing:
             msg = f"{missing[0]} is missing: export needs the job's _work/packed folder (rerun the job to rebuild it)"
             raise FileNotFoundError(msg)

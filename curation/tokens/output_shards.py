@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from curation import io
+from curation import storage
 from curation.tokens.shuffle import permute
 
 SHUFFLE_SALT = 0x5A0F
@@ -27,7 +27,7 @@ BATCH_ROWS = 1024  # rows per record batch in a shard: a reader can stream witho
 
 def read_rows(uri: str) -> pa.Table:
     """All rows of a packed file: memory-mapped (zero copy, pages read on demand) when local."""
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     source = pa.memory_map(path) if isinstance(fs, pafs.LocalFileSystem) else fs.open_input_file(path)
     return pa.ipc.open_stream(source).read_all()
 
@@ -40,7 +40,7 @@ def write_shard(bucket_files: list[str], bucket_rows: list[int], index: int, sha
                 out: str) -> dict[str, Any]:
     """Write output shard `index` of a split whose buckets hold `bucket_rows` rows; return its counts.
     A shard already there is complete (shards are renamed into place), so a rerun only counts it."""
-    if io.exists(out):
+    if storage.exists(out):
         return shard_counts(read_rows(out)) | {"sha256": file_sha256(out)}
     offsets = np.concatenate([[0], np.cumsum(bucket_rows)]).astype(np.int64)
     total = int(offsets[-1])
@@ -53,8 +53,8 @@ def write_shard(bucket_files: list[str], bucket_rows: list[int], index: int, sha
         pieces.append(read_rows(bucket_files[b]).take(pa.array(rows[mine] - offsets[b])))
         order.append(mine)
     table = pa.concat_tables(pieces).take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
-    fs, _ = io.resolve(out)
-    with io.temp_path(out) as tmp, fs.open_output_stream(tmp, compression=None) as sink, \
+    fs, _ = storage.resolve(out)
+    with storage.temp_path(out) as tmp, fs.open_output_stream(tmp, compression=None) as sink, \
             pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=BATCH_ROWS)
     return shard_counts(table) | {"sha256": file_sha256(out)}  # the trainer checks it before it trains
@@ -62,7 +62,7 @@ def write_shard(bucket_files: list[str], bucket_rows: list[int], index: int, sha
 
 def file_sha256(uri: str) -> str:
     """sha256 (hex) of a file, read in 8 MiB pieces: what a manifest records of each file it names."""
-    fs, path = io.resolve(uri)
+    fs, path = storage.resolve(uri)
     digest = hashlib.sha256()
     with fs.open_input_stream(path) as f:
         while piece := f.read(8 << 20):

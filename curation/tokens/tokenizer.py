@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import sentencepiece as spm
 
-from curation import io as curation_io
+from curation import storage
 from curation.mixture import VALIDATION_SALT, unit_hash
 from curation.tokens.coverage import choose_coverage
 from curation.tokens.vocabulary import (
@@ -150,7 +150,7 @@ def text_bytes(files: Sequence[str]) -> int:
     """Uncompressed bytes of the `text` column, from Parquet footers (no data read)."""
     total = 0
     for uri in files:
-        fs, path = curation_io.resolve(uri)
+        fs, path = storage.resolve(uri)
         meta = pq.read_metadata(path, filesystem=fs)
         column = meta.schema.to_arrow_schema().get_field_index("text")
         total += sum(meta.row_group(g).column(column).total_uncompressed_size for g in range(meta.num_row_groups))
@@ -162,7 +162,7 @@ def source_text_bytes(files: Sequence[str]) -> dict[str, int]:
     source (its statistics say so: a documents file is one input shard), else from that row group's rows."""
     total: dict[str, int] = {}
     for uri in files:
-        fs, path = curation_io.resolve(uri)
+        fs, path = storage.resolve(uri)
         parquet = pq.ParquetFile(path, filesystem=fs)
         names = parquet.schema_arrow.names
         text, source = names.index("text"), names.index("source")
@@ -210,7 +210,7 @@ def sample_texts(files: Sequence[str], rates: dict[str, float], seed: int, valid
     the share `rate - floor(rate)` of them chosen by hash (`sample_rates`). Lines, because sentencepiece skips
     any "sentence" longer than its `max_sentence_length` and documents often are."""
     for uri in files:
-        fs, path = curation_io.resolve(uri)
+        fs, path = storage.resolve(uri)
         table = pq.read_table(path, filesystem=fs, columns=["id", "source", "text"])
         ids = table.column("id").to_pylist()
         rate = np.array([rates.get(s, 0.0) for s in table.column("source").to_pylist()], dtype=np.float64)

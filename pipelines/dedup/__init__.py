@@ -20,7 +20,7 @@ from typing import Protocol, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curation import io
+from curation import storage
 from curation.dedup.corpus_stage import CorpusResult, CorpusStage
 
 
@@ -39,7 +39,7 @@ def stage_columns(files: list[str], stage: CorpusStage) -> list[str]:
     """The columns of `files` (Parquet, one schema: a job's documents) that `stage` reads."""
     if not files:
         return stage.readable_columns([])
-    fs, path = io.resolve(files[0])
+    fs, path = storage.resolve(files[0])
     return stage.readable_columns(pq.read_schema(path, filesystem=fs).names)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curation import io
+from curation import storage
 from curation.dedup.corpus_stage import REMOVALS, REWRITES, AddedColumns, CorpusResult, CorpusStage
 from curation.job import WORK_DOCUMENTS, document_files, finalize_shard
 from pipelines.dedup import runner, sort_shuffle, stage_columns
@@ -44,14 +44,14 @@ log = logging.getLogger(__name__)
 
 
 def _documents(files: list[str]) -> int:
-    return sum(pq.read_metadata(path, filesystem=fs).num_rows for fs, path in map(io.resolve, files))
+    return sum(pq.read_metadata(path, filesystem=fs).num_rows for fs, path in map(storage.resolve, files))
 
 
 def _seen(files: list[str], stage: CorpusStage, earlier: pa.Table) -> pa.Table:
     """The documents of `files` that `stage` sees, in file order."""
     columns = stage_columns(files, stage)
     documents = pa.concat_tables([pq.read_table(path, columns=columns, filesystem=fs)
-                                  for fs, path in map(io.resolve, files)])
+                                  for fs, path in map(storage.resolve, files)])
     return stage.sees(documents, earlier.column("id"))
 
 
@@ -78,8 +78,8 @@ class EarlySignatures:
         self.tasks: dict[str, Any] = {}  # documents file -> the task signing it
 
     def start(self, shard: str) -> None:
-        file = io.join(self.job_dir, WORK_DOCUMENTS, f"{shard}.parquet")
-        if self.stage is not None and io.exists(file):  # a shard that kept nothing has no file
+        file = storage.join(self.job_dir, WORK_DOCUMENTS, f"{shard}.parquet")
+        if self.stage is not None and storage.exists(file):  # a shard that kept nothing has no file
             self.tasks[file] = self.executor.submit(_signatures, file, self.stage, nothing_removed())
 
 
@@ -121,25 +121,27 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
                   executor: Executor, early: dict[str, Any] | None = None) -> CorpusResult:
     """One corpus stage's result: computed once, then read back from `_work/` by every rerun. `early`: signing
     tasks of `EarlySignatures` (first stage only)."""
-    out, rewrites_out = (io.join(job_dir, "_work", folder, f"{name}.parquet") for folder in ("removed", "rewritten"))
-    fs, path = io.resolve(out)
-    if io.exists(out):
+    out, rewrites_out = (storage.join(job_dir, "_work", folder, f"{name}.parquet")
+                         for folder in ("removed", "rewritten"))
+    fs, path = storage.resolve(out)
+    if storage.exists(out):
         meta = pq.read_metadata(path, filesystem=fs).metadata
-        rewrites = pq.read_table(io.resolve(rewrites_out)[1], filesystem=fs) if io.exists(rewrites_out) else None
+        rewrites = (pq.read_table(storage.resolve(rewrites_out)[1], filesystem=fs)
+                    if storage.exists(rewrites_out) else None)
         return CorpusResult(pq.read_table(path, filesystem=fs), int(meta[b"documents_seen"]),
                             rewrites if rewrites is not None else REWRITES.empty_table(), json.loads(meta[b"extra"]))
     table, seen, rewrites, report = _compute(files, name, stage, removed, executor, early or {})
     if rewrites.num_rows:  # written first: the removals file marks the stage as done
-        with io.temp_path(rewrites_out) as tmp:
+        with storage.temp_path(rewrites_out) as tmp:
             pq.write_table(rewrites, tmp, filesystem=fs)
     table = table.replace_schema_metadata({"documents_seen": str(seen), "extra": json.dumps(report)})
-    with io.temp_path(out) as tmp:
+    with storage.temp_path(out) as tmp:
         pq.write_table(table, tmp, filesystem=fs)
     return CorpusResult(table, seen, rewrites, report)
 
 
 def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shards: list[str], executor: Executor, *,
-                      rejects_sample: float, max_rejects: int,
+                      rejects_sample: float, rejects_max_per_reason: int,
                       on_done: Callable[[str, dict[str, Any]], None] | None = None,
                       early: EarlySignatures | None = None) -> dict[str, dict[str, Any]]:
     """Run every corpus stage, then write the final documents; return the stages' counters.
@@ -169,12 +171,12 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
             on_done(name, counters[name])
         stage_column = pa.array([name] * table.num_rows, pa.string())
         removed = pa.concat_tables([removed, table.append_column("stage", stage_column).select(removed.column_names)])
-    pending = [s for s in shards if not io.exists(io.join(job_dir, "_work", "final", f"{s}.json"))]
+    pending = [s for s in shards if not storage.exists(storage.join(job_dir, "_work", "final", f"{s}.json"))]
     removed, rewrites = executor.share(removed), executor.share(rewrites)
     shared_added = executor.share(added) if added else ()
     written = [executor.result(task) for task in [
-        executor.submit(finalize_shard, job_dir, s, removed, rewrites, sample=rejects_sample, cap=max_rejects,
-                        added=shared_added)
+        executor.submit(finalize_shard, job_dir, s, removed, rewrites, sample=rejects_sample,
+                        max_per_reason=rejects_max_per_reason, added=shared_added)
         for s in pending]]
     if on_done:
         on_done("final documents", {"shards": len(written), "documents": sum(r["documents"] for r in written)})

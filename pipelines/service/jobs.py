@@ -116,7 +116,7 @@ def each_pinned(root: Path, real_root: str, paths: Iterable[str | Path]) -> Iter
 
 @contextlib.contextmanager
 def all_pinned(root: Path, real_root: str, paths: Iterable[str | Path]) -> Iterator[list[Path]]:
-    """The held ones of `paths`, all `pinned` for the block (an `inspect.Pin`)."""
+    """The held ones of `paths`, all `pinned` for the block (an `explore.Pin`)."""
     with contextlib.ExitStack() as stack:
         yield [named for path in paths if (named := stack.enter_context(pinned(root, real_root, path)))]
 

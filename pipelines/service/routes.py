@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 
-from curation import inspect
+from curation import explore
 from curation.job import DOCUMENTS, WORK_DOCUMENTS
 from pipelines.service import models
 from pipelines.service.jobs import JOB_ID, NAME, Jobs, ServedJob, dumps
@@ -190,7 +190,7 @@ def _reject_files(request: Request, folder: ServedJob) -> dict[str, dict[str, li
 
     def compute() -> dict[str, dict[str, list]]:
         out: dict[str, dict[str, list]] = {}
-        for stage_name, by in inspect.reject_files(folder.path).items():
+        for stage_name, by in explore.reject_files(folder.path).items():
             for reason, files in by.items():
                 if held := folder.held(files):
                     out.setdefault(stage_name, {})[reason] = held
@@ -213,7 +213,7 @@ def reject_index(request: Request, job: JobId) -> Response:
         for stage_name, by in files.items():
             for reason, paths in by.items():
                 entry = out.setdefault(stage_name, {}).setdefault(reason, {"dropped": 0, "sampled": 0})
-                entry["sampled"] = sum(inspect.rows_in(folder.pinned_each(paths)))
+                entry["sampled"] = sum(explore.rows_in(folder.pinned_each(paths)))
         return dumps({"job": job, "stages": out})
 
     return _json(_jobs(request).cached(("rejects", job), compute))
@@ -232,8 +232,8 @@ def reject_page(request: Request, job: JobId, stage: Name, reason: Name, offset:
         raise HTTPException(status_code=404, detail=f"no rejects of stage {stage!r} for reason {reason!r}")
 
     def compute() -> bytes:
-        table = inspect.page(folder.pinned_each(files), offset, limit, list(DOCUMENT_COLUMNS))
-        total = sum(inspect.rows_in(folder.pinned_each(files)))
+        table = explore.page(folder.pinned_each(files), offset, limit, list(DOCUMENT_COLUMNS))
+        total = sum(explore.rows_in(folder.pinned_each(files)))
         return dumps({"job": job, "stage": stage, "reason": reason, "total": total,
                       "offset": offset, "limit": limit, "rows": [_cut(r, chars) for r in table.to_pylist()]})
 
@@ -241,14 +241,14 @@ def reject_page(request: Request, job: JobId, stage: Name, reason: Name, offset:
 
 
 def _dedup_stages(folder: ServedJob) -> list[str]:
-    return [s for s in inspect.dedup_stages(folder.path) if folder.holds(f"{inspect.REMOVED}/{s}.parquet")]
+    return [s for s in explore.dedup_stages(folder.path) if folder.holds(f"{explore.REMOVED}/{s}.parquet")]
 
 
 def _lookup(folder: ServedJob, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """`inspect.lookup`, unless a documents folder of the job leads out of it or holds a link out: then ids only."""
+    """`explore.lookup`, unless a documents folder of the job leads out of it or holds a link out: then ids only."""
     if not (folder.folder_held(DOCUMENTS) and folder.folder_held(WORK_DOCUMENTS)):
         return {}
-    return inspect.lookup(folder.path, ids, pin=folder.pinned_all)
+    return explore.lookup(folder.path, ids, pin=folder.pinned_all)
 
 
 @router.get("/jobs/{job}/dedup", response_model=None, summary="Corpus stages with removals to look at")
@@ -266,7 +266,7 @@ def dedup_page(request: Request, job: JobId, stage: Name, offset: Offset = 0, li
         raise HTTPException(status_code=404, detail=f"no removals of corpus stage {stage!r} in job {job!r}")
 
     def compute() -> bytes:
-        clusters = inspect.cluster_table(folder.path, stage, pin=folder.pinned_all)
+        clusters = explore.cluster_table(folder.path, stage, pin=folder.pinned_all)
         chosen = clusters[offset : offset + limit]
         ids = [i for c in chosen for i in ([c["survivor"]] if c["survivor"] else []) + [r["id"] for r in c["removed"]]]
         docs = _lookup(folder, ids)

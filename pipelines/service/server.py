@@ -52,9 +52,9 @@ class Background:
 
 def for_run(output: str, address: str) -> Background:
     """The service over a job's output folder, started before the job (`curate run --serve [HOST:]PORT`)."""
-    from curation import io
+    from curation import storage
 
-    if io.is_remote(output):
+    if storage.is_remote(output):
         msg = f"--serve needs a local output folder, not {output}: run `curate serve` where the folder is readable"
         raise ValueError(msg)
     host, _, port = address.rpartition(":")

@@ -21,7 +21,7 @@ from curation.dedup.minhash import (
     fuzzy_duplicates,
     has_shingles,
     optimal_bands,
-    set_jaccard,
+    pairs_jaccard,
     shingle_hashes,
     signature_column,
     signatures_from_column,
@@ -84,9 +84,9 @@ def test_estimates_track_exact_jaccard_and_datasketch_sha1_estimates():
     assert exact.min() < 0.3 and exact.max() == 1.0  # the pairs span the range
 
 
-def test_set_jaccard_is_exact():
+def test_pairs_jaccard_is_exact():
     sets = shingle_hashes(["a b c d e f", "a b c d e g", "x y"], ngram=2).unique_sets()
-    got = set_jaccard(sets, np.array([0, 0]), np.array([1, 2]))
+    got = pairs_jaccard(sets, np.array([0, 0]), np.array([1, 2]))
     assert got.tolist() == [4 / 6, 0.0]
 
 
@@ -132,7 +132,7 @@ def test_lsh_finds_constructed_near_duplicates():
     sigs = MinHasher().signatures(texts)
     index = {d: i for i, d in enumerate(ids)}
     a, b = (np.array([index[p[k]] for p in sorted(true_pairs)]) for k in (0, 1))
-    similarity = set_jaccard(shingle_hashes(texts).unique_sets(), a, b)  # ~0.90 to the base, ~0.82 between variants
+    similarity = pairs_jaccard(shingle_hashes(texts).unique_sets(), a, b)  # ~0.90 to the base, ~0.82 between variants
     bands, rows = optimal_bands(0.8, 128)
     found = lsh_pairs(ids, sigs, bands, rows)
     recall = len(found & true_pairs) / len(true_pairs)

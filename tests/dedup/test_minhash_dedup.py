@@ -19,8 +19,8 @@ from curation.dedup.minhash_dedup import (
     MinhashDedup,
     near_duplicate_removals,
     parse_detail,
-    sets_jaccard,
     shingle_sets,
+    shingle_sets_jaccard,
 )
 from curation.recipe import CORPUS_STAGES, RecipeError, parse_recipe
 from pipelines.dedup import corpus_stages
@@ -92,7 +92,7 @@ def test_verification_payloads_give_the_library_similarities(testdata):
     stage = MinhashDedup()
     sets = shingle_sets(stage.hasher().shingles(texts))
     a, b = np.arange(59), np.arange(1, 60)
-    got = sets_jaccard(sets.take(pa.array(a)), sets.take(pa.array(b)))
+    got = shingle_sets_jaccard(sets.take(pa.array(a)), sets.take(pa.array(b)))
     assert (got == exact_jaccard([texts[i] for i in a], [texts[i] for i in b])).all()
     assert 0.5 < np.median(got) < 1.0  # consecutive versions are near-duplicates
     estimate = MinhashDedup(verify="estimate")

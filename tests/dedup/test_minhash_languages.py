@@ -21,7 +21,7 @@ from curation.dedup.minhash import (
     hash_tokens,
     language_tokens,
     ngram_hashes,
-    set_jaccard,
+    pairs_jaccard,
     shingle_hashes,
     word_tokens,
 )
@@ -65,7 +65,7 @@ def legacy_jaccard(a: list[str], b: list[str]) -> np.ndarray:
     """Jaccard of word 5-grams as before languages: words split at anything not a letter or digit."""
     tokens, offsets = word_tokens(a + b)
     sets = ngram_hashes(hash_tokens(tokens), offsets, 5).unique_sets()
-    return set_jaccard(sets, np.arange(len(a)), np.arange(len(a), 2 * len(a)))
+    return pairs_jaccard(sets, np.arange(len(a)), np.arange(len(a), 2 * len(a)))
 
 
 def test_english_and_documents_without_a_language_keep_their_words_bit_for_bit(testdata):

@@ -90,7 +90,7 @@ def test_chinese_varieties_alone_are_refused_with_the_zh_hint():
 
 
 def test_every_stage_reads_the_same_spellings_alike():
-    """The codes of issue 31, in every key that takes languages; before, each was refused or taken as written."""
+    """BCP 47 tags, ISO 639-3 codes and underscores are read alike in every key that takes languages."""
     assert LangId(keep=["zh-CN", "zho", "en-US"]).params.keep == ["zh-Hans", "zh", "en"]
     assert LangId(min_score={"zh_TW": 0.5, "chi": 0.6, "*": 0.7}).params.min_score == {"zh": 0.6, "*": 0.7}
     assert HtmlLangId(keep=["zh-CN", "zh_TW", "en"]).params.keep == ["zh", "en"]

@@ -99,10 +99,10 @@ def test_words_that_tell_close_standards_apart_decide_between_them(stage: LangId
         paragraphs = (here / name).read_text(encoding="utf-8").splitlines()
         return ["\n".join(paragraphs[k:k + size]) for k in range(0, len(paragraphs) - size + 1, size)]
 
-    assert list(stage.identify(documents("udhr_sr_latn.txt", 12)).lang) == ["sr"] * 4  # before: 1 of 4
-    assert list(stage.identify(documents("udhr_sr_latn.txt", 4)).lang) == ["sr"] * 14  # before: 9 of 14
+    assert list(stage.identify(documents("udhr_sr_latn.txt", 12)).lang) == ["sr"] * 4  # without close words: 1 of 4
+    assert list(stage.identify(documents("udhr_sr_latn.txt", 4)).lang) == ["sr"] * 14  # without close words: 9 of 14
     bosnian = stage.identify(documents("udhr_bs_latn.txt", 4)).lang
-    assert "sr" not in bosnian and np.sum(bosnian == "bs") >= 7  # before: 2 sr, 6 bs (the rest hr)
+    assert "sr" not in bosnian and np.sum(bosnian == "bs") >= 7  # without close words: 2 sr, 6 bs (the rest hr)
 
 
 def test_decomposed_text_gets_the_label_of_its_composed_twin(testdata: Path, stage: LangId):
@@ -130,7 +130,7 @@ def test_a_second_opinion_that_keeps_fasttexts_label_does_not_lower_its_score(te
     kept, _ = ready(keep=["id"]).keep({"lang": opinion.lang, "lang_score": opinion.score})
     fasttext_kept, _ = ready(keep=["id"], second_opinion=False).keep(
         {"lang": opinion.fasttext_lang, "lang_score": opinion.fasttext_score})
-    assert kept.sum() >= fasttext_kept.sum()  # 79 and 69 of 100 (61 before: fewer than fastText alone)
+    assert kept.sum() >= fasttext_kept.sum()  # 79 and 69 of 100
 
 
 def test_lingua_does_not_relabel_a_language_it_does_not_model(stage: LangId):

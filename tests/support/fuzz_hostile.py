@@ -1,4 +1,4 @@
-"""Round three of the fuzzing cases (issue 32): each kind with what its read must give, exactly where it can be known.
+"""Hostile fuzzing cases: each kind with what its read must give, exactly where it can be known.
 
 Corrupt tails in every codec (gzip, zstd, bz2, lz4: garbage after the stream, a cut, flipped bytes), a Parquet
 row group whose pages are garbage, a WARC record claiming 10^15 bytes, bodies labelled text/html that are a PDF,

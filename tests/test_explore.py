@@ -1,4 +1,4 @@
-"""`curation.inspect` and the progress store: on folders made here (no Ray), then on the job the service tests ran."""
+"""`curation.explore` and the progress store: on folders made here (no Ray), then on the job the service tests ran."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 
-from curation import inspect, progress
+from curation import explore, progress
 from curation.job import JobWriter, _Shard, empty_counters
 from curation.progress import PROGRESS, JobFolder, LiveProgress
 from curation.recipe import parse_recipe
@@ -29,7 +29,7 @@ stages:
 
 def test_explain_shows_each_decision_with_its_scores_and_stops_at_the_drop():
     recipe = parse_recipe(RECIPE, check_paths=False)
-    short = inspect.explain({"text": "far too short", "source": "notes"}, recipe)
+    short = explore.explain({"text": "far too short", "source": "notes"}, recipe)
     assert not short.kept
     assert [(s["stage"], s["decision"]) for s in short.steps] == [("extract", "not applied"), ("length", "dropped")]
     assert short.steps[-1]["reason"] == "too_few_words" and short.steps[-1]["scores"]["n_words"] == 3
@@ -39,7 +39,7 @@ def test_explain_shows_each_decision_with_its_scores_and_stops_at_the_drop():
     rng = random.Random(1)
     sentences = " ".join(" ".join(rng.sample(words, 12)).capitalize() + "." for _ in range(12))
     page = f"<html><body><article><p>{sentences}</p></article></body></html>"
-    kept = inspect.explain({"html": page, "source": "web"}, recipe)
+    kept = explore.explain({"html": page, "source": "web"}, recipe)
     assert [s["decision"] for s in kept.steps] == ["kept", "kept", "kept"] and kept.kept
     assert kept.steps[0]["text_changed"] and kept.text == sentences
     gopher = kept.steps[2]["scores"]
@@ -68,14 +68,14 @@ def test_spike_documents_through_packed_row_provenance(tmp_path):
              {"step": 3, "loss": 3.1, "spike": True, "batch": {"shard": "../../etc/passwd", "rows": [0]}},
              {"step": "bad", "loss": 1.0}]
     (job / "train" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"step": 4, "lo')
-    assert list(inspect.train_metrics(job)["step"]) == [1, 2, 3]  # the bad line and the half-written one left out
-    assert list(inspect.spikes(job)["step"]) == [2, 3]
-    docs = inspect.spike_documents(job, 2)
+    assert list(explore.train_metrics(job)["step"]) == [1, 2, 3]  # the bad line and the half-written one left out
+    assert list(explore.spikes(job)["step"]) == [2, 3]
+    docs = explore.spike_documents(job, 2)
     assert list(docs["id"]) == ["b", "c", "d"] and list(docs["text"]) == ["text of b", "text of c", "text of d"]
     with pytest.raises(ValueError, match="outside the job folder"):
-        inspect.spike_documents(job, 3)
+        explore.spike_documents(job, 3)
     with pytest.raises(LookupError):
-        inspect.spike_documents(job, 99)
+        explore.spike_documents(job, 99)
 
 
 def test_live_progress_snapshots_done_and_open_shards_throttled_with_a_bounded_series(tmp_path, monkeypatch):
@@ -119,44 +119,44 @@ def job(ray_session, tmp_path_factory):
 @pytest.mark.ray
 def test_funnel_reasons_and_rejects_agree_with_stats(job):
     stats = json.loads((job.job_dir / "stats.json").read_text())
-    funnel = inspect.funnel(job.job_dir)
+    funnel = explore.funnel(job.job_dir)
     assert list(funnel["stage"]) == [s["stage"] for s in stats["stages"]]
     assert list(funnel["docs_out"]) == [s["docs_out"] for s in stats["stages"]]
-    reasons = inspect.reasons(job.job_dir)
+    reasons = explore.reasons(job.job_dir)
     assert {(r.stage, r.reason, r.dropped, r.sampled) for r in reasons.itertuples()} == {
         ("length", "too_few_words", 7, 7), ("exact_dedup", "duplicate", 7, 7)}
-    rejects = inspect.rejects(job.job_dir, "length")
+    rejects = explore.rejects(job.job_dir, "length")
     assert len(rejects) == 7 and set(rejects["reason"]) == {"too_few_words"}
-    assert len(inspect.rejects(job.job_dir)) == 14 and len(inspect.rejects(job.job_dir, limit=3)) == 3
-    samples = inspect.samples(job.job_dir, per_reason=2)
+    assert len(explore.rejects(job.job_dir)) == 14 and len(explore.rejects(job.job_dir, limit=3)) == 3
+    samples = explore.samples(job.job_dir, per_reason=2)
     assert samples.groupby(["stage", "reason"]).size().to_dict() == {("exact_dedup", "duplicate"): 2,
                                                                      ("length", "too_few_words"): 2}
-    kept = inspect.documents(job.job_dir, n=5, source="notes")
+    kept = explore.documents(job.job_dir, n=5, source="notes")
     assert len(kept) == 5 and set(kept["source"]) == {"notes"}
 
 
 @pytest.mark.ray
 def test_explain_agrees_with_the_job_on_its_rejects_and_kept_documents(job):
-    rejected = inspect.rejects(job.job_dir, "length", "too_few_words")
+    rejected = explore.rejects(job.job_dir, "length", "too_few_words")
     for row in rejected.itertuples():
-        explained = inspect.explain({"text": row.text, "source": row.source}, job.job_dir)
+        explained = explore.explain({"text": row.text, "source": row.source}, job.job_dir)
         assert (explained.steps[-1]["stage"], explained.steps[-1]["reason"]) == ("length", "too_few_words")
-    kept = inspect.documents(job.job_dir, n=3, source="notes")
+    kept = explore.documents(job.job_dir, n=3, source="notes")
     for row in kept.itertuples():
-        assert inspect.explain({"text": row.text, "source": "notes"}, job.job_dir).kept
+        assert explore.explain({"text": row.text, "source": "notes"}, job.job_dir).kept
 
 
 @pytest.mark.ray
 def test_dedup_pair_side_by_side(job):
-    clusters = inspect.dedup_clusters(job.job_dir)
+    clusters = explore.dedup_clusters(job.job_dir)
     assert len(clusters) == 7 and set(clusters["stage"]) == {"exact_dedup"}
     assert clusters["survivor"].notna().all()
-    pair = inspect.dedup_pair(job.job_dir, "exact_dedup")
+    pair = explore.dedup_pair(job.job_dir, "exact_dedup")
     assert len(pair.removed) == 5 and all(pair.similarity(d) == 1.0 for d in pair.removed)
     assert all(d["detail"] == f"kept {pair.survivor['id']}" for d in pair.removed)
     html = pair._repr_html_()
     assert pair.survivor["id"] in html and all(d["id"] in html for d in pair.removed)
-    small = inspect.dedup_pair(job.job_dir, survivor=clusters["survivor"].value_counts().index[-1])
+    small = explore.dedup_pair(job.job_dir, survivor=clusters["survivor"].value_counts().index[-1])
     assert len(small.removed) == 1 and small.survivor["source"] == "notes"
     with pytest.raises(LookupError):
-        inspect.dedup_pair(job.job_dir, survivor="no-such-id")
+        explore.dedup_pair(job.job_dir, survivor="no-such-id")

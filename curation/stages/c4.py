@@ -27,10 +27,10 @@ mostly does). English is judged exactly as without languages.
 
 Layout (`prose_only`, `curation.text.layout`): an article's code blocks, tables and headings are kept as they are
 (indentation too) and judged by no rule: no line of code is removed for its missing full stop, and its curly
-brackets drop no page; nor do they count as sentences, but for captions ("This is done with the `save()`
-method:"), which are sentences of the prose. A paragraph hard-wrapped at a width (`curation.text.layout.wrapped`)
-is judged as the one line it is: by all its words and by how its last line ends. A page that is mostly code or
-tables is judged whole.
+brackets drop no page, nor do those of inline code in a sentence (Markdown's `{}`); nor do they count as
+sentences, but for captions ("This is done with the `save()` method:"), which are sentences of the prose. A
+paragraph hard-wrapped at a width (`curation.text.layout.wrapped`) is judged as the one line it is: by all its
+words and by how its last line ends. A page that is mostly code or tables is judged whole.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from curation.text.columns import (
     split_whitespace,
     whitespace_words,
 )
-from curation.text.layout import CAPTION, line_kinds, set_aside, wrapped
+from curation.text.layout import CAPTION, line_kinds, set_aside, without_inline_code, wrapped
 
 CITATION_RE2 = r"\[\p{Nd}*\]|\[edit\]|\[citation needed\]"
 # MediaWiki's language-converter markup, `-{text}-` (text shown as written, not converted to another script),
@@ -146,9 +146,9 @@ class C4(LanguageFilter):
         if p.remove_citations:
             line = pc.replace_substring_regex(pc.replace_substring_regex(line, CITATION_RE2, ""), CONVERTER_RE2, r"\1")
 
-        def has(pattern: str, regex: bool = False, ignore_case: bool = True) -> np.ndarray:
+        def has(pattern: str, regex: bool = False, ignore_case: bool = True, text: pa.Array = line) -> np.ndarray:
             match = pc.match_substring_regex if regex else pc.match_substring
-            return match(line, pattern, ignore_case=ignore_case).to_numpy(zero_copy_only=False)
+            return match(text, pattern, ignore_case=ignore_case).to_numpy(zero_copy_only=False)
 
         no_punct = np.zeros(len(n_words), bool)
         if p.terminal_punct:
@@ -161,7 +161,10 @@ class C4(LanguageFilter):
         eligible = ~long_word & ~no_punct & ~few & ~aside
         lorem = eligible & has("lorem ipsum") if p.lorem_ipsum else np.zeros_like(eligible)
         js = eligible & ~lorem & has("javascript") if p.javascript else np.zeros_like(eligible)
-        curly = eligible & ~lorem & ~js & has("{", ignore_case=False) if p.curly_bracket else np.zeros_like(eligible)
+        # a curly bracket in inline code (`{}`) is code quoted in a sentence, not a page of code
+        prose_of_line = without_inline_code(line) if p.prose_only else line
+        curly = (eligible & ~lorem & ~js & has("{", ignore_case=False, text=prose_of_line) if p.curly_bracket
+                 else np.zeros_like(eligible))
         policy = eligible & ~lorem & ~js & ~curly & has(POLICY_RE2, regex=True) if p.policy else np.zeros_like(eligible)
         kept = (eligible & ~lorem & ~js & ~curly & ~policy) | aside
 

@@ -11,8 +11,9 @@ Kinds are recognised per line, columnar (RE2 over every line of a batch at once)
   technical sites write them), or a line shaped like code in any language: ending in an opening or closing
   bracket or `;`, starting with a keyword of a statement (`def f(`, `import x`, `return`, `#include`, `const x =`),
   a shell or REPL prompt (`$ `, `>>> `), a command (`pip install`), an assignment or call standing alone
-  (`model = Foo(...)`, `trainer.train()`), or an indented line (four spaces or a tab, not a list item: Markdown's
-  indented code block, and what plain-text extraction leaves of a <pre> block);
+  (`model = Foo(...)`, `trainer.train()`), a line of inline code alone, or an indented line (four spaces or a
+  tab beyond the document's margin, not a list item: Markdown's indented code block, and what plain-text
+  extraction leaves of a <pre> block);
 - table: a row of `|`-separated cells (Markdown's, trafilatura's) or of tab-separated ones, and Markdown's rule
   line under a table's header;
 - heading: a Markdown heading (`## 2.1 Data`);
@@ -68,11 +69,14 @@ CODE_RE2 = "|".join((
     r"^\s*[A-Za-z_][\w.]*(\[[^\]]*\])*(\s*,\s*[A-Za-z_][\w.]*)*\s*(=|\+=|-=|\*=|/=|:=)\s*[^=\s]"
     r"[^\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]*$",  # an assignment, no CJK text on it
     r"^\s*[A-Za-z_][\w.]*\(.*\)\s*[;,]?\s*$",  # a call standing alone: `trainer.train()`
+    r"^\s*`[^`]+`\s*$",  # a line of inline code alone (Markdown's `...`, a <code> in a paragraph of its own)
     r"^\s*[\[{(][^\p{Han}\p{Hiragana}\p{Katakana}]*[\"'\d,:][^\p{Han}]*[^.!?][\]})],?\s*$",  # a literal: `("h", "u")`
 ))
-INDENTED_RE2 = r"^(    |\t)\s*\S"  # Markdown's indented code block, and a <pre> block's lines in extracted text
+INDENT = 4
+"""Spaces beyond a document's margin that make a line an indented code block (a tab counts as four)."""
 _ENDS_SENTENCE_RE2 = re2_class(SENTENCE_TERMINALS) + r"[\"'”’)\]]*\s*$"
 _PUNCT_INSIDE_RE2 = r"[,;:，、；：。.!?！？]"
+INLINE_CODE_RE2 = r"`[^`\n]+`"
 # Markdown's marks inside a line, and list markers: layout too, which word rules must not count as words that
 # hold no letter (a documentation page's `code`, [links](url) and **bold** took English prose under Gopher's 80%)
 MARKUP_RE2 = (
@@ -96,7 +100,7 @@ def line_kinds(lines: pa.Array, offsets: np.ndarray) -> np.ndarray:
         return kind
     listed = matches(LIST_RE2)
     kind[listed] = LIST
-    kind[matches(CODE_RE2) | (matches(INDENTED_RE2) & ~listed)] = CODE
+    kind[matches(CODE_RE2) | (_indented(lines, offsets) & ~listed)] = CODE
     kind[matches(HEADING_RE2)] = HEADING
     kind[matches(TABLE_RE2)] = TABLE
     fence = matches(FENCE_RE2)
@@ -107,6 +111,20 @@ def line_kinds(lines: pa.Array, offsets: np.ndarray) -> np.ndarray:
         kind[fence | ((before - doc_start) % 2 == 1)] = CODE
     _captions(lines, offsets, kind)
     return kind
+
+
+def _indented(lines: pa.Array, offsets: np.ndarray) -> np.ndarray:
+    """Lines indented `INDENT` spaces or more beyond their document's margin (the least indentation of its lines
+    with text): Markdown's indented code block, and a <pre> block's lines in extracted text. A document indented
+    as a whole (an RFC, a plain-text page) has its prose at the margin, not in code blocks."""
+    spaced = pc.replace_substring(lines, "\t", " " * INDENT)
+    length = pc.utf8_length(spaced).to_numpy(zero_copy_only=False).astype(np.int64)
+    lead = length - pc.utf8_length(pc.utf8_ltrim_whitespace(spaced)).to_numpy(zero_copy_only=False)
+    filled = lead < length
+    line_doc = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    margin = np.full(len(offsets) - 1, np.iinfo(np.int64).max)
+    np.minimum.at(margin, line_doc[filled], lead[filled])
+    return filled & (lead >= margin[line_doc] + INDENT)
 
 
 def _captions(lines: pa.Array, offsets: np.ndarray, kind: np.ndarray) -> None:
@@ -177,6 +195,11 @@ def prose_text(texts: pa.Array | pa.ChunkedArray, *, captions: bool = False) -> 
     joined = pc.binary_join(kept, pa.scalar("\n", flat.type))
     touched = pa.array(segment_sum(aside.astype(np.int64), offsets) > 0)
     return pc.if_else(touched, joined, texts)
+
+
+def without_inline_code(lines: pa.Array) -> pa.Array:
+    """`lines` without Markdown's inline code spans (`{}`): code quoted in a sentence, which no rule of prose reads."""
+    return pc.replace_substring_regex(lines, INLINE_CODE_RE2, "")
 
 
 def bare_words(texts: pa.Array) -> pa.Array:

@@ -158,3 +158,19 @@ def test_a_hard_wrapped_paragraph_is_one_line_to_the_line_rules():
     # a menu of short entries is no paragraph, however its entries begin
     menu = "\n".join(["home", "about us", "contact"] * 5)
     assert _judge(FineWeb(), [menu]) == _judge(FineWeb(prose_only=False), [menu])
+
+
+def test_a_document_indented_as_a_whole_has_its_prose_at_its_margin():
+    """An RFC indents every line: its paragraphs are prose, and only what is indented beyond them is code."""
+    rfc = "\n".join(["   " + line for line in PROSE_EN] + ["       x = compute(y)", "           return x + 1"])
+    assert _kinds(rfc) == [PROSE] * len(PROSE_EN) + [CODE, CODE]
+    assert _kinds("\n".join([*PROSE_EN, "    print(model)"]))[-1] == CODE
+
+
+def test_inline_code_is_code_and_its_curly_brackets_drop_no_page():
+    """A line of inline code alone is a code line; a bracket quoted as inline code in a sentence is no page of code."""
+    assert _kinds("`wasm => function musl_writev(..) { .. console.log(..) .. }`") == [CODE]
+    article = "\n".join([*PROSE_EN, "An empty folder has no items: the field is set to `{}` by the server, always."])
+    assert _judge(C4(terminal_punct=False, prose_only=False), [article]) == ["curly_bracket"]
+    assert _judge(C4(terminal_punct=False), [article]) == [None]
+    assert _judge(C4(terminal_punct=False), [article.replace("`{}`", "{}")]) == ["curly_bracket"]

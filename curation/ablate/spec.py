@@ -33,9 +33,10 @@ from curation.ablate.mixture_search import VERIFIED, MixtureSearch
 from curation.ablate.results import PROXY_PREFIX
 from curation.ablate.training_config import Training
 from curation.ablate.variants import Variant, variant_problems, variant_recipe
-from curation.recipe import Recipe, RecipeError, load_recipe, parse_yaml_model, read_recipe_text
+from curation.recipe import Recipe, RecipeError, load_recipe
 from curation.tokens.config import PackConfig, TokenizerConfig
 from curation.train.config import TrainRecipe
+from curation.yaml_model import parse_yaml_model, read_recipe_text
 
 BASE = "base"  # the variant that is the base recipe unchanged, unless the file defines one of that name
 

@@ -7,7 +7,6 @@ The entry point: `parse_recipe` / `load_recipe` give a `Recipe` or raise `Recipe
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -16,25 +15,13 @@ import yaml
 from curation.lang import settings_file
 from curation.recipe.checks import cross_checks
 from curation.recipe.inputs import output_problems, path_checks
-from curation.recipe.models import MAX_NAME_CHARS, RayConfig, Recipe, Source, StageEntry
-from curation.stages.registry import ALL_STAGES
+from curation.recipe.models import MAX_NAME_CHARS, RayConfig, Recipe, Source, StageEntry, unknown_stage
 from curation.yaml_model import Problem, RecipeError, parse_yaml_model, problem_at, read_recipe_text
 
 __all__ = [
     "MAX_NAME_CHARS", "Problem", "RayConfig", "Recipe", "RecipeError", "Source", "StageEntry", "json_schema",
-    "load_recipe", "output_problems", "parse_recipe",
+    "load_recipe", "output_problems", "parse_recipe", "unknown_stage",
 ]
-
-
-def _unknown_stage(error: dict[str, Any]) -> str | None:
-    """An unknown stage's name, the stages there are and the closest of them."""
-    given = error["input"]
-    if error["type"] != "stage_name" or not (isinstance(given, dict) and len(given) == 1):
-        return None
-    name = next(iter(given))
-    close = difflib.get_close_matches(str(name), ALL_STAGES, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"unknown stage {name!r} (stages: {', '.join(ALL_STAGES)}){hint}"
 
 
 def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True) -> Recipe:
@@ -42,7 +29,7 @@ def parse_recipe(text: str, file: str = "<recipe>", *, check_paths: bool = True)
     its language settings file, at that file's line and column)."""
     recipe = parse_yaml_model(
         text, file, Recipe, lambda r: cross_checks(r) + (path_checks(r) if check_paths else []),
-        what="a recipe is a YAML mapping (name:, sources:, stages: ...)", describe=_unknown_stage)
+        what="a recipe is a YAML mapping (name:, sources:, stages: ...)", describe=unknown_stage)
     return _with_language_settings(recipe, text, file) if recipe.language_settings else recipe
 
 

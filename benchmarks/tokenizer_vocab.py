@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._data import PROJECT_ROOT, data_root
+from curation.tokens.config import TrainTokenizer
 from curation.tokens.tokenizer import held_out_documents, load_tokenizer, train_sized, train_tokenizer
 
 HELD_OUT = 0.2
@@ -72,8 +73,9 @@ def main() -> int:
             plain = load_tokenizer(train_tokenizer(lines, Path(tmp) / "plain", size, "bpe", 0,
                                                    character_coverage=0.9995, hard_vocab_limit=False,
                                                    split_digits=True))
-            model, _, sizing = train_sized(lambda: lines, size, "bpe", 0, character_coverage=0.9995,
-                                           hard_vocab_limit=False, split_digits=True)
+            settings = TrainTokenizer(vocab_size=size, model_type="bpe", character_coverage=0.9995,
+                                      hard_vocab_limit=False, split_digits=True)
+            model, _, sizing = train_sized(lambda: lines, settings, 0)
             (Path(tmp) / "sized.model").write_bytes(model)
             sized = load_tokenizer(Path(tmp) / "sized.model")
         rows = []

@@ -303,7 +303,8 @@ class JobFolder:
         """Document and corpus stage names, from the recipe as run (empty when it cannot be read)."""
 
         def parse(path: Path) -> dict[str, list[str]]:
-            from curation.recipe import CORPUS_STAGES, RecipeError, parse_recipe
+            from curation.recipe import RecipeError, parse_recipe
+            from curation.stages.registry import CORPUS_STAGES
 
             try:
                 recipe = parse_recipe(path.read_text(encoding="utf-8"), str(path), check_paths=False)

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from curation.recipe import ALL_STAGES, CORPUS_STAGES, Recipe
-from curation.stages import STAGES
+from curation.recipe import Recipe
+from curation.stages.registry import ALL_STAGES, CORPUS_STAGES, DOCUMENT_STAGES
 
 COMMAND = "curate schema --markdown > docs/reference.md"
 _BOUNDS = ((annotated_types.Gt, "gt", ">"), (annotated_types.Ge, "ge", ">="),
@@ -150,7 +150,7 @@ def reference() -> str:
         "",
         *_section("Curation recipe", _summary(Recipe) + " Unknown keys are errors.", Recipe, done),
         *_stages("Document stages", "Each document stage judges or rewrites one document at a time, in the order "
-                 "of `stages:`. Every stage also takes `only:` (a list of source names).", STAGES, done),
+                 "of `stages:`. Every stage also takes `only:` (a list of source names).", DOCUMENT_STAGES, done),
         *_stages("Corpus stages", "Corpus stages come after every document stage and see the whole corpus.",
                  CORPUS_STAGES, done),
         *_section("Training recipe", _summary(TrainRecipe), TrainRecipe, done),

@@ -12,6 +12,9 @@ from typing import Any
 
 from curation.recipe import RecipeError, json_schema, load_recipe
 
+# What `add_subparsers` gives: each `_add_<command>` adds its sub-command to it.
+Commands = argparse._SubParsersAction
+
 
 def _load(path: str, consequence: str = "", loader: Callable[[str], Any] = load_recipe) -> Any:
     """The validated recipe (or training recipe, or ablation: `loader`), or None after printing every problem."""
@@ -404,6 +407,22 @@ def _calibrate(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curate", description="Data-curation pipelines for LLM pre-training, on Ray.")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_run(sub)
+    _add_serve(sub)
+    _add_status(sub)
+    _add_submit(sub)
+    _add_job_commands(sub)
+    _add_export(sub)
+    _add_validate(sub)
+    _add_calibrate(sub)
+    _add_schema(sub)
+    _add_train(sub)
+    _add_ablate(sub)
+    _add_train_classifier(sub)
+    return p
+
+
+def _add_run(sub: Commands) -> None:
     run = sub.add_parser("run", help="run a recipe (embedded local Ray unless an address is given)")
     run.add_argument("recipe")
     run.add_argument("--executor", choices=["ray", "local"],
@@ -415,6 +434,9 @@ def parser() -> argparse.ArgumentParser:
                      help="serve the status API and dashboard while the job runs (and after, until Ctrl-C, in a "
                      "terminal); default 127.0.0.1:8000")
     run.set_defaults(func=_run)
+
+
+def _add_serve(sub: Commands) -> None:
     serve = sub.add_parser("serve", help="status service: REST API, dashboard page and /metrics over a jobs folder")
     serve.add_argument("--jobs", default="./jobs", help="folder holding job folders (default: ./jobs)")
     serve.add_argument("--ablations", default="./ablations", help="folder holding ablation results folders "
@@ -427,32 +449,51 @@ def parser() -> argparse.ArgumentParser:
                        help="environment variable holding the bearer token of POST/DELETE (default: %(default)s)")
     serve.add_argument("--submit-output", help="output folder or URI of submitted jobs, as the cluster sees it")
     serve.set_defaults(func=_serve)
+
+
+def _add_status(sub: Commands) -> None:
     status = sub.add_parser("status", help="jobs, or one job's progress and funnel, from a status service")
     status.add_argument("job", nargs="?", help="job id or a unique prefix of one (default: list every job)")
     status.add_argument("--url", default="http://127.0.0.1:8000", help="status service (default: %(default)s)")
     status.add_argument("--watch", type=float, metavar="SECONDS", help="refresh every SECONDS until the job ends")
     status.add_argument("--address", help="Ray dashboard address (http://HEAD:8265): status of a submitted job")
     status.set_defaults(func=_on_cluster(_status))
+
+
+def _add_submit(sub: Commands) -> None:
     submit = sub.add_parser("submit", help="run a recipe on a Ray cluster through the Ray Jobs API; prints the job id")
     submit.add_argument("recipe")
     submit.add_argument("--address", required=True, help="Ray dashboard address, e.g. http://HEAD:8265")
     submit.add_argument("--output", help="job output folder or URI, as the cluster sees it")
     submit.add_argument("--wait", action="store_true", help="wait for the job to end; exit 1 unless it succeeded")
     submit.set_defaults(func=_on_cluster(_submit))
+
+
+def _add_job_commands(sub: Commands) -> None:
+    """`curate logs` and `curate stop`: a submitted job, by id."""
     for name, func, text in (("logs", _logs, "a submitted job's driver log"), ("stop", _stop, "stop a submitted job")):
         command = sub.add_parser(name, help=text)
         command.add_argument("job", help="the job id `curate submit` printed")
         command.add_argument("--address", required=True, help="Ray dashboard address, e.g. http://HEAD:8265")
         command.set_defaults(func=_on_cluster(func))
+
+
+def _add_export(sub: Commands) -> None:
     export = sub.add_parser("export", help="write a packed job's splits in another trainer's format")
     export.add_argument("job", help="job folder (with manifest.json)")
     export.add_argument("--format", required=True, choices=["megatron"], help="megatron: Megatron-LM/NeMo .bin/.idx")
     export.add_argument("--out", required=True, help="folder for <split>_text_document.bin/.idx")
     export.set_defaults(func=_export)
+
+
+def _add_validate(sub: Commands) -> None:
     validate = sub.add_parser("validate", help="check a recipe (curation, training or ablation) and report every "
                               "problem with its line")
     validate.add_argument("recipe")
     validate.set_defaults(func=_validate)
+
+
+def _add_calibrate(sub: Commands) -> None:
     calibrate = sub.add_parser(
         "calibrate", help="per-language thresholds from reference text you trust (FineWeb-2's method); writes a "
         "language settings file for a recipe's `language_settings:`")
@@ -466,15 +507,24 @@ def parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--min-documents", type=int, default=50, help="fewest documents a language is "
                            "calibrated on (default: %(default)s)")
     calibrate.set_defaults(func=_calibrate)
+
+
+def _add_schema(sub: Commands) -> None:
     schema = sub.add_parser("schema", help="print the recipe JSON Schema (for editor completion)")
     schema.add_argument("--markdown", action="store_true", help="print the recipe reference instead: every key "
                         "of recipes, stages, training recipes and ablation files (docs/reference.md)")
     schema.set_defaults(func=_schema)
+
+
+def _add_train(sub: Commands) -> None:
     fit = sub.add_parser("train", help="train the reference model on a job's packed shards (Ray Train, FSDP)")
     fit.add_argument("recipe", help="training recipe, e.g. recipes/train.yaml")
     fit.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in the train folder")
     fit.add_argument("--address", help="Ray address: auto, ray://host:10001 (default: a local Ray)")
     fit.set_defaults(func=_train)
+
+
+def _add_ablate(sub: Commands) -> None:
     ablate = sub.add_parser("ablate", help="curate variants of a recipe, train the reference model on each with "
                             "several seeds, evaluate and compare them")
     ablate.add_argument("ablation", help="ablation file, e.g. recipes/ablation.yaml")
@@ -485,6 +535,9 @@ def parser() -> argparse.ArgumentParser:
     ablate.add_argument("--write-recipe", metavar="PATH", help="with mixture_search: write the searched variant's "
                         "recipe with the proposed mixture to PATH (after the run; with --resume, of a finished one)")
     ablate.set_defaults(func=_on_cluster(_ablate))
+
+
+def _add_train_classifier(sub: Commands) -> None:
     train = sub.add_parser(
         "train-classifier",
         help="train a fastText classifier (quality, toxicity) from labelled JSONL; writes the model and its sidecar",
@@ -531,6 +584,12 @@ def parser() -> argparse.ArgumentParser:
                        "hashtag signs, HTML entities, emoji (for training on tweets)")
     train.add_argument("--lexicon", action="store_true", help="add a token per flagged word (the toxicity "
                        "stage's lists, by language)")
+    _add_training_options(train)
+    train.set_defaults(func=_train_classifier)
+
+
+def _add_training_options(train: argparse.ArgumentParser) -> None:
+    """`curate train-classifier`: how texts are prepared and split, and fastText's hyper-parameters."""
     train.add_argument("--minn", type=int, default=0, help="shortest character n-gram (default: 0, none)")
     train.add_argument("--maxn", type=int, default=0, help="longest character n-gram (default: 0, none)")
     train.add_argument("--quantize", type=int, default=None, metavar="CUTOFF", help="quantize, keeping this "
@@ -563,8 +622,6 @@ def parser() -> argparse.ArgumentParser:
         default=1,
         help="training threads (default: 1, reproducible; more is faster but not deterministic)",
     )
-    train.set_defaults(func=_train_classifier)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ import pyarrow as pa
 import yaml
 
 from curation import storage
+from curation.dedup.corpus_stage import CorpusStage
 from curation.job import (
     DOCUMENTS,
     RECIPE_HASH_LINE,
@@ -31,7 +32,7 @@ from curation.job import (
 )
 from curation.progress import LiveProgress
 from curation.recipe import Recipe
-from curation.shards import changed_inputs, input_fingerprint, list_shards
+from curation.shards import Shard, changed_inputs, input_fingerprint, list_shards
 from curation.stages import Stage
 from curation.stages.build import build_corpus_stages, build_stages
 from pipelines import plan
@@ -142,10 +143,64 @@ def run(
 
 def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stages: list[tuple[str, Stage]] | None,
          kind: str | None) -> RunResult:
-    shards = list_shards(recipe)
     stages = build_stages(recipe) if stages is None else stages
     corpus_stages = build_corpus_stages(recipe)
-    stage_names = [name for name, _ in stages]
+    job, todo = _open_job(recipe, job_dir, [name for name, _ in stages], corpus_stages, quiet=quiet)
+    started = time.time()
+    live = LiveProgress(job_dir, job.writer)  # the status service's live counters (`_progress.json`)
+    corpus_counters: dict[str, dict[str, Any]] = {}
+    packing = recipe.pack is not None and not storage.exists(storage.join(job_dir, "manifest.json"))
+    executor: Executor | None = None
+    manifest = None
+    try:
+        start = time.time()
+        executor = start_executor(recipe, address, kind) if todo or corpus_stages or packing else None
+        start_seconds = time.time() - start
+        early = EarlySignatures(job_dir, corpus_stages, executor) if executor else None
+        into = _Outputs(job.writer, job.events, job.progress, live, early)
+        if todo:
+            _run_document_stages(job, todo, stages, executor, into)
+        _check_every_shard_arrived(job, into)
+        if corpus_stages:
+            corpus_counters = _run_corpus_stages(job, corpus_stages, executor, into.early)
+        if recipe.pack is not None:
+            manifest = _pack(job, executor)
+    except BaseException as exc:
+        if executor is not None and isinstance(exc, KeyboardInterrupt | SystemExit):  # in corpus stages or packing
+            executor.abort()
+            executor = None
+        _record_failure(job, exc)
+        raise
+    finally:
+        if executor is not None:
+            executor.close()
+    stats = _stats(recipe, job.writer, job.shards, time.time() - started, len(job.shards) - len(todo), corpus_counters)
+    stats["executor"] = kind or recipe.executor
+    stats["executor_start_seconds"] = round(start_seconds, 3)  # part of wall_seconds
+    if manifest is not None:
+        stats["tokens"] = token_stats(manifest)
+    storage.write_json_atomic(storage.join(job_dir, "stats.json"), stats)
+    job.events.emit("job_done", documents=stats["documents"]["out"], seconds=stats["wall_seconds"])
+    return RunResult(job_dir, stats, len(job.shards) - len(todo), into.finished)
+
+
+@dataclass
+class _Job:
+    """What the steps of a run share: the recipe, its job folder and what reports on it."""
+
+    recipe: Recipe
+    dir: str
+    shards: list[Shard]
+    writer: JobWriter
+    events: EventLog
+    progress: Progress
+
+
+def _open_job(recipe: Recipe, job_dir: str, stage_names: list[str], corpus_stages: list[tuple[str, CorpusStage]], *,
+              quiet: bool) -> tuple[_Job, list[Shard]]:
+    """The job folder resumed (shards recorded as done and whose input has not changed stay done), the recipe
+    written beside it, the start told; and the shards still to run."""
+    shards = list_shards(recipe)
     writer = JobWriter(job_dir, stage_names, rejects_sample=recipe.rejects.sample,
                        rejects_max_per_reason=recipe.rejects.max_per_reason,
                        documents=WORK_DOCUMENTS if corpus_stages else DOCUMENTS, recipe_hash=recipe.fingerprint())
@@ -159,75 +214,68 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
     events = EventLog(job_dir)
     events.emit("job_started", shards=len(shards), already_done=len(shards) - len(todo), versions=versions(),
                 **({"inputs_changed": changed} if changed else {}))
-    started = time.time()
     progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)
-    live = LiveProgress(job_dir, writer)  # the status service's live counters (`_progress.json`)
-    corpus_counters: dict[str, dict[str, Any]] = {}
-    packing = recipe.pack is not None and not storage.exists(storage.join(job_dir, "manifest.json"))
-    executor: Executor | None = None
-    manifest = None
+    return _Job(recipe, job_dir, shards, writer, events, progress), todo
+
+
+def _run_document_stages(job: _Job, todo: list[Shard], stages: list[tuple[str, Stage]], executor: Executor | None,
+                         into: _Outputs) -> None:
+    """Every shard still to do through the document stages, its outputs taken into the job folder as they come."""
+    outputs = plan.stream(job.recipe, todo, stages, executor)
     try:
-        start = time.time()
-        executor = start_executor(recipe, address, kind) if todo or corpus_stages or packing else None
-        start_seconds = time.time() - start
-        early = EarlySignatures(job_dir, corpus_stages, executor) if executor else None
-        into = _Outputs(writer, events, progress, live, early)
-        if todo:
-            outputs = plan.stream(recipe, todo, stages, executor)
-            try:
-                with progress:
-                    for out in outputs:
-                        into.take(out)
-            except (KeyboardInterrupt, SystemExit):
-                executor.abort()  # the workers stop now, not after their shards
-                raise
-            finally:
-                outputs.close()  # its tasks end (or are left) before the executor closes
-        if into.failed:  # nothing may use the documents of a partial input set: no corpus stage, no packing
-            raise ShardsFailed(into.failed, done=len(writer.done), total=len(shards))
-        if writer.incomplete():
-            msg = f"rows of these shards never arrived: {', '.join(writer.incomplete())}"
-            raise RuntimeError(msg)
-        if corpus_stages:
-            events.emit("corpus_stages_started", stages=[name for name, _ in corpus_stages])
-            progress.say(f"corpus stages: {', '.join(name for name, _ in corpus_stages)} over all documents")
-
-            def corpus_step_done(step: str, counts: dict[str, Any]) -> None:
-                events.emit("corpus_step_done", step=step, **counts)
-                if "docs_in" in counts:
-                    progress.say(f"  {step}: {counts['docs_in']:,} documents in, {counts['docs_out']:,} kept "
-                                 f"({counts['seconds']:.1f} s)")
-
-            corpus_counters = run_corpus_stages(job_dir, corpus_stages, [s.name for s in shards], executor,
-                                                rejects_sample=recipe.rejects.sample,
-                                                rejects_max_per_reason=recipe.rejects.max_per_reason,
-                                                on_done=corpus_step_done, early=into.early)
-        if recipe.pack is not None:
-            events.emit("packing_started")
-            progress.say("tokens: tokenize, mix, pack and shuffle into shards")
-            manifest = pack_job(job_dir, recipe, [s.name for s in shards], executor, say=progress.say,
-                                versions=versions())
-            events.emit("packing_done", **{s: manifest["splits"][s]["tokens"] for s in manifest["splits"]})
-    except BaseException as exc:
-        if executor is not None and isinstance(exc, KeyboardInterrupt | SystemExit):  # in corpus stages or packing
-            executor.abort()
-            executor = None
-        if isinstance(exc, OSError):  # the job folder cannot be written (a full disk): no half file stays
-            _drop_temporaries(writer)
-        with contextlib.suppress(OSError):  # the same full disk may refuse the last event too
-            _ended(events, exc, len(writer.done))
+        with job.progress:
+            for out in outputs:
+                into.take(out)
+    except (KeyboardInterrupt, SystemExit):
+        executor.abort()  # the workers stop now, not after their shards
         raise
     finally:
-        if executor is not None:
-            executor.close()
-    stats = _stats(recipe, writer, shards, time.time() - started, len(shards) - len(todo), corpus_counters)
-    stats["executor"] = kind or recipe.executor
-    stats["executor_start_seconds"] = round(start_seconds, 3)  # part of wall_seconds
-    if manifest is not None:
-        stats["tokens"] = token_stats(manifest)
-    storage.write_json_atomic(storage.join(job_dir, "stats.json"), stats)
-    events.emit("job_done", documents=stats["documents"]["out"], seconds=stats["wall_seconds"])
-    return RunResult(job_dir, stats, len(shards) - len(todo), into.finished)
+        outputs.close()  # its tasks end (or are left) before the executor closes
+
+
+def _check_every_shard_arrived(job: _Job, into: _Outputs) -> None:
+    """Nothing may use the documents of a partial input set: no corpus stage, no packing."""
+    if into.failed:
+        raise ShardsFailed(into.failed, done=len(job.writer.done), total=len(job.shards))
+    if job.writer.incomplete():
+        msg = f"rows of these shards never arrived: {', '.join(job.writer.incomplete())}"
+        raise RuntimeError(msg)
+
+
+def _run_corpus_stages(job: _Job, corpus_stages: list[tuple[str, CorpusStage]], executor: Executor | None,
+                       early: EarlySignatures | None) -> dict[str, dict[str, Any]]:
+    """The corpus stages (deduplication) over all documents of the job; their counters."""
+    job.events.emit("corpus_stages_started", stages=[name for name, _ in corpus_stages])
+    job.progress.say(f"corpus stages: {', '.join(name for name, _ in corpus_stages)} over all documents")
+
+    def corpus_step_done(step: str, counts: dict[str, Any]) -> None:
+        job.events.emit("corpus_step_done", step=step, **counts)
+        if "docs_in" in counts:
+            job.progress.say(f"  {step}: {counts['docs_in']:,} documents in, {counts['docs_out']:,} kept "
+                             f"({counts['seconds']:.1f} s)")
+
+    return run_corpus_stages(job.dir, corpus_stages, [s.name for s in job.shards], executor,
+                             rejects_sample=job.recipe.rejects.sample,
+                             rejects_max_per_reason=job.recipe.rejects.max_per_reason, on_done=corpus_step_done,
+                             early=early)
+
+
+def _pack(job: _Job, executor: Executor | None) -> dict[str, Any]:
+    """The job's documents tokenized, mixed, packed and shuffled into shards; their manifest."""
+    job.events.emit("packing_started")
+    job.progress.say("tokens: tokenize, mix, pack and shuffle into shards")
+    manifest = pack_job(job.dir, job.recipe, [s.name for s in job.shards], executor, say=job.progress.say,
+                        versions=versions())
+    job.events.emit("packing_done", **{s: manifest["splits"][s]["tokens"] for s in manifest["splits"]})
+    return manifest
+
+
+def _record_failure(job: _Job, exc: BaseException) -> None:
+    """A run that did not finish: no temporary file of a write that failed stays, and its last event says why."""
+    if isinstance(exc, OSError):  # the job folder cannot be written (a full disk): no half file stays
+        _drop_temporaries(job.writer)
+    with contextlib.suppress(OSError):  # the same full disk may refuse the last event too
+        _ended(job.events, exc, len(job.writer.done))
 
 
 @dataclass

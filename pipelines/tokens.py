@@ -26,6 +26,7 @@ from curation.mixture import report as mixture_report
 from curation.recipe import Recipe
 from curation.tokens import fertility
 from curation.tokens.buckets import SPLITS, pack_bucket, processor, read_summary, tokenize_file
+from curation.tokens.config import TrainTokenizer
 from curation.tokens.output_shards import shard_count, write_shard
 from curation.tokens.pack import Packer
 from curation.tokens.tokenizer import text_bytes, train_from_documents
@@ -67,15 +68,14 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
     if config.model:
         data = _read(config.model)
     else:
-        settings = config.train.model_dump()
         mixture = recipe.mixture
         in_mixture = {} if mixture is None else {"shares": shares(mixture.sources()), "max_epochs": mixture.max_epochs}
-        trained = executor.result(executor.submit(_train, files, recipe.seed, recipe.pack.validation, **settings,
+        trained = executor.result(executor.submit(_train, files, recipe.seed, recipe.pack.validation, config.train,
                                                   **in_mixture))
         if isinstance(trained, VocabularyError):
             raise trained
         data, coverage, sizing = trained
-        settings = {k: v for k, v in settings.items() if k != "options" or v}
+        settings = {k: v for k, v in config.train.model_dump().items() if k != "options" or v}
         storage.write_json_atomic(storage.join(job_dir, TRAINING), settings | {
             "character_coverage": coverage["character_coverage"], "character_coverage_choice": coverage,
             "vocabulary": sizing})
@@ -88,11 +88,11 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
     return data
 
 
-def _train(files: list[str], seed: int, validation: float, **settings: Any) -> Any:
+def _train(files: list[str], seed: int, validation: float, settings: TrainTokenizer, **in_mixture: Any) -> Any:
     """`train_from_documents`, its refusal of a vocab_size returned rather than raised: a task's exception
     reaches the driver wrapped in the worker's traceback, and the refusal is one line."""
     try:
-        return train_from_documents(files, seed, validation, **settings)
+        return train_from_documents(files, seed, validation, settings, **in_mixture)
     except VocabularyError as exc:
         return exc
 

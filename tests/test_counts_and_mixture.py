@@ -21,8 +21,8 @@ from curation.classifier_training import Hyperparameters, read_jsonl_texts, trai
 from curation.mixture import HISTOGRAM_BINS, MixtureParams, SourcePlan, histogram, plan, report, unit_hash, warnings
 from curation.recipe import parse_recipe
 from curation.schema import documents_table
-from curation.stages import STAGES
 from curation.stages.length import Length
+from curation.stages.registry import DOCUMENT_STAGES
 from curation.stages.toxicity import FlaggedWords
 from curation.text.columns import whitespace_words
 from pipelines.console import summary
@@ -163,7 +163,7 @@ def test_every_stage_counts_every_row_it_receives(tmp_path: Path):
     root.mkdir()
     _write_inputs(root)
     recipe = parse_recipe(every_stage_recipe(root))
-    assert {kind for _, kind, _ in recipe.stage_specs()} == set(STAGES)  # every document stage
+    assert {kind for _, kind, _ in recipe.stage_specs()} == set(DOCUMENT_STAGES)  # every document stage
     result = run(recipe, output=str(tmp_path / "jobs"), quiet=True)
     stats = json.loads(Path(result.job_dir, "stats.json").read_text())
     rows = stats["stages"]

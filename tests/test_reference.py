@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import difflib
 
-from curation.recipe import ALL_STAGES
 from curation.reference import COMMAND, reference
+from curation.stages.registry import ALL_STAGES
 from tests.conftest import ROOT
 
 REFERENCE = ROOT / "docs" / "reference.md"

@@ -28,7 +28,7 @@ from typing import Any
 from curation.job import document_files
 from curation.recipe import Recipe
 from curation.shards import list_shards
-from curation.stages import STAGES
+from curation.stages.registry import DOCUMENT_STAGES
 
 # Continuing jobs read documents the previous job wrote: none may be refused for its size.
 NO_LIMIT = 1 << 62
@@ -75,7 +75,7 @@ def _keys(recipe: Recipe) -> list[str]:
 
 def reads_pages(entry: dict[str, Any]) -> bool:
     kind = next(iter(entry))
-    return kind in STAGES and "html" in STAGES[kind].input_columns
+    return kind in DOCUMENT_STAGES and "html" in DOCUMENT_STAGES[kind].input_columns
 
 
 def plan_curation(recipes: dict[str, Recipe]) -> CurationPlan:

@@ -33,9 +33,10 @@ from curation.ablate.mixture_search import VERIFIED, MixtureSearch
 from curation.ablate.results import PROXY_PREFIX
 from curation.ablate.training_config import Training
 from curation.ablate.variants import Variant, variant_problems, variant_recipe
-from curation.recipe import Recipe, RecipeError, load_recipe, parse_yaml_model, read_recipe_text
+from curation.recipe import Recipe, RecipeError, load_recipe, unknown_stage
 from curation.tokens.config import PackConfig, TokenizerConfig
 from curation.train.config import TrainRecipe
+from curation.yaml_model import parse_yaml_model, read_recipe_text
 
 BASE = "base"  # the variant that is the base recipe unchanged, unless the file defines one of that name
 
@@ -218,7 +219,8 @@ def parse_ablation(text: str, file: str = "<ablation>", *, check_paths: bool = T
     """Validate an ablation file; raise `RecipeError` listing every problem with its line and column.
     `check_paths` also loads the base recipe, applies every variant to it and checks the files it names."""
     return parse_yaml_model(text, file, Ablation, _checks if check_paths else None,
-                            what="an ablation is a YAML mapping (name:, recipe:, variants:, training: ...)")
+                            what="an ablation is a YAML mapping (name:, recipe:, variants:, training: ...)",
+                            describe=unknown_stage)
 
 
 def load_ablation(path: str | Path, *, check_paths: bool = True) -> Ablation:

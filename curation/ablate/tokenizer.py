@@ -60,9 +60,5 @@ def train_union_tokenizer(files: Sequence[str], settings: TrainTokenizer, seed: 
     sized as one job's (`train_sized`: a size the sample cannot support raises `VocabularyError`, in one line),
     and the warning of a size lowered (or kept against what the sample supports), if any."""
     model, _, sizing = train_sized(lambda: union_lines(files, settings.sample_bytes, seed, validation,
-                                                       settings.held_out),
-                                   settings.vocab_size, settings.model_type, seed,
-                                   character_coverage=settings.character_coverage,
-                                   hard_vocab_limit=settings.hard_vocab_limit, byte_fallback=settings.byte_fallback,
-                                   split_digits=settings.split_digits, **settings.options)
+                                                       settings.held_out), settings, seed)
     return model, sizing.warning()

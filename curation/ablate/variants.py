@@ -8,7 +8,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from curation.mixture import MixtureParams
-from curation.recipe import ALL_STAGES, CORPUS_STAGES, Recipe, RecipeError, Source, StageEntry, parse_recipe
+from curation.recipe import Recipe, RecipeError, Source, StageEntry, parse_recipe
+from curation.stages.registry import ALL_STAGES, CORPUS_STAGES
 
 Problems = list[tuple[tuple[Any, ...], str]]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +37,7 @@ from curation.lang.words import SPACES, segmenters, split
 from curation.text.columns import combined
 
 Unit = Literal["word", "char"]
+FALSE_NEGATIVE_WEIGHT = 0.9  # measured in benchmarks/dedup_quality.py: recall first, verification restores precision
 
 WORD_SEPARATORS = r"[^\p{L}\p{M}\p{N}]+"  # what is not part of a word, combining marks included
 _ENGLISH = frozenset({"en", "eng"})
@@ -552,25 +553,44 @@ def lsh_parameters(threshold: float, num_perm: int, bands: int | None = None, ro
     return optimal_bands(threshold, num_perm, 1.0 - false_negative_weight, false_negative_weight)
 
 
+class MinhashSettings(Protocol):
+    """What the MinHash-LSH dedup reads of its validated config (`curation.dedup.minhash_dedup.MinhashDedupParams`,
+    which this module, below the stages, does not import)."""
+
+    threshold: float
+    num_perm: int
+    ngram: int
+    unit: Unit
+    seed: int
+    bands: int | None
+    rows: int | None
+    verify: Literal["estimate", "exact", "none"]
+    by_language: bool
+
+
+def hasher_of(settings: MinhashSettings) -> MinHasher:
+    return MinHasher(num_perm=settings.num_perm, ngram=settings.ngram, unit=settings.unit, seed=settings.seed)
+
+
+def lsh_of(settings: MinhashSettings) -> tuple[int, int]:
+    """(bands, rows) of the LSH index: as given, else optimised for the threshold, false negatives weighted
+    `FALSE_NEGATIVE_WEIGHT`."""
+    return lsh_parameters(settings.threshold, settings.num_perm, settings.bands, settings.rows, FALSE_NEGATIVE_WEIGHT)
+
+
 def fuzzy_duplicates(
     ids: TextColumn,
     texts: TextColumn,
     scores: np.ndarray | pa.Array | None = None,
     *,
-    threshold: float = 0.8,
-    hasher: MinHasher | None = None,
-    bands: int | None = None,
-    rows: int | None = None,
-    false_negative_weight: float = 0.9,
-    verify: Literal["estimate", "exact", "none"] = "exact",
-    n_partitions: int = 1,
-    signatures: np.ndarray | None = None,
+    settings: MinhashSettings,
     langs: TextColumn | None = None,
-    per_language: bool = False,
+    signatures: np.ndarray | None = None,
+    n_partitions: int = 1,
 ) -> tuple[pa.Table, pa.Table]:
     """The whole MinHash-LSH dedup in one process: (removed, pairs).
 
-    Defaults are the measured ones (benchmarks/dedup_quality.py): bands weighted towards recall
+    The config's defaults are the measured ones (benchmarks/dedup_quality.py): bands weighted towards recall
     (false negatives 0.9) and candidates verified by exact Jaccard reach P 1.0 / R >= 0.95 on real
     near-duplicates; verifying by the signature estimate is cheaper but its 0.035 standard error
     costs precision and recall near the threshold (~0.93 / 0.89 at 0.8).
@@ -578,23 +598,23 @@ def fuzzy_duplicates(
     `removed`: `id`, `survivor_id`, `cluster` (hex of the component's smallest node) per removed
     document. `pairs`: the verified candidate pairs (`id_a`, `id_b`). It is the reference for the
     Ray layer's result and what the quality benchmark measures; `n_partitions` runs the bucket and
-    component steps per hash partition, as the shuffles do; `signatures` are `hasher.signatures(texts, langs)`
-    where already computed. `langs`: each document's language, for its words and, with
-    `per_language`, to pair only documents of the same language (`by_language`).
+    component steps per hash partition, as the shuffles do; `signatures` are `hasher_of(settings).signatures(texts,
+    langs)` where already computed. `langs`: each document's language, for its words and, with the config's
+    `by_language`, to pair only documents of the same language.
     """
     from curation.dedup.components import node_ids, node_partition, star_components
     from curation.dedup.exact import choose_survivors
 
-    hasher = hasher or MinHasher()
+    hasher, threshold, verify = hasher_of(settings), settings.threshold, settings.verify
     ids, texts = as_string_array(ids), as_string_array(texts)
-    b, r = lsh_parameters(threshold, hasher.num_perm, bands, rows, false_negative_weight)
+    b, r = lsh_of(settings)
     sigs = hasher.signatures(texts, langs) if signatures is None else signatures
     if sigs.shape != (len(ids), hasher.num_perm):
         msg = f"signatures of shape {sigs.shape} for {len(ids)} documents and {hasher.num_perm} permutations"
         raise ValueError(msg)
     usable = np.flatnonzero(has_shingles(sigs))
     keys = band_keys(sigs[usable], b, r)
-    if per_language:
+    if settings.by_language:
         keys = by_language(keys, None if langs is None else as_string_array(langs).take(pa.array(usable)))
     table = band_table(ids.take(pa.array(usable)), keys, sigs[usable] if verify == "estimate" else None)
     part = (table.column("key").to_numpy() % np.uint64(max(n_partitions, 1))).astype(np.int64)

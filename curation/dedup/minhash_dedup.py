@@ -68,6 +68,8 @@ from curation.dedup.minhash import (
     estimated_jaccard,
     fuzzy_duplicates,
     has_shingles,
+    hasher_of,
+    lsh_of,
     lsh_parameters,
     pairs_jaccard,
     signature_column,
@@ -79,7 +81,6 @@ from curation.stages.languages import LANG
 from curation.text.columns import combined
 
 REASON = "near_duplicate"
-FALSE_NEGATIVE_WEIGHT = 0.9  # measured in benchmarks/dedup_quality.py: recall first, verification restores precision
 DETAIL = re.compile(r"^kept (?P<survivor>.+) \(cluster (?P<cluster>[0-9a-f]{16})\)$")
 SIGNED = pa.schema([("id", pa.string()), ("node", pa.int64()), ("score", pa.float64()), ("usable", pa.bool_()),
                     ("keys", pa.list_(pa.uint64()))])
@@ -135,13 +136,11 @@ class MinhashDedup(CorpusStage):
     optional_columns = (LANG,)
 
     def hasher(self) -> MinHasher:
-        p = self.params
-        return MinHasher(num_perm=p.num_perm, ngram=p.ngram, unit=p.unit, seed=p.seed)
+        return hasher_of(self.params)
 
     def lsh(self) -> tuple[int, int]:
         """(bands, rows) of the LSH index: as given, else optimised for the threshold."""
-        p = self.params
-        return lsh_parameters(p.threshold, p.num_perm, p.bands, p.rows, FALSE_NEGATIVE_WEIGHT)
+        return lsh_of(self.params)
 
     def scores(self, documents: pa.Table) -> pa.Array:
         """The survivor score of each document (float64; null without `score_column`)."""
@@ -196,13 +195,9 @@ class MinhashDedup(CorpusStage):
     def result(self, documents: pa.Table, signatures: np.ndarray | None = None) -> CorpusResult:
         """Near-duplicates among `documents` (`id`, `text`, score column, `lang` where present): what the Ray
         plan must equal."""
-        bands, rows = self.lsh()
         score = self.scores(documents) if self.params.score_column else None
-        removed, _ = fuzzy_duplicates(documents.column("id"), documents.column("text"), score,
-                                      threshold=self.params.threshold, hasher=self.hasher(), bands=bands, rows=rows,
-                                      false_negative_weight=FALSE_NEGATIVE_WEIGHT, verify=self.params.verify,
-                                      signatures=signatures, langs=languages(documents),
-                                      per_language=self.params.by_language)
+        removed, _ = fuzzy_duplicates(documents.column("id"), documents.column("text"), score, settings=self.params,
+                                      langs=languages(documents), signatures=signatures)
         removals = near_duplicate_removals(removed.column("id"), removed.column("survivor_id"),
                                            removed.column("cluster"))
         return CorpusResult(removals, documents.num_rows, REWRITES.empty_table(), {})

@@ -59,11 +59,11 @@ from curation.lang.settings_file import LANGUAGES, MIN_SCORE, STAGES_KEY, settin
 from curation.lang.words import chars_per_word
 from curation.lang.words import split as split_words
 from curation.readers import READERS, read_shard
-from curation.recipe import parse_yaml_model
 from curation.stages.base import DocumentFilter
 from curation.stages.fineweb import FineWeb
 from curation.stages.gopher import ALPHA_WORDS_CAP, GopherQuality, GopherRepetition
 from curation.stages.langid import LangId, auto_min_score
+from curation.yaml_model import parse_yaml_model
 
 MIN, MAX = "min", "max"  # a document below a `min` bound, or above a `max` bound, is dropped
 LANG, LANG_SCORE = "lang", "lang_score"

@@ -23,9 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from curation.stages import STAGES, StageParams
+from curation.stages.base import StageParams
 from curation.stages.langid import AUTO, EVERY_LANGUAGE, LangId
 from curation.stages.languages import LanguageParams
+from curation.stages.registry import DOCUMENT_STAGES
 
 LANGUAGES = "languages"
 MIN_SCORE = "min_score"
@@ -42,7 +43,7 @@ def settings_file_model() -> type[BaseModel]:
     strict = ConfigDict(extra="forbid")
     sections: dict[str, Any] = {
         kind: (stage.Params | None, Field(None, description=f"{kind}'s `{_per_language_key(kind)}`."))
-        for kind, stage in STAGES.items() if issubclass(stage.Params, LanguageParams) or kind == LangId.name}
+        for kind, stage in DOCUMENT_STAGES.items() if issubclass(stage.Params, LanguageParams) or kind == LangId.name}
     stages = create_model("LanguageSettingsStages", __config__=strict, **sections)
     return create_model(
         "LanguageSettingsFile", __config__=strict,

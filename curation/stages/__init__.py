@@ -1,4 +1,4 @@
-"""Document stages by recipe name."""
+"""Document stages: one module each (their registry by recipe name: `curation.stages.registry`)."""
 
 from __future__ import annotations
 
@@ -19,16 +19,8 @@ from curation.stages.normalize import Normalize
 from curation.stages.pii import PiiRedaction
 from curation.stages.toxicity import FlaggedWords
 
-STAGES: dict[str, type[Stage]] = {
-    s.name: s
-    for s in (
-        HtmlLangId, Extract, Normalize, LangId, Length, GopherQuality, GopherRepetition, C4, FineWeb, Density,
-        FlaggedWords, FastTextClassifier, PiiRedaction, Decontaminate, CodeFilters, CodeSecrets,
-    )
-}
-
 __all__ = [
-    "C4", "STAGES", "CodeFilters", "CodeSecrets", "Decontaminate", "Density", "DocumentFilter", "Extract",
+    "C4", "CodeFilters", "CodeSecrets", "Decontaminate", "Density", "DocumentFilter", "Extract",
     "FastTextClassifier", "FineWeb", "FlaggedWords", "GopherQuality", "GopherRepetition", "HtmlLangId", "LangId",
     "Length", "Normalize", "PiiRedaction", "Processed", "Resources", "Stage", "StageParams",
 ]

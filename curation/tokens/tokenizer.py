@@ -43,6 +43,7 @@ import sentencepiece as spm
 
 from curation import storage
 from curation.mixture import VALIDATION_SALT, unit_hash
+from curation.tokens.config import TrainTokenizer
 from curation.tokens.coverage import choose_coverage
 from curation.tokens.vocabulary import (
     MIN_PIECE_USES,
@@ -222,16 +223,17 @@ def sample_texts(files: Sequence[str], rates: dict[str, float], seed: int, valid
                 yield from (line for line in text.split("\n") if line.strip())
 
 
-def train_sized(lines: Callable[[], Iterable[str]], vocab_size: int, model_type: ModelType, seed: int, *,
-                character_coverage: float | Literal["auto"], hard_vocab_limit: bool, byte_fallback: bool = True,
-                **extra: Any) -> tuple[bytes, dict[str, Any], Sizing]:
+def train_sized(lines: Callable[[], Iterable[str]], settings: TrainTokenizer,
+                seed: int) -> tuple[bytes, dict[str, Any], Sizing]:
     """Train on the sample `lines()` (read once per pass: coverage, training, piece counts) a vocabulary of
-    `vocab_size` pieces, or the size the sample supports (`curation.tokens.vocabulary`: a size too small is
+    `settings.vocab_size` pieces, or the size the sample supports (`curation.tokens.vocabulary`: a size too small is
     refused, a size too large refused with `hard_vocab_limit`, else lowered; finding that size trains again, a
     few times, only where the size asked is too large); return the
     `.model` bytes, how the character coverage was chosen (`Coverage.as_dict`; with a number, that number), and
     the sizing. With `auto`, each size tried gets the coverage chosen for it, so that the size found trains the
     same model when a recipe asks for it."""
+    vocab_size, character_coverage, hard_vocab_limit = (settings.vocab_size, settings.character_coverage,
+                                                        settings.hard_vocab_limit)
     coverages: dict[int, dict[str, Any]] = {}
 
     def coverage_for(size: int) -> dict[str, Any]:
@@ -246,8 +248,9 @@ def train_sized(lines: Callable[[], Iterable[str]], vocab_size: int, model_type:
         def fit(size: int) -> Path:
             chosen = coverage_for(size)["character_coverage"]
             try:  # sentencepiece's own hard limit is off: the sizing below says what a short sample gives
-                model = train_tokenizer(lines(), Path(tmp) / "tokenizer", size, model_type, seed, byte_fallback,
-                                        character_coverage=chosen, hard_vocab_limit=False, **extra)
+                model = train_tokenizer(lines(), Path(tmp) / "tokenizer", size, settings.model_type, seed,
+                                        settings.byte_fallback, character_coverage=chosen, hard_vocab_limit=False,
+                                        split_digits=settings.split_digits, **settings.options)
             except RuntimeError as exc:
                 refusal = too_small(exc, size, chosen)
                 if refusal is None:
@@ -282,17 +285,13 @@ def train_sized(lines: Callable[[], Iterable[str]], vocab_size: int, model_type:
         return best, coverage_for(vocab_size), sizing
 
 
-def train_from_documents(files: Sequence[str], seed: int, validation: float, *, vocab_size: int,
-                         model_type: ModelType, sample_bytes: int, character_coverage: float | Literal["auto"],
-                         split_digits: bool, byte_fallback: bool, hard_vocab_limit: bool, held_out: float,
-                         options: dict[str, Any], shares: dict[str, float] | None = None,
+def train_from_documents(files: Sequence[str], seed: int, validation: float, settings: TrainTokenizer, *,
+                         shares: dict[str, float] | None = None,
                          max_epochs: float = 1.0) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
     """Train on a seeded sample of curated documents, in the mixture's `shares` where given (`sample_rates`),
     none of the held-out ones; return the `.model` bytes, how its character coverage was chosen and how its
     size (`train_sized`)."""
-    rates = sample_rates(files, sample_bytes, shares, max_epochs)
-    model, coverage, sizing = train_sized(lambda: sample_texts(files, rates, seed, validation, held_out),
-                                          vocab_size, model_type, seed, character_coverage=character_coverage,
-                                          hard_vocab_limit=hard_vocab_limit, byte_fallback=byte_fallback,
-                                          split_digits=split_digits, **options)
+    rates = sample_rates(files, settings.sample_bytes, shares, max_epochs)
+    model, coverage, sizing = train_sized(lambda: sample_texts(files, rates, seed, validation, settings.held_out),
+                                          settings, seed)
     return model, coverage, sizing.as_dict()

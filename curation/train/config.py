@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from curation.train.model import ModelConfig
 from curation.train.optim import OptimConfig
+from curation.yaml_model import parse_yaml_model, read_recipe_text
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 
@@ -166,13 +167,9 @@ def _manifest_checks(recipe: TrainRecipe) -> list[tuple[tuple[Any, ...], str]]:
 
 def parse_train_recipe(text: str, file: str = "<train recipe>", *, check_paths: bool = True) -> TrainRecipe:
     """Validate a training recipe; `check_paths` also reads the job's manifest and checks the model fits it."""
-    from curation.recipe import parse_yaml_model
-
     return parse_yaml_model(text, file, TrainRecipe, _manifest_checks if check_paths else None,
                             what="a training recipe is a YAML mapping (name:, job:, model: ...)")
 
 
 def load_train_recipe(path: str | Path, *, check_paths: bool = True) -> TrainRecipe:
-    from curation.recipe import read_recipe_text
-
     return parse_train_recipe(read_recipe_text(path), str(path), check_paths=check_paths)

@@ -6,7 +6,7 @@ module of this package that computes its `CorpusResult` with Ray Data shuffles, 
 verification, connected components, survivors), `bloom` one per filter shard. `runner(name)` imports
 the module only where it runs, so a job without shuffles never imports Ray.
 
-Adding a corpus stage: its class in `curation/dedup/` and its recipe name in `curation.recipe`; if it
+Adding a corpus stage: its class in `curation/dedup/` and its recipe name in `curation.stages.registry`; if it
 needs shuffles, a runner module here named by its `runner`.
 """
 

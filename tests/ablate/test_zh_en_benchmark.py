@@ -13,7 +13,7 @@ import yaml
 from benchmarks import ablate_zh_en as bench
 from curation.ablate.spec import load_ablation
 from curation.ablate.variants import variant_recipe
-from curation.recipe import ALL_STAGES
+from curation.stages.registry import ALL_STAGES
 
 from ..conftest import SAMPLE
 

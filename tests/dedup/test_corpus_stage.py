@@ -8,7 +8,7 @@ import pytest
 
 from curation.dedup.bloom_dedup import BloomDedup
 from curation.dedup.corpus_stage import REMOVALS, REWRITES, CorpusResult, CorpusStage
-from curation.recipe import CORPUS_STAGES
+from curation.stages.registry import CORPUS_STAGES
 from pipelines.dedup import runner
 
 BOILER = "Subscribe to our newsletter for more stories like this one."

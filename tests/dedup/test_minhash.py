@@ -26,6 +26,7 @@ from curation.dedup.minhash import (
     signature_column,
     signatures_from_column,
 )
+from curation.dedup.minhash_dedup import MinhashDedupParams
 
 VOCAB = [f"w{i}" for i in range(20_000)]
 
@@ -205,7 +206,7 @@ def corpus(seed: int = 11) -> tuple[list[str], list[str], np.ndarray, dict[str, 
 
 def test_one_survivor_per_group_with_the_best_score():
     ids, texts, scores, group = corpus()
-    removed, pairs = fuzzy_duplicates(ids, texts, scores, threshold=0.7)
+    removed, pairs = fuzzy_duplicates(ids, texts, scores, settings=MinhashDedupParams(threshold=0.7))
     assert pairs.num_rows > 0
     score = dict(zip(ids, scores, strict=True))
     survivors = set(removed.column("survivor_id").to_pylist())
@@ -221,13 +222,14 @@ def test_one_survivor_per_group_with_the_best_score():
 
 def test_same_survivors_for_any_shard_order_and_partition_count():
     ids, texts, scores, _ = corpus(3)
-    reference, _ = fuzzy_duplicates(ids, texts, scores, threshold=0.8)
+    reference, _ = fuzzy_duplicates(ids, texts, scores, settings=MinhashDedupParams(threshold=0.8))
     for seed, partitions in ((1, 2), (2, 3), (3, 1)):
         order = np.random.default_rng(seed).permutation(len(ids))
         got, _ = fuzzy_duplicates([ids[i] for i in order], [texts[i] for i in order], scores[order],
-                                  threshold=0.8, n_partitions=partitions)
+                                  settings=MinhashDedupParams(threshold=0.8), n_partitions=partitions)
         assert got.equals(reference)
-    estimate, _ = fuzzy_duplicates(ids, texts, scores, threshold=0.8, verify="estimate", n_partitions=2)
+    estimate, _ = fuzzy_duplicates(ids, texts, scores, settings=MinhashDedupParams(threshold=0.8, verify="estimate"),
+                                   n_partitions=2)
     assert set(estimate.column("id").to_pylist()) == set(reference.column("id").to_pylist())
 
 

@@ -22,7 +22,8 @@ from curation.dedup.minhash_dedup import (
     shingle_sets,
     shingle_sets_jaccard,
 )
-from curation.recipe import CORPUS_STAGES, RecipeError, parse_recipe
+from curation.recipe import RecipeError, parse_recipe
+from curation.stages.registry import CORPUS_STAGES
 from pipelines.dedup import corpus_stages
 from pipelines.dedup import minhash as ray_fuzzy
 from pipelines.executors import LocalExecutor

@@ -25,7 +25,7 @@ from curation.dedup.minhash import (
     shingle_hashes,
     word_tokens,
 )
-from curation.dedup.minhash_dedup import CLUSTER_SIZE, MinhashDedup, parse_detail
+from curation.dedup.minhash_dedup import CLUSTER_SIZE, MinhashDedup, MinhashDedupParams, parse_detail
 from curation.recipe import parse_recipe
 from pipelines.run import run
 
@@ -103,7 +103,7 @@ def test_real_near_duplicates_are_found_and_distinct_documents_are_not(testdata,
     similarity = exact_jaccard(base, near, langs=langs)
     assert similarity.min() >= 0.8 > legacy_jaccard(base, near).max()  # a whitespace tokenizer missed them all
     ids = [f"{lang}{i:02d}" for i in range(len(base))] + [f"{lang}{i:02d}x" for i in range(len(base))]
-    removed, _ = fuzzy_duplicates(ids, base + near, langs=langs)
+    removed, _ = fuzzy_duplicates(ids, base + near, settings=MinhashDedupParams(), langs=langs)
     assert removed.column("id").to_pylist() == ids[len(base):]  # each near copy, and nothing else
     assert removed.column("survivor_id").to_pylist() == ids[:len(base)]
     others = exact_jaccard(base, base[1:] + base[:1], langs=langs)

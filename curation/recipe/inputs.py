@@ -1,0 +1,154 @@
+"""Checks of what a recipe names on the filesystem, before any work starts: inputs and models exist, no file is
+read by two sources, no input pattern reaches into a job folder under `output`."""
+
+from __future__ import annotations
+
+import glob
+import re
+from pathlib import Path
+
+import pyarrow.fs as pa_fs
+
+from curation import storage
+from curation.recipe.models import Recipe
+from curation.shards import list_shards
+from curation.yaml_model import Located
+
+
+def path_checks(recipe: Recipe) -> list[Located]:
+    """Inputs and models a recipe names must exist before any work starts."""
+    out: list[Located] = []
+    matched: dict[tuple[int, int], list[str]] = {}
+    for i, source in enumerate(recipe.sources):
+        for j, pattern in enumerate(source.paths):
+            try:
+                matched[i, j] = storage.expand(pattern)
+            except OSError as exc:
+                out.append((("sources", i, "paths", j), f"cannot list {pattern!r}: {exc}"))
+                continue
+            if not matched[i, j]:
+                out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
+    out += _shared_files(recipe, matched)
+    out += _reads_output(recipe, matched)
+    if recipe.tokenizer is not None and recipe.tokenizer.model and not storage.exists(recipe.tokenizer.model):
+        out.append((("tokenizer", "model"), f"no tokenizer model at {recipe.tokenizer.model!r}"))
+    for i, (_, kind, params) in enumerate(recipe.stage_specs()):
+        model = getattr(params, "model", None)
+        if isinstance(model, str) and not storage.exists(model):
+            out.append((("stages", i, kind, "model"), f"no model file at {model!r}"))
+        for j, path in enumerate(getattr(params, "benchmarks", None) or []):
+            if not Path(path).exists():
+                out.append((("stages", i, kind, "benchmarks", j), f"no benchmark file or folder at {path!r}"))
+    return out
+
+
+# What a job writes in its folder (`curation.job`), `{}` standing for a shard's name: an input pattern matching
+# one of these in a job folder would read that job's output as input, more of it on every run.
+JOB_FILES = ("documents/{}.parquet", "_work/documents/{}.parquet", "rejects/stage=x/reason=y/{}.parquet",
+             "_shards/{}.json", "shards/train-00000.arrow", "recipe.yaml", "stats.json", "events.jsonl",
+             "_progress.json", "manifest.json", "tokenizer.model")
+
+
+def _job_folder_holding(fs: pa_fs.FileSystem, root: str, path: str, seen: dict[str, bool]) -> str | None:
+    """The job folder directly under `root` (`output`) that `path` lies in, if it is one (it holds a
+    recipe.yaml or `_shards/`); `seen` remembers the folders looked at."""
+    if not path.startswith(f"{root.rstrip('/')}/"):
+        return None
+    top = f"{root.rstrip('/')}/{path[len(root.rstrip('/')) + 1 :].split('/')[0]}"
+    if top == path:
+        return None
+    if top not in seen:
+        seen[top] = (fs.get_file_info(f"{top}/recipe.yaml").type == pa_fs.FileType.File
+                     or fs.get_file_info(f"{top}/_shards").type == pa_fs.FileType.Directory)
+    return top if seen[top] else None
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """What `pattern` matches, as a regular expression over `storage.resolve` spellings (a folder: all below it)."""
+    fs, path = storage.resolve(pattern)
+    if not storage.has_wildcard(path):
+        is_folder = fs.get_file_info(path).type == pa_fs.FileType.Directory
+        return storage.glob_regex(f"{path.rstrip('/')}/**" if is_folder else glob.escape(path))
+    return storage.glob_regex(path)
+
+
+def _reads_output(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[Located]:
+    """Input patterns reaching into a job folder under `output`: this job's (files it matches there now, or
+    files this job will write there, before the folder is even made) or another's (files it matches there)."""
+    try:
+        fs, root = storage.resolve(recipe.output)
+        own = storage.resolve(recipe.job_dir())[1]
+    except OSError:
+        return []  # an output that cannot be looked at is the run's to report, where it writes
+    remote, seen = storage.is_remote(recipe.output), {}
+    out: list[Located] = []
+    for i, source in enumerate(recipe.sources):
+        shard = f"{source.name}-file-0123456789"
+        for j, pattern in enumerate(source.paths):
+            if storage.is_remote(pattern) != remote:
+                continue
+            regex = _pattern_regex(pattern)
+            found = [storage.resolve(u)[1] for u in matched.get((i, j), [])]
+            job, reached = own, next((f"{own}/{f.format(shard)}" for f in JOB_FILES
+                                      if regex.match(f"{own}/{f.format(shard)}")), None)
+            for path in found if reached is None else []:
+                if (job := _job_folder_holding(fs, root, path, seen)) is not None:
+                    reached = path
+                    break
+            if reached is not None:
+                whose = "this job's folder" if job == own else "the job folder"
+                out.append((("sources", i, "paths", j),
+                            f"{pattern!r} reaches {whose} {job} under `output` ({reached}): a job would read "
+                            "its own output as input, more of it on every run; narrow the pattern or give "
+                            "`output` a folder outside the inputs"))
+    return out
+
+
+def output_problems(recipe: Recipe, output: str) -> list[str]:
+    """What `_reads_output` finds when the job is written under `output` instead (`curate run --output`)."""
+    moved = recipe.model_copy(update={"output": output})
+    matched = {(i, j): storage.expand(p) for i, source in enumerate(recipe.sources) for j, p in enumerate(source.paths)}
+    return [f"sources[{loc[1]}].paths[{loc[3]}]: {msg}" for loc, msg in _reads_output(moved, matched)]
+
+
+def _shared_files(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[Located]:
+    """A file read by two sources: its documents would come twice, under the same ids (ids derive from the
+    file's canonical URI and the record's position, not the source). Files are compared by canonical URI, so
+    `x`, `./x`, its absolute path and overlapping globs are one file. Within one source, a file matched twice
+    is read once (one shard)."""
+    first: dict[str, tuple[int, int]] = {}
+    clashes: dict[tuple[int, int, int, int], list[str]] = {}
+    for (i, j), uris in matched.items():
+        for uri in uris:
+            i0, j0 = first.setdefault(storage.canonical(uri), (i, j))
+            if i0 != i:
+                clashes.setdefault((i0, j0, i, j), []).append(uri)
+    if clashes:
+        clashes = _read_as_shards(recipe, clashes)
+    out: list[Located] = []
+    for (i0, j0, i, j), uris in clashes.items():
+        more = f" (and {len(uris) - 1} more files)" if len(uris) > 1 else ""
+        out.append((("sources", i, "paths", j),
+                    f"sources {recipe.sources[i].name!r} and {recipe.sources[i0].name!r} (sources[{i0}].paths[{j0}]: "
+                    f"{recipe.sources[i0].paths[j0]!r}) both read {uris[0]!r}{more}: a file may belong to one source "
+                    "only (its documents would be read twice, with the same ids)"))
+    return out
+
+
+def _read_as_shards(recipe: Recipe, clashes: dict[tuple[int, int, int, int], list[str]],
+                    ) -> dict[tuple[int, int, int, int], list[str]]:
+    """The clashes of files that really become shards of both sources (a link met in a folder is not read
+    through, so it is no copy of its target)."""
+    by_source: dict[str, set[str]] = {}
+    for shard in list_shards(recipe):
+        by_source.setdefault(shard.source, set()).add(storage.canonical(shard.uri))
+    names = [s.name for s in recipe.sources]
+    kept = {}
+    for (i0, j0, i, j), uris in clashes.items():
+        both = by_source.get(names[i], set()) & by_source.get(names[i0], set())
+        real = [u for u in uris if storage.canonical(u) in both]
+        if real:
+            kept[i0, j0, i, j] = real
+    return kept
+
+

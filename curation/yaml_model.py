@@ -1,0 +1,172 @@
+"""YAML text -> a validated pydantic model, every problem reported at its file, line and column.
+
+Recipes (`curation.recipe`), training recipes, ablation files and language settings files are all read here:
+`parse_yaml_model` validates, `RecipeError` lists the `Problem`s, `locate` finds the YAML node a pydantic
+error location points to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+# Nodes a recipe may have once its YAML aliases are expanded: a real recipe has a few hundred; eight levels of
+# nine aliases ("billion laughs") have 43 million, which the checks below would walk one by one.
+MAX_YAML_NODES = 100_000
+
+# (location as pydantic gives it, message): a problem found after validation, located like a validation error.
+Located = tuple[tuple[Any, ...], str]
+
+
+@dataclass
+class Problem:
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class RecipeError(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+def locate(root: yaml.Node | None, loc: tuple[Any, ...], at_key: bool = False) -> tuple[yaml.Node | None, str]:
+    """The YAML node a pydantic error location points to (or its nearest parent) and a dotted path.
+
+    Parts that are not keys of the current mapping are union tags (the stage name, repeated by
+    pydantic) or keys that are missing: a missing key is named in the path, the node stays its parent.
+    """
+    node, path = root, ""
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((key, value) for key, value in node.value if key.value == part), None)
+            if match is not None:
+                node = match[0] if at_key and part == loc[-1] else match[1]
+            elif path.rsplit(".", 1)[-1] == part:
+                continue
+            path += f".{part}" if path else str(part)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            path += f"[{part}]"
+    return node, path
+
+
+def problem_at(root: yaml.Node | None, file: str, loc: tuple[Any, ...], message: str,
+               at_key: bool = False) -> Problem:
+    """`message` as a `Problem` at the node `loc` points to in `root` (the file's start when there is none)."""
+    node, path = locate(root, loc, at_key)
+    mark = node.start_mark if node is not None else None
+    return Problem(file, mark.line + 1 if mark else 1, mark.column + 1 if mark else 1, path, message)
+
+
+def _duplicate_keys(node: yaml.Node, file: str) -> list[Problem]:
+    problems = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            if key.value in seen:
+                m = key.start_mark
+                problems.append(Problem(file, m.line + 1, m.column + 1, key.value, "key given twice"))
+            seen.add(key.value)
+            problems += _duplicate_keys(value, file)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            problems += _duplicate_keys(item, file)
+    return problems
+
+
+def _describe(error: dict[str, Any]) -> str:
+    kind, msg = error["type"], error["msg"]
+    if kind == "extra_forbidden":
+        return "unknown key (not part of the recipe schema; see `curate schema`)"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "string_too_long":
+        return (f"{msg}, got {len(error['input'])}: it names files and folders of the job, and a file name may "
+                "have at most 255 bytes")
+    if kind == "literal_error":
+        return f"{msg}, got {error['input']!r}"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"{msg}, got {error['input']!r}"
+    return msg
+
+
+def _expanded_nodes(root: yaml.Node | None) -> int:
+    """How many nodes `root` has once every alias is expanded, counted without expanding any: an alias is the
+    very node it names, so each node's size is counted once (a recursive alias, once as well)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            sizes[id(node)] = 1
+            if isinstance(node, yaml.MappingNode):
+                sizes[id(node)] = 1 + sum(size(k) + size(v) for k, v in node.value)
+            elif isinstance(node, yaml.SequenceNode):
+                sizes[id(node)] = 1 + sum(size(item) for item in node.value)
+        return sizes[id(node)]
+
+    return size(root) if root is not None else 0
+
+
+def _bounded_aliases(root: yaml.Node | None, text: str, file: str) -> None:
+    """Refuse a document whose aliases expand it past `MAX_YAML_NODES`, naming the first alias's line."""
+    if _expanded_nodes(root) <= MAX_YAML_NODES:
+        return
+    alias = next((e for e in yaml.parse(text) if isinstance(e, yaml.AliasEvent)), None)
+    mark = alias.start_mark if alias is not None else None
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    raise RecipeError([Problem(file, line, col, "", f"YAML aliases (*name) expand this document past "
+                               f"{MAX_YAML_NODES:,} values: write the values out, or repeat fewer")])
+
+
+def parse_yaml_model(text: str, file: str, model: type[BaseModel],
+                     checks: Callable[[Any], list[Located]] | None = None, *,
+                     what: str = "expected a YAML mapping of keys",
+                     describe: Callable[[dict[str, Any]], str | None] | None = None) -> Any:
+    """Validate YAML `text` as `model`; raise `RecipeError` listing every problem at its file:line:column.
+    `checks(validated)` may add (location, message) problems of its own (cross-references, paths);
+    `describe(error)` may word a pydantic error of the model's own (None: the usual wording)."""
+    try:
+        root = yaml.compose(text)
+        _bounded_aliases(root, text, file)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise RecipeError([Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]) from None
+    except RecursionError:
+        raise RecipeError([Problem(file, 1, 1, "", "not valid YAML: nested too deeply")]) from None
+    if not isinstance(data, dict):
+        raise RecipeError([Problem(file, 1, 1, "", what)])
+    problems = _duplicate_keys(root, file)
+    try:
+        validated = model.model_validate(data)
+    except ValidationError as exc:
+        problems += [problem_at(root, file, e["loc"], (describe and describe(e)) or _describe(e),
+                                e["type"] == "extra_forbidden") for e in exc.errors()]
+        raise RecipeError(problems) from None
+    problems += [problem_at(root, file, loc, msg) for loc, msg in (checks(validated) if checks else [])]
+    if problems:
+        raise RecipeError(problems)
+    return validated
+
+
+def read_recipe_text(path: str | Path) -> str:
+    """A recipe file's text; a file that cannot be read is a `RecipeError` like any other problem."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise RecipeError([Problem(str(path), 1, 1, "", f"cannot read the recipe: {reason}")]) from None

@@ -122,7 +122,7 @@ def _indented(lines: pa.Array, offsets: np.ndarray) -> np.ndarray:
     lead = length - pc.utf8_length(pc.utf8_ltrim_whitespace(spaced)).to_numpy(zero_copy_only=False)
     filled = lead < length
     line_doc = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-    margin = np.full(len(offsets) - 1, np.iinfo(np.int64).max)
+    margin = np.full(len(offsets) - 1, 1 << 40)  # a document without text has no margin (and no indented line)
     np.minimum.at(margin, line_doc[filled], lead[filled])
     return filled & (lead >= margin[line_doc] + INDENT)
 

@@ -50,7 +50,7 @@ from curation.apply import run_stage
 from curation.classifier_training import TOXICITY_PRESETS, Corpus, read_csv_labelled, train_classifier, train_toxicity
 from curation.stages.classifier import FastTextClassifier
 from curation.stages.langid import LangId
-from curation.stages.toxicity import FlaggedWords
+from curation.stages.toxicity import Toxicity
 
 CLEAN_LIMIT = 0.005
 
@@ -107,7 +107,7 @@ def table(texts: list[str], lang: str) -> pa.Table:
     })  # fmt: skip
 
 
-def flags(stage: FlaggedWords | FastTextClassifier, texts: list[str], lang: str) -> np.ndarray:
+def flags(stage: Toxicity | FastTextClassifier, texts: list[str], lang: str) -> np.ndarray:
     out = run_stage(stage, table(texts, lang)).sort_by("id")
     return np.array([r is not None for r in out.column(schema.REASON).to_pylist()])
 
@@ -134,20 +134,20 @@ def plain_fasttext(pos: Corpus, neg: Corpus, output: str, seed: int, lang: str |
                               reason="toxic")
 
 
-def ours(folder: Path, lang: str, pos: Corpus, neg: Corpus, seed: int) -> FlaggedWords:
+def ours(folder: Path, lang: str, pos: Corpus, neg: Corpus, seed: int) -> Toxicity:
     car = train_toxicity(pos, neg, str(folder / f"{lang}.ftz"), lang, seed)
     print(f"  trained {folder / lang}.ftz: {car['model_bytes'] / 1e6:.1f} MB, {car['train_seconds']:.0f} s, "
           f"own held-out F1 {car['heldout_metrics']['f1']:.3f}, calibrated threshold {car['calibrated_threshold']:.3f}")
-    return FlaggedWords(languages=[lang], classifier=str(folder))
+    return Toxicity(languages=[lang], classifier=str(folder))
 
 
 def compare(lang: str, train: tuple[Corpus, Corpus], tests: list[Labelled], folder: Path, seed: int,
-            rows: list[tuple[str, str, dict[str, float]]]) -> FlaggedWords:
+            rows: list[tuple[str, str, dict[str, float]]]) -> Toxicity:
     pos, neg = train
     stage = ours(folder, lang, pos, neg, seed)
     plain = plain_fasttext(pos, neg, str(folder / f"plain-{lang}.bin"), seed)
     on_words = plain_fasttext(pos, neg, str(folder / f"words-{lang}.bin"), seed, lang)
-    words = FlaggedWords(languages=[lang])
+    words = Toxicity(languages=[lang])
     for test in tests:
         for name, filt in (("ours (toxicity stage, classifier)", stage), ("plain fastText (whitespace, 0.5)", plain),
                            ("fastText on words (train-classifier, 0.5)", on_words),
@@ -157,7 +157,7 @@ def compare(lang: str, train: tuple[Corpus, Corpus], tests: list[Labelled], fold
     return stage
 
 
-def throughput(stage: FlaggedWords, docs: list[str], lang: str) -> tuple[tuple[float, float], tuple[float, float]]:
+def throughput(stage: Toxicity, docs: list[str], lang: str) -> tuple[tuple[float, float], tuple[float, float]]:
     """Documents per CPU second (one process, so per core: the measure that holds on a shared machine) and per
     wall second, of the stage and of langid on the same documents."""
     batch = table(docs, lang)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     rows: list[tuple[str, str, dict[str, float]]] = []
-    stages: dict[str, FlaggedWords] = {}
+    stages: dict[str, Toxicity] = {}
     with tempfile.TemporaryDirectory() as tmp:
         # English: Davidson -> Stormfront
         english = []
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nclean text dropped (limit {CLEAN_LIMIT:.1%} of documents; sentences alone are a harder test):")
         for lang, stage in stages.items():
             docs, sentences = clean_text(lang, args.udhr)
-            for name, filt in (("ours", stage), ("word list", FlaggedWords(languages=[lang]))):
+            for name, filt in (("ours", stage), ("word list", Toxicity(languages=[lang]))):
                 dropped, alone = flags(filt, docs, lang), flags(filt, sentences, lang)
                 print(f"  {lang} {name:<10} documents {int(dropped.sum())}/{len(docs)} ({dropped.mean():.2%}), "
                       f"Leipzig" + (" + UDHR" if args.udhr else " (no --udhr)")

@@ -17,18 +17,18 @@ from curation.stages.langid import LangId
 from curation.stages.length import Length
 from curation.stages.normalize import Normalize
 from curation.stages.pii import PiiRedaction
-from curation.stages.toxicity import FlaggedWords
+from curation.stages.toxicity import Toxicity
 
 STAGES: dict[str, type[Stage]] = {
     s.name: s
     for s in (
         HtmlLangId, Extract, Normalize, LangId, Length, GopherQuality, GopherRepetition, C4, FineWeb, Density,
-        FlaggedWords, FastTextClassifier, PiiRedaction, Decontaminate, CodeFilters, CodeSecrets,
+        Toxicity, FastTextClassifier, PiiRedaction, Decontaminate, CodeFilters, CodeSecrets,
     )
 }
 
 __all__ = [
     "C4", "STAGES", "CodeFilters", "CodeSecrets", "Decontaminate", "Density", "DocumentFilter", "Extract",
-    "FastTextClassifier", "FineWeb", "FlaggedWords", "GopherQuality", "GopherRepetition", "HtmlLangId", "LangId",
-    "Length", "Normalize", "PiiRedaction", "Processed", "Resources", "Stage", "StageParams",
+    "FastTextClassifier", "FineWeb", "GopherQuality", "GopherRepetition", "HtmlLangId", "LangId", "Length",
+    "Normalize", "PiiRedaction", "Processed", "Resources", "Stage", "StageParams", "Toxicity",
 ]

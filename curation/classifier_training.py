@@ -542,20 +542,16 @@ class ToxicityPreset:
 
 
 TOXICITY_PRESETS = {
-    # Davidson et al. 2017 (MIT): tweets, each judged by 3 to 9 annotators as hate speech, offensive or neither. A
-    # tweet is toxic when any annotator called it hate speech (`hate_speech` >= 1): the majority's `class` makes
-    # 83 % of the tweets toxic, nearly all for profanity ("offensive"), and a model of it learns swear words,
-    # while hate speech elsewhere (a forum's) is rarely profane.
-    "en": ToxicityPreset(("toxicity/davidson/labeled_data.csv",), "tweet", "hate_speech",
-                         tuple(str(n) for n in range(1, 10))),
+    # Davidson et al. 2017 (MIT): tweets; class 0 hate speech, 1 offensive language, 2 neither.
+    "en": ToxicityPreset(("toxicity/davidson/labeled_data.csv",), "tweet", "class", ("0", "1")),
     # COLD, Deng et al. 2022 (Apache-2.0): Weibo and Zhihu comments on race, gender, region; 1 offensive.
     "zh": ToxicityPreset(("toxicity/cold/train.csv", "toxicity/cold/dev.csv"), "TEXT", "label", ("1",)),
 }
 
 # Features and training that carry across sources (benchmarks/toxicity_transfer.py): each language's words,
 # their character n-grams (a misspelt or new slur shares most of them with a known one), word bigrams, the
-# flagged-word lexicon as a feature, social-media quirks dropped; classes balanced (a forum is rarely as toxic
-# as the labelled set); a small quantized model, trained on one thread with a fixed seed (reproducible).
+# flagged-word lexicon as a feature, social-media quirks dropped; classes balanced (Davidson is 83 % toxic,
+# a forum is not); a small quantized model, trained on one thread with a fixed seed (reproducible).
 TOXICITY_TRAINING: dict[str, Any] = {"words": True, "social": True, "lexicon": True, "balance": True,
                                      "quantize": 100_000}
 # Chinese words are one to four characters: their n-grams are their characters and character pairs.

@@ -17,7 +17,6 @@ from pydantic import ValidationError
 from curation import schema
 from curation.apply import bypass_column, run_stage
 from curation.classifier_training import (
-    TOXICITY_PRESETS,
     Corpus,
     Hyperparameters,
     macro_f1_threshold,
@@ -129,20 +128,6 @@ def test_csv_reader_names_a_missing_column(tmp_path: Path):
     assert pos.texts == ["a"] and neg.texts == ["b"] and neg.skipped == 1
     with pytest.raises(ValueError, match="no column 'label'"):
         read_csv_labelled([str(path)], "text", "label", ["1"])
-
-
-def test_the_english_preset_calls_a_tweet_toxic_when_any_annotator_called_it_hate(tmp_path: Path):
-    """Davidson's majority `class` makes profanity toxic; the preset learns hate speech, which forums share."""
-    path = tmp_path / "labeled_data.csv"
-    with path.open("w", newline="") as f:
-        csv.writer(f).writerows([
-            ["", "count", "hate_speech", "offensive_language", "neither", "class", "tweet"],
-            ["0", "3", "0", "3", "0", "1", "profane only"], ["1", "3", "1", "2", "0", "1", "one hate vote"],
-            ["2", "6", "4", "2", "0", "0", "hate"], ["3", "3", "0", "0", "3", "2", "neither"],
-            ["4", "9", "1", "0", "8", "2", "one of nine"]])  # fmt: skip
-    preset = TOXICITY_PRESETS["en"]
-    pos, neg = read_csv_labelled([str(path)], preset.text_field, preset.label_field, preset.positive_values)
-    assert pos.texts == ["one hate vote", "hate", "one of nine"] and neg.texts == ["profane only", "neither"]
 
 
 def _macro_f1(flagged: np.ndarray, truth: np.ndarray) -> float:

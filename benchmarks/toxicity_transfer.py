@@ -17,7 +17,8 @@ Beside ours in the same run: the word list (`toxicity` stage, the language's lis
 and the plain fastText baseline (`curate train-classifier` before issues 31 and 34: whitespace tokens, DCLM's
 hyper-parameters, threshold 0.5) trained on the same data, the same on each language's words (its defaults
 now, issue 31), and "flag everything". Figures: precision, recall
-and F1 of the toxic class, macro F1 (both classes), balanced accuracy. Targets: macro F1 >= 0.75 in Chinese,
+and F1 of the toxic class, macro F1 (both classes), balanced accuracy, and the ROC AUC of each filter's score
+(its ranking, whatever the threshold: what any threshold could reach). Targets: macro F1 >= 0.75 in Chinese,
 F1 >= 0.40 on English forum hate speech.
 
 Clean text: the Leipzig sentences (`langid/sentences`, documents of 12) and, with `--udhr DIR`, the UDHR
@@ -47,10 +48,17 @@ from flagged_languages import clean_text
 
 from curation import schema
 from curation.apply import run_stage
-from curation.classifier_training import TOXICITY_PRESETS, Corpus, read_csv_labelled, train_classifier, train_toxicity
+from curation.classifier_training import (
+    TOXICITY_PRESETS,
+    Corpus,
+    read_csv_labelled,
+    roc_auc,
+    train_classifier,
+    train_toxicity,
+)
 from curation.stages.classifier import FastTextClassifier
 from curation.stages.langid import LangId
-from curation.stages.toxicity import FlaggedWords
+from curation.stages.toxicity import SCORE_COLUMN, Toxicity
 
 CLEAN_LIMIT = 0.005
 
@@ -107,9 +115,15 @@ def table(texts: list[str], lang: str) -> pa.Table:
     })  # fmt: skip
 
 
-def flags(stage: FlaggedWords | FastTextClassifier, texts: list[str], lang: str) -> np.ndarray:
+def flags(stage: Toxicity | FastTextClassifier, texts: list[str], lang: str) -> np.ndarray:
     out = run_stage(stage, table(texts, lang)).sort_by("id")
     return np.array([r is not None for r in out.column(schema.REASON).to_pylist()])
+
+
+def auc(stage: Toxicity | FastTextClassifier, test: Labelled, lang: str) -> float:
+    """ROC AUC of the stage's score (a model's, or the word list's ratio): how well it ranks, whatever the threshold."""
+    scores = stage.score(table(test.texts, lang))
+    return roc_auc(np.asarray(scores.get(SCORE_COLUMN, scores.get("flagged_words_ratio"))), test.toxic)
 
 
 def figures(flagged: np.ndarray, toxic: np.ndarray) -> dict[str, float]:
@@ -134,30 +148,32 @@ def plain_fasttext(pos: Corpus, neg: Corpus, output: str, seed: int, lang: str |
                               reason="toxic")
 
 
-def ours(folder: Path, lang: str, pos: Corpus, neg: Corpus, seed: int) -> FlaggedWords:
+def ours(folder: Path, lang: str, pos: Corpus, neg: Corpus, seed: int) -> Toxicity:
     car = train_toxicity(pos, neg, str(folder / f"{lang}.ftz"), lang, seed)
     print(f"  trained {folder / lang}.ftz: {car['model_bytes'] / 1e6:.1f} MB, {car['train_seconds']:.0f} s, "
           f"own held-out F1 {car['heldout_metrics']['f1']:.3f}, calibrated threshold {car['calibrated_threshold']:.3f}")
-    return FlaggedWords(languages=[lang], classifier=str(folder))
+    return Toxicity(languages=[lang], classifier=str(folder))
 
 
 def compare(lang: str, train: tuple[Corpus, Corpus], tests: list[Labelled], folder: Path, seed: int,
-            rows: list[tuple[str, str, dict[str, float]]]) -> FlaggedWords:
+            rows: list[tuple[str, str, dict[str, float]]]) -> Toxicity:
     pos, neg = train
     stage = ours(folder, lang, pos, neg, seed)
     plain = plain_fasttext(pos, neg, str(folder / f"plain-{lang}.bin"), seed)
     on_words = plain_fasttext(pos, neg, str(folder / f"words-{lang}.bin"), seed, lang)
-    words = FlaggedWords(languages=[lang])
+    words = Toxicity(languages=[lang])
     for test in tests:
         for name, filt in (("ours (toxicity stage, classifier)", stage), ("plain fastText (whitespace, 0.5)", plain),
                            ("fastText on words (train-classifier, 0.5)", on_words),
                            ("word list (toxicity stage, ratio 0.01)", words)):
-            rows.append((test.name, name, figures(flags(filt, test.texts, lang), test.toxic)))
-        rows.append((test.name, "floor: flag everything", figures(np.ones(len(test.texts), bool), test.toxic)))
+            rows.append((test.name, name, {**figures(flags(filt, test.texts, lang), test.toxic),
+                                           "auc": auc(filt, test, lang)}))
+        rows.append((test.name, "floor: flag everything",
+                     {**figures(np.ones(len(test.texts), bool), test.toxic), "auc": 0.5}))
     return stage
 
 
-def throughput(stage: FlaggedWords, docs: list[str], lang: str) -> tuple[tuple[float, float], tuple[float, float]]:
+def throughput(stage: Toxicity, docs: list[str], lang: str) -> tuple[tuple[float, float], tuple[float, float]]:
     """Documents per CPU second (one process, so per core: the measure that holds on a shared machine) and per
     wall second, of the stage and of langid on the same documents."""
     batch = table(docs, lang)
@@ -187,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     rows: list[tuple[str, str, dict[str, float]]] = []
-    stages: dict[str, FlaggedWords] = {}
+    stages: dict[str, Toxicity] = {}
     with tempfile.TemporaryDirectory() as tmp:
         # English: Davidson -> Stormfront
         english = []
@@ -223,10 +239,11 @@ def main(argv: list[str] | None = None) -> int:
                                args.seed, rows)
 
         print()
-        print(f"{'test set':<40} {'filter':<40} {'prec':>6} {'recall':>6} {'F1':>6} {'macroF1':>7} {'bal.acc':>7}")
+        print(f"{'test set':<40} {'filter':<40} {'prec':>6} {'recall':>6} {'F1':>6} {'macroF1':>7} {'bal.acc':>7} "
+              f"{'AUC':>6}")
         for test_name, name, f in rows:
             print(f"{test_name:<40} {name:<40} {f['precision']:6.3f} {f['recall']:6.3f} {f['f1']:6.3f} "
-                  f"{f['macro_f1']:7.3f} {f['balanced_accuracy']:7.3f}")
+                  f"{f['macro_f1']:7.3f} {f['balanced_accuracy']:7.3f} {f['auc']:6.3f}")
         unseen = [f["macro_f1"] for t, n, f in rows if n.startswith("ours") and "unseen topic" in t]
         swsr = [f["macro_f1"] for t, n, f in rows if n.startswith("ours") and t.startswith("SWSR")]
         forum = [f["f1"] for t, n, f in rows if n.startswith("ours") and t == "Stormfront, all sentences"]
@@ -237,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nclean text dropped (limit {CLEAN_LIMIT:.1%} of documents; sentences alone are a harder test):")
         for lang, stage in stages.items():
             docs, sentences = clean_text(lang, args.udhr)
-            for name, filt in (("ours", stage), ("word list", FlaggedWords(languages=[lang]))):
+            for name, filt in (("ours", stage), ("word list", Toxicity(languages=[lang]))):
                 dropped, alone = flags(filt, docs, lang), flags(filt, sentences, lang)
                 print(f"  {lang} {name:<10} documents {int(dropped.sum())}/{len(docs)} ({dropped.mean():.2%}), "
                       f"Leipzig" + (" + UDHR" if args.udhr else " (no --udhr)")

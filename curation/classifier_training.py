@@ -302,6 +302,85 @@ def _quantiles(scores: np.ndarray) -> list[float] | None:
     return [round(float(v), 6) for v in values]
 
 
+@dataclass
+class _Examples:
+    """A class's distinct preprocessed lines (none also in the other class) and which of them train or are held out."""
+
+    lines: list[str]
+    distinct: int  # before removing those found in both classes
+    train: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    heldout: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+def _distinct_examples(pos_lines: list[str], neg_lines: list[str]) -> tuple[_Examples, _Examples, int]:
+    """Each class's distinct non-empty lines less those found in both; and how many were in both."""
+    pos_unique, neg_unique = dict.fromkeys(t for t in pos_lines if t), dict.fromkeys(t for t in neg_lines if t)
+    both = pos_unique.keys() & neg_unique.keys()
+    pos = _Examples([t for t in pos_unique if t not in both], len(pos_unique))
+    neg = _Examples([t for t in neg_unique if t not in both], len(neg_unique))
+    if len(pos.lines) < 2 or len(neg.lines) < 2:
+        msg = (f"too few distinct examples to train: {len(pos.lines)} positive, {len(neg.lines)} negative "
+               "(need 2 each)")
+        raise ValueError(msg)
+    return pos, neg, len(both)
+
+
+def _split_examples(pos: _Examples, neg: _Examples, holdout: float, balance: bool, rng: np.random.Generator) -> int:
+    """Sets each class's train and held-out parts (stratified); with `balance` the larger class's training part is
+    down-sampled to the smaller's. Returns how many training examples balancing dropped."""
+    pos.train, pos.heldout = _split(len(pos.lines), holdout, rng)
+    neg.train, neg.heldout = _split(len(neg.lines), holdout, rng)
+    if not balance:
+        return 0
+    n = min(len(pos.train), len(neg.train))
+    dropped = len(pos.train) + len(neg.train) - 2 * n
+    pos.train, neg.train = rng.permutation(pos.train)[:n], rng.permutation(neg.train)[:n]
+    return dropped
+
+
+def _fit(train: list[tuple[str, str]], model_file: Path, hp: Hyperparameters, seed: int,
+         quantize: int | None) -> float:
+    """Trains on the labelled lines (in a fresh process) into `model_file`; returns the seconds it took."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="curation-ft-") as tmp:
+        train_file = Path(tmp) / "train.txt"
+        with train_file.open("w", encoding="utf-8") as f:
+            for lab, text in train:
+                f.write(f"{lab} {text}\n")
+        _train_in_fresh_process(train_file, model_file, hp.as_kwargs(seed), quantize)
+    return time.perf_counter() - started
+
+
+def _evaluate(model: Any, pos: _Examples, neg: _Examples, pos_label: str
+              ) -> tuple[dict[str, Any] | None, float | None, dict[str, list[float]]]:
+    """Held-out metrics, the threshold of best macro F1 there (None without a held-out part) and score quantiles."""
+    held_lines = [pos.lines[i] for i in pos.heldout] + [neg.lines[i] for i in neg.heldout]
+    held_truth = np.r_[np.ones(len(pos.heldout), bool), np.zeros(len(neg.heldout), bool)]
+    held_scores = positive_scores(model, held_lines, pos_label)
+    metrics = binary_metrics(held_scores, held_truth) if len(held_lines) else None
+    calibrated = None
+    if metrics:
+        calibrated, metrics["best_macro_f1"] = macro_f1_threshold(held_scores, held_truth)
+    quantiles = {
+        "heldout": _quantiles(held_scores),
+        "heldout_positive": _quantiles(held_scores[held_truth]),
+        "heldout_negative": _quantiles(held_scores[~held_truth]),
+    }
+    return metrics, calibrated, {k: v for k, v in quantiles.items() if v is not None}
+
+
+def _class_data(corpus: Corpus, examples: _Examples) -> dict[str, Any]:
+    return {"sources": corpus.sources, "docs": len(corpus.texts), "skipped": corpus.skipped,
+            "distinct": examples.distinct, "train": len(examples.train), "heldout": len(examples.heldout)}
+
+
+def _write_sidecar(model_file: Path, sidecar: dict[str, Any]) -> None:
+    sidecar_file = Path(sidecar_path(str(model_file)))
+    tmp_sidecar = sidecar_file.with_name(sidecar_file.name + ".tmp")
+    tmp_sidecar.write_text(json.dumps(sidecar, indent=1) + "\n", encoding="utf-8")
+    tmp_sidecar.replace(sidecar_file)
+
+
 def train_classifier(
     positives: Corpus,
     negatives: Corpus,
@@ -352,62 +431,28 @@ def train_classifier(
     def lines(texts: list[str]) -> list[str]:
         return prep.lines(texts, [lang] * len(texts) if lang else None)
 
-    pos_lines, neg_lines = lines(positives.texts), lines(negatives.texts)
-    pos_unique, neg_unique = dict.fromkeys(t for t in pos_lines if t), dict.fromkeys(t for t in neg_lines if t)
-    both = pos_unique.keys() & neg_unique.keys()
-    pos_final = [t for t in pos_unique if t not in both]
-    neg_final = [t for t in neg_unique if t not in both]
-    if len(pos_final) < 2 or len(neg_final) < 2:
-        msg = f"too few distinct examples to train: {len(pos_final)} positive, {len(neg_final)} negative (need 2 each)"
-        raise ValueError(msg)
-
+    pos, neg, in_both = _distinct_examples(lines(positives.texts), lines(negatives.texts))
     rng = np.random.default_rng(seed)
-    pos_train, pos_held = _split(len(pos_final), holdout, rng)
-    neg_train, neg_held = _split(len(neg_final), holdout, rng)
-    downsampled = 0
-    if balance:
-        n = min(len(pos_train), len(neg_train))
-        downsampled = len(pos_train) + len(neg_train) - 2 * n
-        pos_train, neg_train = rng.permutation(pos_train)[:n], rng.permutation(neg_train)[:n]
-    train = [(pos_label, pos_final[i]) for i in pos_train] + [(neg_label, neg_final[i]) for i in neg_train]
+    downsampled = _split_examples(pos, neg, holdout, balance, rng)
+    train = [(pos_label, pos.lines[i]) for i in pos.train] + [(neg_label, neg.lines[i]) for i in neg.train]
     train = [train[i] for i in rng.permutation(len(train))]  # fastText's SGD sees the classes mixed
-
     if hp.bucket is None:
-        tokens = sum(len(text.split(" ")) for _, text in train)
-        hp = replace(hp, bucket=auto_bucket(tokens))
+        hp = replace(hp, bucket=auto_bucket(sum(len(text.split(" ")) for _, text in train)))
+
     out_path = Path(output)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp_model = out_path.with_name(out_path.name + ".tmp")
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="curation-ft-") as tmp:
-        train_file = Path(tmp) / "train.txt"
-        with train_file.open("w", encoding="utf-8") as f:
-            for lab, text in train:
-                f.write(f"{lab} {text}\n")
-        _train_in_fresh_process(train_file, tmp_model, hp.as_kwargs(seed), quantize)
-    train_seconds = time.perf_counter() - started
+    train_seconds = _fit(train, tmp_model, hp, seed, quantize)
     model = fasttext.load_model(str(tmp_model))
-
-    held_lines = [pos_final[i] for i in pos_held] + [neg_final[i] for i in neg_held]
-    held_truth = np.r_[np.ones(len(pos_held), bool), np.zeros(len(neg_held), bool)]
-    held_scores = positive_scores(model, held_lines, pos_label)
-    metrics = binary_metrics(held_scores, held_truth) if len(held_lines) else None
-    calibrated = None
-    if metrics:
-        calibrated, metrics["best_macro_f1"] = macro_f1_threshold(held_scores, held_truth)
-    quantiles: dict[str, list[float] | None] = {
-        "heldout": _quantiles(held_scores),
-        "heldout_positive": _quantiles(held_scores[held_truth]),
-        "heldout_negative": _quantiles(held_scores[~held_truth]),
-    }
+    metrics, calibrated, quantiles = _evaluate(model, pos, neg, pos_label)
     calibration_docs = 0
     if calibration is not None and calibration.texts:
         pool = [t for t in lines(calibration.texts) if t]
         calibration_docs = len(pool)
-        quantiles["pool"] = _quantiles(positive_scores(model, pool, pos_label))
-    quantiles = {k: v for k, v in quantiles.items() if v is not None}
-
+        if (pool_quantiles := _quantiles(positive_scores(model, pool, pos_label))) is not None:
+            quantiles["pool"] = pool_quantiles
     tmp_model.replace(out_path)
+
     sidecar = {
         "format": SIDECAR_FORMAT,
         "model": out_path.name,
@@ -425,23 +470,9 @@ def train_classifier(
         "holdout": holdout,
         "balance": balance,
         "data": {
-            "positive": {
-                "sources": positives.sources,
-                "docs": len(positives.texts),
-                "skipped": positives.skipped,
-                "distinct": len(pos_unique),
-                "train": len(pos_train),
-                "heldout": len(pos_held),
-            },
-            "negative": {
-                "sources": negatives.sources,
-                "docs": len(negatives.texts),
-                "skipped": negatives.skipped,
-                "distinct": len(neg_unique),
-                "train": len(neg_train),
-                "heldout": len(neg_held),
-            },
-            "in_both_classes_removed": len(both),
+            "positive": _class_data(positives, pos),
+            "negative": _class_data(negatives, neg),
+            "in_both_classes_removed": in_both,
             "downsampled": downsampled,
             "calibration_docs": calibration_docs,
         },
@@ -451,10 +482,7 @@ def train_classifier(
         "quantile_levels": QUANTILE_LEVELS,
         "quantiles": quantiles,
     }
-    sidecar_file = Path(sidecar_path(str(out_path)))
-    tmp_sidecar = sidecar_file.with_name(sidecar_file.name + ".tmp")
-    tmp_sidecar.write_text(json.dumps(sidecar, indent=1) + "\n", encoding="utf-8")
-    tmp_sidecar.replace(sidecar_file)
+    _write_sidecar(out_path, sidecar)
     return sidecar
 
 

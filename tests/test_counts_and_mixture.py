@@ -23,7 +23,7 @@ from curation.recipe import parse_recipe
 from curation.schema import documents_table
 from curation.stages.length import Length
 from curation.stages.registry import DOCUMENT_STAGES
-from curation.stages.toxicity import FlaggedWords
+from curation.stages.toxicity import Toxicity
 from curation.text.columns import whitespace_words
 from pipelines.console import summary
 from pipelines.run import run
@@ -187,7 +187,7 @@ def test_a_stage_counts_the_rows_it_lets_by_once_under_the_first_reason():
     batch = batch.set_column(batch.schema.get_field_index("source"), "source", pa.array(["notes"] * 4 + ["web"] * 2))
     batch = batch.set_column(batch.schema.get_field_index(schema.REASON), schema.REASON,
                              pa.array([None] * 5 + ["too_few_words"], pa.string()))
-    out = run_stage(FlaggedWords(only=["notes"]), batch)
+    out = run_stage(Toxicity(only=["notes"]), batch)
     by_id = dict(zip(out.column("id").to_pylist(), range(out.num_rows), strict=True))
     order = [by_id[i] for i in batch.column("id").to_pylist()]
 

@@ -17,10 +17,10 @@ from curation.stages.langid import LangId
 from curation.stages.length import Length
 from curation.stages.normalize import Normalize
 from curation.stages.pii import PiiRedaction
-from curation.stages.toxicity import FlaggedWords
+from curation.stages.toxicity import Toxicity
 
 __all__ = [
     "C4", "CodeFilters", "CodeSecrets", "Decontaminate", "Density", "DocumentFilter", "Extract",
-    "FastTextClassifier", "FineWeb", "FlaggedWords", "GopherQuality", "GopherRepetition", "HtmlLangId", "LangId",
-    "Length", "Normalize", "PiiRedaction", "Processed", "Resources", "Stage", "StageParams",
+    "FastTextClassifier", "FineWeb", "GopherQuality", "GopherRepetition", "HtmlLangId", "LangId",
+    "Length", "Normalize", "PiiRedaction", "Processed", "Resources", "Stage", "StageParams", "Toxicity",
 ]

@@ -1,4 +1,5 @@
-"""Flagged-word ratio filter: the share of a document's words that are on a profanity/obscenity list.
+"""The `toxicity` stage: the share of a document's words that are on a profanity/obscenity list, or (with
+`classifier`) a trained toxicity model per language.
 
 The heuristic of C4 (Raffel et al. 2020: drop any page with a word of the LDNOOBW list), made a
 ratio as in BigScience ROOTS (Laurençon et al. 2022; `flagged_words_max_cutoff` 0.01 for English
@@ -117,7 +118,7 @@ def _spelled_with_symbols(entry: str) -> bool:
     return any(not (c.isspace() or c in "._-" or unicodedata.category(c)[0] in "LMN") for c in entry)
 
 
-class FlaggedWordsParams(DocumentFilter.Params):
+class ToxicityParams(DocumentFilter.Params):
     max_ratio: float = Field(
         0.01,
         ge=0,
@@ -173,7 +174,7 @@ class FlaggedWordsParams(DocumentFilter.Params):
         return judged_codes(value, "toxicity", frozenset(covered_languages())) if isinstance(value, list) else value
 
     @model_validator(mode="after")
-    def _judgeable(self) -> FlaggedWordsParams:
+    def _judgeable(self) -> ToxicityParams:
         """A language the stage cannot judge is refused here, not let through unjudged at run time."""
         if self.classifier is not None:
             folder = classifier_folder(self.classifier)
@@ -257,8 +258,8 @@ def _by_lines(model: FastTextClassifier, texts: pa.Array, lang: str | None) -> n
 
 
 @lru_cache(maxsize=1)
-def _lexicon() -> FlaggedWords:
-    return FlaggedWords(languages=ALL).ready()
+def _lexicon() -> Toxicity:
+    return Toxicity(languages=ALL).ready()
 
 
 def lexicon_counts(texts: pa.Array | pa.ChunkedArray,
@@ -329,7 +330,7 @@ class _Segmented:
         return segment_sum(hit.astype(np.int64), words.offsets) + phrases, total
 
 
-class FlaggedWords(DocumentFilter):
+class Toxicity(DocumentFilter):
     """Drop documents with too high a share of flagged words (`flagged_words`), each judged by its language's
     list (English only by default; see `languages`).
 
@@ -338,7 +339,7 @@ class FlaggedWords(DocumentFilter):
     """
 
     name = "toxicity"
-    Params = FlaggedWordsParams
+    Params = ToxicityParams
     resources = Resources(cpus=0.25)
     bypass_reason = "language"  # rows whose `lang` is not judged (see `languages`)
 

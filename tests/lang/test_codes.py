@@ -13,7 +13,7 @@ from curation.stages.gopher import GopherQuality
 from curation.stages.html_langid import HtmlLangId
 from curation.stages.langid import LangId, bundled_outputs
 from curation.stages.languages import document_languages
-from curation.stages.toxicity import FlaggedWords
+from curation.stages.toxicity import Toxicity
 
 SPELLINGS = {
     # ISO 639-1, any case and spacing
@@ -83,7 +83,7 @@ def test_chinese_varieties_alone_are_refused_with_the_zh_hint():
     assert chinese_alone(["zh", "yue"]) is None and chinese_alone(["zh-Hant", "yue"]) is None
     assert chinese_alone(["en"]) is None
     for build in (lambda: LangId(keep=["yue"]), lambda: HtmlLangId(keep=["yue"]),
-                  lambda: FlaggedWords(languages=["yue", "en"])):
+                  lambda: Toxicity(languages=["yue", "en"])):
         with pytest.raises(ValidationError, match="Standard \\(Mandarin\\) Chinese, which is `zh`"):
             build()
     assert LangId(keep=["zh", "yue"]).params.keep == ["zh", "yue"]
@@ -94,26 +94,26 @@ def test_every_stage_reads_the_same_spellings_alike():
     assert LangId(keep=["zh-CN", "zho", "en-US"]).params.keep == ["zh-Hans", "zh", "en"]
     assert LangId(min_score={"zh_TW": 0.5, "chi": 0.6, "*": 0.7}).params.min_score == {"zh": 0.6, "*": 0.7}
     assert HtmlLangId(keep=["zh-CN", "zh_TW", "en"]).params.keep == ["zh", "en"]
-    assert FlaggedWords(languages=["zh-CN", "eng"]).params.languages == ["zh", "en"]
-    assert FlaggedWords(languages=["no"]).params.languages == ["nb", "nn"]
+    assert Toxicity(languages=["zh-CN", "eng"]).params.languages == ["zh", "en"]
+    assert Toxicity(languages=["no"]).params.languages == ["nb", "nn"]
     assert GopherQuality(languages={"cmn_Hani": {"min_avg_word_length": 1}}).params.languages == {
         "zh": {"min_avg_word_length": 1}}
 
 
 def test_toxicity_judges_the_language_a_bcp47_code_names():
     """`languages: [zh-CN]` used to validate and then bypass every document (no `lang` is ever `zh-cn`)."""
-    stage = FlaggedWords(languages=["zh-CN", "en"])
+    stage = Toxicity(languages=["zh-CN", "en"])
     batch = pa.table({"text": ["你好", "hello", "bonjour"], "lang": ["zh", "en", "fr"]})
     assert stage.applies(batch).to_pylist() == [True, True, False]
 
 
 def test_toxicity_refuses_languages_no_document_is_labelled_with():
     with pytest.raises(ValidationError, match=r"langid labels no document \['ab'\]"):
-        FlaggedWords(languages=["ab"])
+        Toxicity(languages=["ab"])
     with pytest.raises(ValidationError, match=r"did you mean zh-Hant \(TW is a country code\)"):
-        FlaggedWords(languages=["tw"])  # Twi to ISO, Taiwan to whoever typed it
+        Toxicity(languages=["tw"])  # Twi to ISO, Taiwan to whoever typed it
     with pytest.raises(ValidationError, match="no flagged-word list for sw"):  # English's would judge nothing
-        FlaggedWords(languages=["sw"])
+        Toxicity(languages=["sw"])
 
 
 def test_a_languages_key_in_another_spelling_reaches_the_documents():

@@ -69,7 +69,7 @@ def test_build_stages_follows_the_recipe_and_sets_nothing_up():
         check_paths=False)
     stages = build_stages(recipe)
     assert [(name, type(stage).__name__) for name, stage in stages] == [
-        ("length", "Length"), ("length_2", "Length"), ("toxicity", "FlaggedWords")]
+        ("length", "Length"), ("length_2", "Length"), ("toxicity", "Toxicity")]
     assert [stage.params.min_words for _, stage in stages[:2]] == [3, 5]
     assert not any(stage._set_up for _, stage in stages)
     assert [(name, type(stage).__name__) for name, stage in build_corpus_stages(recipe)] == [

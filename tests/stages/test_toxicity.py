@@ -14,12 +14,12 @@ from curation import schema
 from curation.apply import bypass_column, run_stage
 from curation.lang.flagged_lists import covered_languages, list_for
 from curation.schema import documents_table
-from curation.stages.toxicity import DEFAULT_IGNORED, FlaggedWords, FlaggedWordsParams, better_profanity_words
+from curation.stages.toxicity import DEFAULT_IGNORED, Toxicity, ToxicityParams, better_profanity_words
 from tests.conftest import ROOT
 
 
 def _scores(texts: list[str | None], **params: object) -> list[tuple[int, float]]:
-    scores = FlaggedWords(**params).score(documents_table(texts))
+    scores = Toxicity(**params).score(documents_table(texts))
     return [
         (int(n), round(float(r), 4))
         for n, r in zip(scores["flagged_words"], scores["flagged_words_ratio"], strict=True)
@@ -55,10 +55,10 @@ def test_ordinary_and_clinical_words_are_ignored_by_default_and_can_be_restored(
 def test_drop_above_max_ratio_with_reason():
     long_text = " ".join(["word"] * 199 + ["shit"])  # 0.5 % flagged: kept at the default 1 %
     dense = "shit " * 3 + "word " * 7  # 30 %
-    out = run_stage(FlaggedWords(keep_scores=True), documents_table([long_text, dense, "clean text"]))
+    out = run_stage(Toxicity(keep_scores=True), documents_table([long_text, dense, "clean text"]))
     assert out.column(schema.REASON).to_pylist() == [None, "flagged_words", None]
     assert out.column("flagged_words").to_pylist() == [1, 3, 0]
-    c4 = run_stage(FlaggedWords(max_ratio=0.0), documents_table([long_text, "clean text"]))  # C4: any flagged word
+    c4 = run_stage(Toxicity(max_ratio=0.0), documents_table([long_text, "clean text"]))  # C4: any flagged word
     assert c4.column(schema.REASON).to_pylist() == ["flagged_words", None]
 
 
@@ -71,7 +71,7 @@ def test_own_word_list_and_extra_entries(tmp_path: Path):
     ]
     assert _scores(["spam eggs"], extra=["spam"]) == [(1, 0.5)]
     with pytest.raises(FileNotFoundError, match="word list not found"):
-        FlaggedWords(wordlist=str(tmp_path / "missing.txt")).setup()
+        Toxicity(wordlist=str(tmp_path / "missing.txt")).setup()
 
 
 def test_symbol_spellings_do_not_become_innocent_words():
@@ -84,10 +84,10 @@ def test_only_english_documents_when_a_language_is_known():
     table = documents_table(["Nie pochylaj się nad osobą", "what the fuck", "what the fuck", "what the fuck"])
     table = table.append_column("lang", pa.array(["pl", "en", "de", None], pa.string()))
     table = table.append_column("pos", pa.array(range(4)))
-    out = run_stage(FlaggedWords(keep_scores=True), table).sort_by("pos")  # run_stage puts passed-by rows last
+    out = run_stage(Toxicity(keep_scores=True), table).sort_by("pos")  # run_stage puts passed-by rows last
     assert out.column(schema.REASON).to_pylist() == [None, "flagged_words", None, "flagged_words"]
     assert out.column("flagged_words").to_pylist() == [None, 1, None, 1]  # other languages pass unchecked
-    every = run_stage(FlaggedWords(languages=None), table).sort_by("pos")
+    every = run_stage(Toxicity(languages=None), table).sort_by("pos")
     assert every.column(schema.REASON).to_pylist() == ["flagged_words"] * 4  # Polish "nad" is on the list
 
 
@@ -124,13 +124,13 @@ def test_the_lists_beyond_english_come_from_the_installed_wheel_which_downloads_
 
 
 def test_the_schema_names_the_languages_covered():
-    described = FlaggedWordsParams.model_json_schema()["properties"]["languages"]["description"]
+    described = ToxicityParams.model_json_schema()["properties"]["languages"]["description"]
     assert all(code in described for code in covered_languages())
 
 
 def test_each_language_is_judged_by_its_own_list():
     langs = list(ABUSIVE)
-    scores = FlaggedWords(languages="all").score(_table([*ABUSIVE.values(), *CLEAN.values()], langs + langs))
+    scores = Toxicity(languages="all").score(_table([*ABUSIVE.values(), *CLEAN.values()], langs + langs))
     flagged = scores["flagged_words"].tolist()
     assert flagged == [2, 4, 2, 3, 2, 0, 0, 0, 0, 0]  # de: "verpiss dich" is a phrase: both its words
     assert all(scores["flagged_words_ratio"][:5] > 0.01)
@@ -147,14 +147,14 @@ def test_ordinary_words_of_the_lists_beyond_english_are_not_flagged_and_abuse_st
     }
     langs = list(ordinary)
     table = _table(list(ordinary.values()), langs)
-    assert FlaggedWords(languages="all").score(table)["flagged_words"].tolist() == [0] * 6
-    assert FlaggedWords(languages="all", ignore=[]).score(table)["flagged_words"].tolist() == [1, 2, 1, 1, 1, 1]
+    assert Toxicity(languages="all").score(table)["flagged_words"].tolist() == [0] * 6
+    assert Toxicity(languages="all", ignore=[]).score(table)["flagged_words"].tolist() == [1, 2, 1, 1, 1, 1]
     abuse = _table(["برو گمشو کسکش", "Vai tomar no cu, seu caralho", "你妈的混蛋"], ["fa", "pt", "zh"])
-    assert FlaggedWords(languages="all").score(abuse)["flagged_words"].tolist() == [1, 5, 2]
+    assert Toxicity(languages="all").score(abuse)["flagged_words"].tolist() == [1, 5, 2]
 
 
 def test_segmented_languages_match_words_and_split_entries_as_substrings():
-    stage = FlaggedWords(languages=["zh", "ja"])
+    stage = Toxicity(languages=["zh", "ja"])
     # 操你祖宗 is one entry that jieba splits into words: matched as a substring, one flagged word
     one, none = stage.score(_table(["他骂了一句操你祖宗就走了。", "乳制品和奶酪"], ["zh", "zh"]))["flagged_words"]
     assert (one, none) == (1, 0)
@@ -164,27 +164,27 @@ def test_segmented_languages_match_words_and_split_entries_as_substrings():
 def test_documents_in_languages_without_a_list_pass_unjudged_and_are_counted():
     texts = [ABUSIVE["de"], ABUSIVE["zh"], "Huyu ni mtu mbaya sana, fuck.", "what the fuck"]
     table = _table(texts, ["de", "zh", "sw", None])
-    out = run_stage(FlaggedWords(languages="all", keep_scores=True), table).sort_by("pos")
+    out = run_stage(Toxicity(languages="all", keep_scores=True), table).sort_by("pos")
     assert out.column(schema.REASON).to_pylist() == ["flagged_words", "flagged_words", None, "flagged_words"]
     assert out.column(bypass_column("toxicity", "language")).to_pylist() == [None, None, 1, None]
-    english_only = run_stage(FlaggedWords(), table).sort_by("pos")  # the default: English and no `lang`
+    english_only = run_stage(Toxicity(), table).sort_by("pos")  # the default: English and no `lang`
     assert english_only.column(bypass_column("toxicity", "language")).to_pylist() == [1, 1, 1, None]
 
 
 def test_a_listed_language_without_a_list_is_refused_unless_a_wordlist_judges_it(tmp_path: Path):
     with pytest.raises(ValidationError, match="no flagged-word list for sw"):
-        FlaggedWords(languages=["en", "sw"])
+        Toxicity(languages=["en", "sw"])
     wordlist = tmp_path / "mine.txt"
     wordlist.write_text("mbaya\n", encoding="utf-8")
     table = _table(["Huyu ni mtu mbaya sana.", "Huyu ni mtu mzuri sana."], ["sw", "sw"])
-    listed = run_stage(FlaggedWords(languages=["en", "sw"], wordlist=str(wordlist)), table).sort_by("pos")
+    listed = run_stage(Toxicity(languages=["en", "sw"], wordlist=str(wordlist)), table).sort_by("pos")
     assert listed.column(schema.REASON).to_pylist() == ["flagged_words", None]
 
 
 def test_clean_real_sentences_are_not_flagged_in_any_covered_language(testdata: Path):
     """Precision: the lingua test sentences (Leipzig corpora) of every covered language, one by one and as
     documents of 12 sentences."""
-    stage = FlaggedWords(languages="all")
+    stage = Toxicity(languages="all")
     flagged_share, dropped = {}, {}
     for lang in covered_languages():
         lines = [s for s in (testdata / "langid" / "sentences" / f"{lang}.txt").read_text("utf-8").splitlines() if s]

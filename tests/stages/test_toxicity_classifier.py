@@ -26,7 +26,7 @@ from curation.classifier_training import (
 from curation.schema import documents_table
 from curation.stages import toxicity
 from curation.stages.classifier import FLAGGED_TOKEN, FastTextClassifier, Preprocessing
-from curation.stages.toxicity import FlaggedWords
+from curation.stages.toxicity import Toxicity
 from tests.conftest import ROOT
 
 SMALL = Hyperparameters(dim=16, epoch=15, lr=0.5)
@@ -179,7 +179,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_classifier_mode_drops_by_each_languages_model_and_counts_what_it_judged(models: Path):
     texts = ["you fucking idiot. shut up bitch", "the weather is nice today", "你这个垃圾蠢货，滚开傻逼",
              "今天天气很好，我们在公园散步", "Das Wetter ist heute schön.", "what a stupid cunt. fuck off loser"]
-    stage = FlaggedWords(languages=["en", "zh"], classifier=str(models), keep_scores=True)
+    stage = Toxicity(languages=["en", "zh"], classifier=str(models), keep_scores=True)
     out = run_stage(stage, _table(texts, ["en", "en", "zh", "zh", "de", None])).sort_by("pos")
     assert out.column(schema.REASON).to_pylist() == ["toxic", None, "toxic", None, None, "toxic"]
     scores = out.column("toxicity_score").to_pylist()
@@ -193,21 +193,21 @@ def test_classifier_mode_drops_by_each_languages_model_and_counts_what_it_judged
 
 def test_threshold_is_the_calibrated_one_unless_given(models: Path):
     calibrated = json.loads((models / "zh.json").read_text())["calibrated_threshold"]
-    stage = FlaggedWords(languages=["zh"], classifier=str(models)).ready()
+    stage = Toxicity(languages=["zh"], classifier=str(models)).ready()
     assert stage._models["zh"].threshold == pytest.approx(calibrated)
-    assert FlaggedWords(languages=["zh"], classifier=str(models), classifier_threshold=0.99).ready() \
+    assert Toxicity(languages=["zh"], classifier=str(models), classifier_threshold=0.99).ready() \
         ._models["zh"].threshold == 0.99
 
 
 def test_a_language_without_a_model_or_list_is_refused_at_validation(models: Path, tmp_path: Path, monkeypatch):
     with pytest.raises(ValidationError, match=r"no toxicity model for ja in .*found: en, zh"):
-        FlaggedWords(languages=["en", "ja"], classifier=str(models))
+        Toxicity(languages=["en", "ja"], classifier=str(models))
     with pytest.raises(ValidationError, match="classifier needs `languages`"):
-        FlaggedWords(languages=None, classifier=str(models))
-    assert FlaggedWords(languages="all", classifier=str(models))._judged() == ["en", "zh"]
+        Toxicity(languages=None, classifier=str(models))
+    assert Toxicity(languages="all", classifier=str(models))._judged() == ["en", "zh"]
     monkeypatch.setattr(toxicity, "SHIPPED_MODELS", tmp_path / "absent")
     with pytest.raises(ValidationError, match="make toxicity-models"):
-        FlaggedWords(languages=["en"], classifier="shipped")
+        Toxicity(languages=["en"], classifier="shipped")
 
 
 def test_a_page_is_judged_by_the_share_of_its_lines_that_are_toxic(models: Path):
@@ -215,7 +215,7 @@ def test_a_page_is_judged_by_the_share_of_its_lines_that_are_toxic(models: Path)
     toxic_line, clean_line = "you fucking idiot. shut up bitch. fuck off loser", "the weather is nice today. we met."
     page = "\n".join([clean_line] * 9 + [toxic_line])
     thread = "\n".join([toxic_line] * 8 + [clean_line])
-    stage = FlaggedWords(languages=["en"], classifier=str(models), keep_scores=True)
+    stage = Toxicity(languages=["en"], classifier=str(models), keep_scores=True)
     out = run_stage(stage, _table([toxic_line, page, thread, "\n\n", clean_line], ["en"] * 5)).sort_by("pos")
     assert out.column(schema.REASON).to_pylist() == ["toxic", None, "toxic", None, None]
     line, page_score, _, empty, clean = out.column("toxicity_score").to_pylist()

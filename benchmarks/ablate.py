@@ -47,9 +47,11 @@ import yaml
 from fastwarc.stream_io import GzipWriter
 
 try:  # `python benchmarks/ablate.py` puts benchmarks/ on sys.path
-    from warc_corpus import DataMissing, code_version, real_pages, warc_record
+    from _results import code_version
+    from warc_corpus import DataMissing, real_pages, warc_record
 except ImportError:  # imported as benchmarks.ablate
-    from benchmarks.warc_corpus import DataMissing, code_version, real_pages, warc_record
+    from benchmarks._results import code_version
+    from benchmarks.warc_corpus import DataMissing, real_pages, warc_record
 
 if TYPE_CHECKING:
     from curation.ablate.results import Results

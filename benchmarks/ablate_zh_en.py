@@ -59,12 +59,14 @@ from fastwarc.stream_io import GzipWriter
 
 try:  # `python benchmarks/ablate_zh_en.py` puts benchmarks/ on sys.path
     from _data import data_root
+    from _results import code_version
     from ablate import BATCH, CURATE, EVAL_CHARS, ROOT, SEQ_LEN, build_eval, timed, training, write_yaml
-    from warc_corpus import DataMissing, code_version, warc_record
+    from warc_corpus import DataMissing, warc_record
 except ImportError:  # imported as benchmarks.ablate_zh_en
     from benchmarks._data import data_root
+    from benchmarks._results import code_version
     from benchmarks.ablate import BATCH, CURATE, EVAL_CHARS, ROOT, SEQ_LEN, build_eval, timed, training, write_yaml
-    from benchmarks.warc_corpus import DataMissing, code_version, warc_record
+    from benchmarks.warc_corpus import DataMissing, warc_record
 
 RECIPES = {"zh-en": ROOT / "recipes" / "web-zh-en.yaml", "en": ROOT / "recipes" / "web-en.yaml"}
 BASELINE = "extraction-only"

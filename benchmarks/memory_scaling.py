@@ -35,9 +35,11 @@ from pathlib import Path
 import psutil
 
 try:  # python benchmarks/memory_scaling.py puts benchmarks/ on sys.path
-    from warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from _results import code_version
+    from warc_corpus import DataMissing, build_warc_corpus, real_pages
 except ImportError:  # python -m benchmarks.memory_scaling
-    from benchmarks.warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from benchmarks._results import code_version
+    from benchmarks.warc_corpus import DataMissing, build_warc_corpus, real_pages
 
 TARGET_RATIO = 1.3
 INTERVAL_S = 0.2

@@ -60,10 +60,12 @@ from curation.tokens.tokenizer import text_bytes, train_tokenizer
 
 try:  # python benchmarks/pack_pipeline.py puts benchmarks/ on sys.path
     from _data import data_root
-    from warc_corpus import DataMissing, code_version, real_pages
+    from _results import code_version
+    from warc_corpus import DataMissing, real_pages
 except ImportError:  # python -m benchmarks.pack_pipeline
     from benchmarks._data import data_root
-    from benchmarks.warc_corpus import DataMissing, code_version, real_pages
+    from benchmarks._results import code_version
+    from benchmarks.warc_corpus import DataMissing, real_pages
 
 TARGET_OVERHEAD = 0.20
 TARGET_MEMORY = 1.3

@@ -99,7 +99,8 @@ sys.path.insert(0, str(PROJECT_ROOT))
 sys.path.insert(0, str(HERE))
 
 import warc_corpus  # noqa: E402
-from warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages  # noqa: E402
+from _results import code_version  # noqa: E402
+from warc_corpus import DataMissing, build_warc_corpus, real_pages  # noqa: E402
 
 from pipelines.allocator import ENVIRONMENT as ALLOCATOR_ENVIRONMENT  # noqa: E402
 

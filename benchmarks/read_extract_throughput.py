@@ -31,9 +31,11 @@ from typing import Any
 import psutil
 
 try:  # python benchmarks/read_extract_throughput.py puts benchmarks/ on sys.path
-    from warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from _results import code_version
+    from warc_corpus import DataMissing, build_warc_corpus, real_pages
 except ImportError:  # python -m benchmarks.read_extract_throughput
-    from benchmarks.warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from benchmarks._results import code_version
+    from benchmarks.warc_corpus import DataMissing, build_warc_corpus, real_pages
 
 TARGET_OVERHEAD = 0.15
 

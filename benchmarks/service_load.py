@@ -412,9 +412,11 @@ def main() -> None:
         return
 
     try:  # python benchmarks/service_load.py puts benchmarks/ on sys.path
-        from warc_corpus import DataMissing, build_warc_corpus, code_version
+        from _results import code_version
+        from warc_corpus import DataMissing, build_warc_corpus
     except ImportError:  # python -m benchmarks.service_load
-        from benchmarks.warc_corpus import DataMissing, build_warc_corpus, code_version
+        from benchmarks._results import code_version
+        from benchmarks.warc_corpus import DataMissing, build_warc_corpus
 
     load1, load5, _ = os.getloadavg()
     print(f"{code_version()}; load average before: {load1:.2f} / {load5:.2f} (1 / 5 min), {os.cpu_count()} CPUs")

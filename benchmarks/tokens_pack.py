@@ -44,10 +44,12 @@ from curation.tokens.megatron import MegatronWriter, megatron_dtype
 
 try:  # python benchmarks/tokens_pack.py puts benchmarks/ on sys.path
     from _data import data_root
-    from warc_corpus import DataMissing, code_version, real_pages
+    from _results import code_version
+    from warc_corpus import DataMissing, real_pages
 except ImportError:  # python -m benchmarks.tokens_pack
     from benchmarks._data import data_root
-    from benchmarks.warc_corpus import DataMissing, code_version, real_pages
+    from benchmarks._results import code_version
+    from benchmarks.warc_corpus import DataMissing, real_pages
 
 TARGET_OVERHEAD = 0.20
 TARGET_MEMORY = 1.3

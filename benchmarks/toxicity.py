@@ -42,8 +42,10 @@ from curation.stages.classifier import FastTextClassifier, load_sidecar, preproc
 from curation.stages.toxicity import FlaggedWords
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _results import figure, write_results
     from _data import data_root
 except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._results import figure, write_results
     from benchmarks._data import data_root
 
 
@@ -183,6 +185,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{f['f1']:7.3f}  {speed}")  # fmt: skip
     print(f"{'reference: Davidson et al. 2017, 3-class LR (weighted)':<58} {0.90:7.3f} {'':>7} {'':>7} {0.91:7.3f} "
           f"{0.90:7.3f}")  # fmt: skip
+    peer_name, peer = next(((n, f) for n, f, _ in rows if n.startswith("peer: LDNOOBW") and ">= 1" in n),
+                           ("floor: flag everything", rows[-1][1]))
+    results = [figure(f"{name}: recall", f["recall"], "share", peer_name, peer["recall"],
+                      note=f"FPR {f['fpr']:.3f}, precision {f['precision']:.3f}, F1 {f['f1']:.3f}, hate recall "
+                           f"{f['hate_recall']:.3f}; {len(b)} test tweets")
+               for name, f, _ in rows]
+    write_results("toxicity", [*results, figure("classifier ROC AUC, test half", auc, "")])
     return 0
 
 

@@ -45,11 +45,11 @@ from curation.dedup.minhash import MinHasher, estimated_jaccard, set_jaccard
 from curation.lang.words import LANGUAGE_WORDS, split
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
-    from _results import figure, write_results
     from _data import data_root
+    from _results import figure, write_results
 except ImportError:  # imported as benchmarks.<name>
-    from benchmarks._results import figure, write_results
     from benchmarks._data import data_root
+    from benchmarks._results import figure, write_results
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 WORD = re.compile(r"[^\W_]+")  # letters and digits, as curation.dedup's word tokens

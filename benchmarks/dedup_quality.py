@@ -53,11 +53,11 @@ from curation.dedup.minhash import (
 from curation.stages import Extract
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
-    from _results import figure, write_results
     from _data import data_root
+    from _results import figure, write_results
 except ImportError:  # imported as benchmarks.<name>
-    from benchmarks._results import figure, write_results
     from benchmarks._data import data_root
+    from benchmarks._results import figure, write_results
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

@@ -33,7 +33,6 @@ import argparse
 import itertools
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile

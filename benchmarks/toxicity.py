@@ -42,11 +42,11 @@ from curation.stages.classifier import FastTextClassifier, load_sidecar, preproc
 from curation.stages.toxicity import FlaggedWords
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
-    from _results import figure, write_results
     from _data import data_root
+    from _results import figure, write_results
 except ImportError:  # imported as benchmarks.<name>
-    from benchmarks._results import figure, write_results
     from benchmarks._data import data_root
+    from benchmarks._results import figure, write_results
 
 
 def load_davidson(path: Path) -> tuple[list[str], np.ndarray]:

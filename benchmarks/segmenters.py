@@ -93,7 +93,7 @@ def forget(splitter: WordSplitter, memo: str) -> None:
 
 
 def throughput(langs: list[str], seconds: float, udhr: Path | None) -> list[dict]:
-    """Prints the table; its figures: new text and cold against the package alone, per language."""
+    """Prints the table; its figures: new text and memoised against the package alone, per language."""
     figures = []
     english = documents("en", udhr)
     english_mbs = (float("nan"),) * 3

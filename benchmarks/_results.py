@@ -8,7 +8,7 @@ The file is one JSON object:
 
     benchmark     the script's name, e.g. "dedup_bloom"
     command       the command line it ran with (shell-quoted)
-    commit        {"sha": short commit of the checkout, "dirty": tracked files had uncommitted changes}
+    commit        {"sha": short commit of the checkout, "dirty": tracked files (results aside) had uncommitted changes}
     machine       {"cpu": model name, "cores": logical CPUs, "memory_gb": total memory}
     load          {"start": 1-minute load average when the script began, "end": when it wrote its results}
     wall_seconds  the whole command, from the process's start to writing its results
@@ -61,8 +61,10 @@ def git_commit() -> dict[str, Any]:
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                capture_output=True, text=True)
+        # The results themselves are left out: a `make bench` run rewrites them one benchmark after another.
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                 ":(exclude)benchmarks/results", ":(exclude)benchmarks/RESULTS.md"],
+                                cwd=root, capture_output=True, text=True)
     except OSError:
         return {"sha": None, "dirty": None}
     return {"sha": head.stdout.strip() or None, "dirty": bool(status.stdout.strip())}

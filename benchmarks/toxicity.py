@@ -187,10 +187,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{0.90:7.3f}")  # fmt: skip
     peer_name, peer = next(((n, f) for n, f, _ in rows if n.startswith("peer: LDNOOBW") and ">= 1" in n),
                            ("floor: flag everything", rows[-1][1]))
-    results = [figure(f"{name}: recall", f["recall"], "share", peer_name.removeprefix("peer: "), peer["recall"],
-                      note=f"FPR {f['fpr']:.3f}, precision {f['precision']:.3f}, F1 {f['f1']:.3f}, hate recall "
-                           f"{f['hate_recall']:.3f}; {len(b)} test tweets")
-               for name, f, _ in rows]
+    results = []
+    for name, f, _ in rows:
+        theirs = (None, None) if name.startswith("peer: ") else (peer_name.removeprefix("peer: "), peer["recall"])
+        results.append(figure(f"{name}: recall", f["recall"], "share", *theirs,
+                              note=f"FPR {f['fpr']:.3f}, precision {f['precision']:.3f}, F1 {f['f1']:.3f}, hate "
+                                   f"recall {f['hate_recall']:.3f}; {len(b)} test tweets"))
     write_results("toxicity", [*results, figure("classifier ROC AUC, test half", auc, "")])
     return 0
 

@@ -43,7 +43,7 @@ from typing import Any
 import psutil
 
 RESULTS = Path(__file__).resolve().parent / "results"
-# Benchmarks import this module first thing, so this is the load the run started under.
+# Imported with a benchmark's other modules, as it starts: the load the run started under.
 LOAD_AT_START = os.getloadavg()[0]
 
 
@@ -89,6 +89,13 @@ def machine() -> dict[str, Any]:
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1)}
 
 
+def _plain(value: Any) -> Any:
+    """A numpy scalar (a count, a comparison's bool) as the Python number JSON can write."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {value!r}")
+
+
 def write_results(name: str, figures: list[dict[str, Any]], folder: Path = RESULTS) -> Path:
     """Write `folder/<name>.json` (atomically) with these figures and the run's context; the path written."""
     started = psutil.Process().create_time()
@@ -104,7 +111,7 @@ def write_results(name: str, figures: list[dict[str, Any]], folder: Path = RESUL
     }
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as f:
-        json.dump(record, f, indent=2, ensure_ascii=False)
+        json.dump(record, f, indent=2, ensure_ascii=False, default=_plain)
         f.write("\n")
     target = Path(f.name).replace(folder / f"{name}.json")
     print(f"results: {target}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks import report
@@ -53,7 +54,9 @@ def test_table_has_a_row_per_figure_with_its_run(tmp_path: Path) -> None:
 
 
 def test_write_results_makes_a_record_the_report_reads(tmp_path: Path) -> None:
-    path = write_results("bloom", [figure("adds", 250_000, "adds/s", "pybloom default", 125_000)], folder=tmp_path)
+    adds, peer = np.int64(250_000), np.float64(125_000.0)  # as benchmarks compute them
+    path = write_results("bloom", [figure("adds", adds, "adds/s", "pybloom default", peer, met=adds > peer)],
+                         folder=tmp_path)
 
     assert path == tmp_path / "bloom.json"
     assert [p.name for p in tmp_path.iterdir()] == ["bloom.json"]  # no temporary file left beside it
@@ -61,7 +64,7 @@ def test_write_results_makes_a_record_the_report_reads(tmp_path: Path) -> None:
     assert record["commit"]["sha"] and isinstance(record["commit"]["dirty"], bool)
     assert record["machine"]["cores"] >= 1 and record["machine"]["memory_gb"] > 0
     assert set(record["load"]) == {"start", "end"} and record["wall_seconds"] >= 0
-    assert record["figures"][0]["ratio"] == 2.0
+    assert record["figures"][0]["ratio"] == 2.0 and record["figures"][0]["met"] is True
     (row,) = table_rows(report.render(report.load_results(tmp_path)))
     assert row[:5] == ["bloom", "adds", "250,000 adds/s", "pybloom default: 125,000 adds/s", "2"]
 

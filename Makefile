@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The layer contracts of pyproject.toml; no cache: it takes under a second, and leaves no folder behind.
 LINT_IMPORTS := $(BIN)/lint-imports --no-cache --no-logo
 
-.PHONY: install demo test lint bench clean toxicity-models reference
+.PHONY: install demo test lint bench bench-report clean toxicity-models reference
 
 # The shipped toxicity models (`toxicity: {classifier: shipped}`), trained from the labelled sets of the test
 # data (Davidson's tweets, COLD): reproducible (one thread, fixed seed), nothing downloaded, not committed.
@@ -48,12 +48,17 @@ lint: $(STAMP)
 	$(BIN)/ruff check curation pipelines tests benchmarks recipes
 	$(LINT_IMPORTS)
 
-BENCHMARKS := extraction_quality read_extract_throughput memory_scaling langid_accuracy quality_agreement \
-	toxicity pii_precision dedup_minhash_speed dedup_quality dedup_bloom dedup_scale decontamination \
-	tokens_pack pack_pipeline loader_throughput service_load code_filters code_throughput train_gpu peer_fineweb fuzz_readers reader_bombs ablate flagged_languages
+# Every script in benchmarks/ but the corpus builder and the report (helpers start with `_`): each writes
+# benchmarks/results/<name>.json, and bench-report makes one table of them, benchmarks/RESULTS.md.
+BENCHMARKS := $(filter-out warc_corpus report,$(basename $(notdir $(wildcard benchmarks/[a-z]*.py))))
 
 bench: $(STAMP)
 	for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python benchmarks/$$b.py || exit 1; done
+	$(MAKE) --no-print-directory bench-report
+
+# Standard library only: no virtual environment needed.
+bench-report:
+	$(PYTHON) benchmarks/report.py
 
 clean:
 	rm -rf $(VENV) jobs .pytest_cache $(TOXICITY_MODELS)

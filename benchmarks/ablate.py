@@ -47,9 +47,11 @@ import yaml
 from fastwarc.stream_io import GzipWriter
 
 try:  # `python benchmarks/ablate.py` puts benchmarks/ on sys.path
-    from warc_corpus import DataMissing, code_version, real_pages, warc_record
+    from _results import code_version, figure, write_results
+    from warc_corpus import DataMissing, real_pages, warc_record
 except ImportError:  # imported as benchmarks.ablate
-    from benchmarks.warc_corpus import DataMissing, code_version, real_pages, warc_record
+    from benchmarks._results import code_version, figure, write_results
+    from benchmarks.warc_corpus import DataMissing, real_pages, warc_record
 
 if TYPE_CHECKING:
     from curation.ablate.results import Results
@@ -192,7 +194,7 @@ def one_by_one(ablation: Path, work: Path, limit: int | None) -> tuple[float, in
     return total, len(runs[:limit]), len(runs)
 
 
-def cost_and_real(work: Path, args: argparse.Namespace, eval_set: Path) -> None:
+def cost_and_real(work: Path, args: argparse.Namespace, eval_set: Path) -> list[dict]:
     from curation.ablate.results import read_results
 
     ablation = pages_ablation(work, args, eval_set)
@@ -211,16 +213,22 @@ def cost_and_real(work: Path, args: argparse.Namespace, eval_set: Path) -> None:
           f"{at['ablation_done'] - at['training_started']:.0f} s, two runs at a time; each run "
           f"{min(r['seconds'] for r in runs):.0f}-{max(r['seconds'] for r in runs):.0f} s, training at "
           f"{speeds[0]:,.0f}-{speeds[-1]:,.0f} tokens/s per run, the median step of each)")
+    label = (f"`curate ablate`, {len(results.plan['variants'])} variants x {args.seeds} seeds, "
+             f"{args.tokens:,} tokens a run")
+    figures = [figure(label, seconds, "s")]
     if "cost" in args.parts and not args.skip_one_by_one:
         total, n, runs = one_by_one(ablation, work, args.one_by_one or None)
+        figures = [figure(label, seconds, "s", "`curate train` one by one" + ("" if n == runs else " (estimated)"),
+                          total / n * runs, note=f"{n} of {runs} trainings timed one by one")]
         print(f"    the same {n} trainings one by one with `curate train`: {total:.0f} s in all, the whole commands "
               f"(each starts Ray and one Ray Train worker; no checkpoint evaluated), {total / n:.0f} s each"
               + ("" if n == runs else f"; all {runs} would take ~{total / n * runs:.0f} s (estimated from these {n})"))
     if "real" in args.parts:
-        real_table(results)
+        figures += real_table(results)
+    return figures
 
 
-def real_table(results: Results) -> None:
+def real_table(results: Results) -> list[dict]:
     found = {v: n["overlapping"] for v, n in results.overlap["articles"].items()}
     print(f"(b) seeds {results.about['seeds']}; evaluation articles found in each variant's data: {found}")
     print(f"    {'variant':12} {'metric':14} {'mean':>8} {'spread':>8} {'vs base':>9} exceeds 2 spreads")
@@ -237,9 +245,12 @@ def real_table(results: Results) -> None:
     print(f"    full-chain's article loss is {'LOWER' if full['difference'] < 0 else 'higher'} by "
           f"{abs(full['difference']):.4f}; twice the pooled seed spread is {2 * pooled:.4f}: "
           f"{'lower by more than twice the seed spread' if lower else 'NOT lower by more than twice the seed spread'}")
+    return [figure("full-chain's loss on the evaluation articles", full["mean"], "loss", "base", base["mean"],
+                   target="lower by > 2 seed spreads", met=lower,
+                   note=f"twice the pooled seed spread {2 * pooled:.4f}")]
 
 
-def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) -> None:
+def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) -> list[dict]:
     from curation.ablate.mixture_search import fit_verdict
     from curation.ablate.results import read_results
 
@@ -280,6 +291,9 @@ def mixture(work: Path, args: argparse.Namespace, eval_set: Path, data: Path) ->
     lowest = record["verification"]["proposal_at_most_others"]
     print(f"    the proposal's loss is {'at most' if lowest else 'NOT at most'} that of both the natural and the "
           "uniform mixture")
+    return [figure("proposed mixture's loss on the evaluation articles", measured["mixture-proposed"]["mean"], "loss",
+                   f"{name.removeprefix('mixture-')} mixture", measured[name]["mean"], target="at most the others'",
+                   met=lowest) for name in ("mixture-natural", "mixture-uniform")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,10 +325,10 @@ def main(argv: list[str] | None = None) -> int:
             load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
             print(f"ablate benchmark at {code_version()}; {os.cpu_count()} CPUs, load average {load}; evaluation "
                   f"set: {build_eval(eval_set, data)} readability articles")
-            if args.parts & {"cost", "real"}:
-                cost_and_real(work, args, eval_set)
+            figures = cost_and_real(work, args, eval_set) if args.parts & {"cost", "real"} else []
             if "mixture" in args.parts:
-                mixture(work, args, eval_set, data)
+                figures += mixture(work, args, eval_set, data)
+        write_results("ablate", figures)
     except DataMissing as exc:
         print(f"ablate: {exc}; nothing run")
     return 0

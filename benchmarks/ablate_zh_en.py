@@ -59,12 +59,14 @@ from fastwarc.stream_io import GzipWriter
 
 try:  # `python benchmarks/ablate_zh_en.py` puts benchmarks/ on sys.path
     from _data import data_root
+    from _results import code_version, figure, write_results
     from ablate import BATCH, CURATE, EVAL_CHARS, ROOT, SEQ_LEN, build_eval, timed, training, write_yaml
-    from warc_corpus import DataMissing, code_version, warc_record
+    from warc_corpus import DataMissing, warc_record
 except ImportError:  # imported as benchmarks.ablate_zh_en
     from benchmarks._data import data_root
+    from benchmarks._results import code_version, figure, write_results
     from benchmarks.ablate import BATCH, CURATE, EVAL_CHARS, ROOT, SEQ_LEN, build_eval, timed, training, write_yaml
-    from benchmarks.warc_corpus import DataMissing, code_version, warc_record
+    from benchmarks.warc_corpus import DataMissing, warc_record
 
 RECIPES = {"zh-en": ROOT / "recipes" / "web-zh-en.yaml", "en": ROOT / "recipes" / "web-en.yaml"}
 BASELINE = "extraction-only"
@@ -216,7 +218,8 @@ def languages(documents: str) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
 
 
-def report(folder: Path, sets: list[str]) -> None:
+def report(folder: Path, sets: list[str]) -> list[dict]:
+    """Prints the funnel and the loss table; its figures: the shipped chain's loss against extraction alone."""
     from curation.ablate.results import read_results
 
     results = read_results(str(folder))
@@ -238,6 +241,7 @@ def report(folder: Path, sets: list[str]) -> None:
         verdict = "" if row["exceeds"] is None else ("yes" if row["exceeds"] else "no")
         print(f"    {label(row['variant']):24} {row['set']:4} {row['metric']:14} {row['mean']:8.4f}{spread:10} "
               f"{diff:>20} {verdict}")
+    figures = []
     for s in sets:
         for other in (v for v in plan["variants"] if v not in (SHIPPED, BASELINE)):
             difference, bound = compared(results.row(other, s, "loss"), results.row(SHIPPED, s, "loss"))
@@ -247,6 +251,11 @@ def report(folder: Path, sets: list[str]) -> None:
         print(f"    {s}: shipped minus extraction-only {difference:+.4f} nats, twice the pooled seed spread "
               f"{bound:.4f}: shipped at least as good as extraction-only: {'no' if difference > bound else 'yes'}"
               f"{' (better beyond twice the spread)' if -difference > bound else ''}")
+        shipped, baseline = results.row(SHIPPED, s, "loss"), results.row(BASELINE, s, "loss")
+        figures.append(figure(f"{folder.name}: shipped chain's loss on the {s} set", shipped["mean"], "loss", BASELINE,
+                              baseline["mean"], target="at most extraction-only's, within 2 pooled seed spreads",
+                              met=difference <= bound))
+    return figures
 
 
 def compared(row: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
@@ -256,7 +265,7 @@ def compared(row: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
 
 
 def ablate(work: Path, which: str, pages: dict[str, list[str]], sets: dict[str, Path],
-           args: argparse.Namespace) -> None:
+           args: argparse.Namespace) -> list[dict]:
     ablation = ablation_file(work, which, pages, sets, args)
     folder = work / "ablations" / f"web-{which}"
     shutil.rmtree(folder, ignore_errors=True)  # an earlier run's results (its curation jobs are kept)
@@ -267,7 +276,8 @@ def ablate(work: Path, which: str, pages: dict[str, list[str]], sets: dict[str, 
           f"{seconds:.0f} s, the whole command ("
           + (f"{done_before} of its {reuse['jobs']} curation jobs done by an earlier run in this --work)"
              if done_before else "from scratch)"))
-    report(folder, list(sets))
+    return [figure(f"web-{which}.yaml: `curate ablate`, 4 variants x {args.seeds} seeds", seconds, "s"),
+            *report(folder, list(sets))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,8 +302,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    evaluation sets: en {build_eval(en, data)} readability articles, zh {build_zh_eval(zh, data)} "
                   "documents (Leipzig sentences, newspaper's article)")
             pages = build_pages(work / "pages", data, args.pages)
+            figures = []
             for which in args.recipes.split(","):
-                ablate(work, which, pages, {"en": en, "zh": zh} if which == "zh-en" else {"en": en}, args)
+                figures += ablate(work, which, pages, {"en": en, "zh": zh} if which == "zh-en" else {"en": en}, args)
+        write_results("ablate_zh_en", figures)
     except DataMissing as exc:
         print(f"ablate_zh_en: {exc}; nothing run")
     print(f"  the whole benchmark: {time.perf_counter() - started:.0f} s")

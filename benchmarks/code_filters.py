@@ -51,6 +51,11 @@ from curation.readers.code import CodeOptions, CodeReader
 from curation.stages.code_filters import CodeFilters
 from curation.stages.code_secrets import CodeSecrets
 
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _results import LOAD_AT_START, code_version, figure, write_results
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._results import LOAD_AT_START, code_version, figure, write_results
+
 SITE = Path(sysconfig.get_paths()["purelib"])
 HAND_WRITTEN = ["requests", "yaml", "click", "jinja2", "flask", "itsdangerous", "packaging", "urllib3", "httpx",
                 "starlette", "werkzeug", "attr", "fastapi"]
@@ -263,17 +268,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer-files", type=int, default=400, help="hand-written files detect-secrets scans")
     args = parser.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    print(f"load average {os.getloadavg()[0]:.2f}; commit {commit}; site-packages {SITE}")
-    quality("hand-written (the tests' set)", python_files(HAND_WRITTEN, top_level_pyarrow=True), "keep",
-            show_drops=True)
-    quality("hand-written, broad (30 more libraries)", python_files(BROAD), "keep", show_drops=True)
-    quality("generated (*_pb2.py)", sorted(SITE.rglob("*_pb2.py")), "drop")
-    quality("minified (plotly, ray dashboard)", site_files(MINIFIED), "drop", max_file_bytes=8_000_000,
-            show_drops=True)
-    licence_coverage()
-    secrets(args.peer_files)
+    print(f"load average {LOAD_AT_START:.2f}; commit {code_version()}; site-packages {SITE}")
+    classes = [
+        quality("hand-written (the tests' set)", python_files(HAND_WRITTEN, top_level_pyarrow=True), "keep",
+                show_drops=True),
+        quality("hand-written, broad (30 more libraries)", python_files(BROAD), "keep", show_drops=True),
+        quality("generated (*_pb2.py)", sorted(SITE.rglob("*_pb2.py")), "drop"),
+        quality("minified (plotly, ray dashboard)", site_files(MINIFIED), "drop", max_file_bytes=8_000_000,
+                show_drops=True),
+    ]
+    licences = licence_coverage()
+    found = secrets(args.peer_files)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    figures = [figure(f"{c['class']}: {verb} ({c['files']} files)", c[verb], "share", "basic filter",
+                      c["peer " + verb], target=">= 95%", met=c[verb] >= 0.95)
+               for c in classes for verb in ("kept", "dropped") if verb in c]
+    figures += [
+        figure("packages with a licence file that get a licence", licences["licence found"], "packages", "all",
+               licences["packages with a licence file"], target="100%",
+               met=licences["licence found"] == licences["packages with a licence file"]),
+        figure("planted secrets redacted", found["recall"], "share", target="100%", met=found["recall"] == 1),
+        figure("hand-written files changed by code_secrets", found["false files"], "files", "detect-secrets (flagged)",
+               found["peer false files"], target="0", met=found["false files"] == 0),
+    ]
+    write_results("code_filters", figures)
     return 0
 
 

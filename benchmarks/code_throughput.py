@@ -26,7 +26,6 @@ import contextlib
 import importlib.metadata
 import json
 import os
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -45,9 +44,11 @@ from curation.stages.code_secrets import CodeSecrets
 from curation.stages.pii import PiiRedaction
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _results import LOAD_AT_START, code_version, figure, write_results
     from code_filters import BROAD, HAND_WRITTEN, SITE, basic_filter_keeps
     from read_extract_throughput import timed_executor
 except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._results import LOAD_AT_START, code_version, figure, write_results
     from benchmarks.code_filters import BROAD, HAND_WRITTEN, SITE, basic_filter_keeps
     from benchmarks.read_extract_throughput import timed_executor
 
@@ -156,8 +157,7 @@ def main() -> int:
     parser.add_argument("--cpus", default="1,2", help="embedded Ray sizes to run the recipe with")
     parser.add_argument("--no-ray", action="store_true", help="only the one-core measurement")
     args = parser.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    print(f"load average {os.getloadavg()[0]:.2f}; commit {commit}")
+    print(f"load average {LOAD_AT_START:.2f}; commit {code_version()}")
     packages = ([*HAND_WRITTEN, *BROAD])[: args.packages]
     with tempfile.TemporaryDirectory() as tmp:
         archives = build_corpus(Path(tmp), packages)
@@ -180,6 +180,11 @@ def main() -> int:
         print(f"   read / floor = {read_rate / floor_rate:.2f} (two passes over each gzip stream); code_filters / "
               f"basic filter = {got['seconds']['basic filter (peer)'] / got['seconds']['code_filters']:.2f}x "
               "the peer's speed")
+        corpus = f"{len(archives)} archives, {files:,} files"
+        figures = [figure(f"recipe steps together, one core, {corpus}", one_core, "files/s per core",
+                          "floor: gunzip+untar+decode", floor_rate, note=f"{mbytes / work:.1f} MB/s of text"),
+                   figure(f"reader, {corpus}", read_rate, "files/s per core", "floor: gunzip+untar+decode",
+                          floor_rate)]
         if not args.no_ray:
             print("\n2. recipes/code.yaml through pipelines.run, embedded Ray; CPU = every process of the run "
                   "(driver, Ray daemons, workers) from Ray up to its shutdown")
@@ -193,7 +198,10 @@ def main() -> int:
                           f"{per_cpu_second:,.0f} files and {mbytes / r['cpu']:.2f} MB per CPU-second "
                           f"(ratio to one core without Ray {per_cpu_second / one_core:.2f}); "
                           f"documents out {r['stats']['documents']['out']:,}")
+                    figures.append(figure(f"recipes/code.yaml on Ray, {label}, {cpus} CPU", per_cpu_second,
+                                          "files per CPU-second", "one core without Ray", one_core))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    write_results("code_throughput", figures)
     return 0
 
 

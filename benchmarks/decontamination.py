@@ -27,9 +27,11 @@ from curation.stages import Decontaminate, Extract
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
+    from _results import figure, write_results
     from warc_corpus import DataMissing, real_pages
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks._data import data_root
+    from benchmarks._results import figure, write_results
     from benchmarks.warc_corpus import DataMissing, real_pages
 
 
@@ -87,6 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"stage speed: {len(planted) / seconds:,.0f} documents/s per core (planted documents, CPU time)")
     print(f"targets: all planted items found: {'yes' if hit == len(items) else 'no'}; "
           f"no untouched document flagged: {'yes' if not flagged else 'no'}")
+    write_results("decontamination", [
+        figure(f"planted benchmark items found ({len(items):,} GSM8K and HumanEval)", hit / len(items), "share",
+               target="all", met=hit == len(items)),
+        figure(f"untouched documents flagged (of {len(texts):,})", len(flagged), "documents", target="0",
+               met=not flagged),
+        figure("stage speed, planted documents", len(planted) / seconds, "docs/s per core"),
+    ])
     return 0
 
 

@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import xxhash
@@ -31,7 +29,12 @@ from pybloom_live import ScalableBloomFilter
 
 from curation.dedup.bloom import BloomShard, ParagraphDedup, bytes_per_million, shard_of
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _data import data_root
+    from _results import LOAD_AT_START, figure, write_results
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._data import data_root
+    from benchmarks._results import LOAD_AT_START, figure, write_results
 
 
 def keys_128(n: int, seed: int) -> np.ndarray:
@@ -39,7 +42,8 @@ def keys_128(n: int, seed: int) -> np.ndarray:
     return np.array([xxhash.xxh3_128_intdigest(f"{seed}:{i}".encode()) for i in range(n)], dtype=object)
 
 
-def run(name: str, shard: BloomShard, keys: np.ndarray, probes: int) -> None:
+def run(name: str, shard: BloomShard, keys: np.ndarray, probes: int) -> tuple[float, float, float]:
+    """(adds/s per core, MB per million keys, false-positive rate probed after all adds)."""
     chunk = 100_000
     t0 = time.process_time()
     new = np.concatenate([shard.add_if_new(keys[i:i + chunk].tolist()) for i in range(0, len(keys), chunk)])
@@ -48,6 +52,7 @@ def run(name: str, shard: BloomShard, keys: np.ndarray, probes: int) -> None:
     per_million = stats["memory_bytes"] / (len(keys) / 1e6)
     print(f"{name:46} {len(keys) / seconds:10,.0f} {per_million / 1e6:10.2f} {1 - new.mean():10.4%} "
           f"{stats['measured_false_positive_rate']:10.4%} {stats['expected_false_positive_rate']:10.4%}")
+    return len(keys) / seconds, per_million / 1e6, stats["measured_false_positive_rate"]
 
 
 def main() -> int:
@@ -57,22 +62,32 @@ def main() -> int:
     parser.add_argument("--probes", type=int, default=200_000)
     args = parser.parse_args()
     n, rate = args.items, args.error_rate
-    print(f"load average at start: {os.getloadavg()[0]:.2f}; {n:,} distinct keys, asked error rate {rate:.3%}")
+    print(f"load average at start: {LOAD_AT_START:.2f}; {n:,} distinct keys, asked error rate {rate:.3%}")
     keys = keys_128(n, 0)
     print(f"\n{'':46} {'adds/s':>10} {'MB/1M':>10} {'FP adding':>10} {'FP probed':>10} {'FP by fill':>10}")
-    run("BloomShard fixed BloomFilter(capacity=N)", BloomShard(n, rate, scalable=False), keys, args.probes)
-    run("BloomShard scalable (initial_capacity=N)", BloomShard(n, rate), keys, args.probes)
+    fixed = run("BloomShard fixed BloomFilter(capacity=N)", BloomShard(n, rate, scalable=False), keys, args.probes)
+    ours = run("BloomShard scalable (initial_capacity=N)", BloomShard(n, rate), keys, args.probes)
     peer = BloomShard(n, rate)
     peer.filter = ScalableBloomFilter(error_rate=rate, mode=ScalableBloomFilter.LARGE_SET_GROWTH)
-    run("peer: ScalableBloomFilter() default start 100", peer, keys, args.probes)
+    default = run("peer: ScalableBloomFilter() default start 100", peer, keys, args.probes)
+    ideal = 1.44 * np.log2(1 / rate) / 8
     print(f"\nlimit: an ideal Bloom filter needs 1.44 x log2(1/p) bits per key = "
-          f"{1.44 * np.log2(1 / rate) / 8:.2f} MB per million at p={rate}; pybloom-live fixed filter sized "
+          f"{ideal:.2f} MB per million at p={rate}; pybloom-live fixed filter sized "
           f"for 1M: {bytes_per_million(rate) / 1e6:.2f} MB")
     print("STACK-NOTES: default start 23k adds/s and 0.67% FP (asked 0.1%); initial_capacity=1M: 126k adds/s, 0.097%")
     spread = np.bincount(shard_of(np.array([k >> 64 for k in keys[:100_000]], dtype=np.uint64), 8), minlength=8)
     print(f"shard_of over 8 shards, 100k keys: min {spread.min()} max {spread.max()} per shard")
 
-    root = Path(os.environ.get("CURATION_TESTDATA", PROJECT_ROOT.parent / "shared" / "data"))
+    default_peer = "ScalableBloomFilter(), default start"
+    figures = [
+        figure(f"scalable shard, {n:,} keys: adds/s per core", ours[0], "adds/s", default_peer, default[0]),
+        figure(f"scalable shard, {n:,} keys: memory per million keys", ours[1], "MB", "ideal Bloom filter", ideal),
+        figure(f"fixed shard, {n:,} keys: memory per million keys", fixed[1], "MB", "ideal Bloom filter", ideal),
+        figure(f"scalable shard, {n:,} keys: false positives probed", ours[2], "share", "asked error rate", rate,
+               target=f"<= {rate} (asked)", met=bool(ours[2] <= rate)),
+        figure(f"{default_peer}: false positives probed", default[2], "share", "asked error rate", rate),
+    ]
+    root = data_root()
     files = sorted((root / "webtext" / "dolma_ccnet").glob("*.jsonl.gz"))
     readme = sorted((root / "neardup" / "readme_history_requests").glob("*")) if root.is_dir() else []
     if files:
@@ -90,6 +105,9 @@ def main() -> int:
         print(f"\nparagraph dedup on {len(texts)} real documents ({lines:,} lines; 329 are README versions): "
               f"{len(texts) / seconds:,.0f} docs/s, {lines / seconds:,.0f} lines/s per core; "
               f"{int(drop.sum())} documents dropped (> 50% of text repeated), mean removed share {share.mean():.2f}")
+        figures.append(figure(f"paragraph dedup, {len(texts)} real documents: lines/s per core", lines / seconds,
+                              "lines/s"))
+    write_results("dedup_bloom", figures)
     return 0
 
 

@@ -33,7 +33,6 @@ import argparse
 import itertools
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,11 @@ import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _results import LOAD_AT_START, code_version, figure, write_results
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._results import LOAD_AT_START, code_version, figure, write_results
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 VOCABULARY = 50_000
@@ -186,14 +190,13 @@ def main() -> int:
     if args.one:
         print(json.dumps(measure(args.one, args.shards, args.words, args.share, args.cpus, args.seed)))
         return 0
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=PROJECT_ROOT)
-    print(f"load average at start: {os.getloadavg()[0]:.2f}; commit {commit.stdout.strip() or '?'} (+ working tree); "
+    print(f"load average at start: {LOAD_AT_START:.2f}; commit {code_version()}; "
           f"{args.cpus} CPUs for Ray; {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
     print(f"documents: {args.words} random words each, {args.share:.0%} near-copies (1 word changed) across "
           f"{args.shards} shards; minhash_dedup defaults (threshold 0.8, 128 perms, 14x9 bands, exact verify)")
     print(f"{'docs':>9} {'chars':>6} {'seconds':>8} {'docs/s':>7} {'peak RSS':>9} {'idle RSS':>9} "
           f"{'removed':>8} {'expected':>8} {'cand.':>8} {'verif.':>8} {'rounds':>6}  steps (s)")
-    results = []
+    results, figures = [], []
     for n in [int(s) for s in args.sizes.split(",")]:
         cmd = [sys.executable, __file__, "--one", str(n), "--shards", str(args.shards), "--words", str(args.words),
                "--share", str(args.share), "--cpus", str(args.cpus), "--seed", str(args.seed)]
@@ -207,6 +210,9 @@ def main() -> int:
             return 1
         r = json.loads(out.stdout.strip().splitlines()[-1])
         results.append(r)
+        figures.append(figure(f"minhash_dedup through Ray, {r['documents']:,} documents", r["seconds"], "s",
+                              note=f"peak RSS {r['peak_rss'] / 2**30:.2f} GiB; removed {r['removed']:,} of "
+                                   f"{r['expected_removed']:,} expected"))
         steps = " ".join(f"{k} {v:.1f}" for k, v in r["steps"].items())
         rate = r["documents"] / r["seconds"]
         print(f"{r['documents']:>9,} {r['mean_chars']:>6.0f} {r['seconds']:>8.1f} {rate:>7,.0f} "
@@ -222,6 +228,10 @@ def main() -> int:
         print(f"{a['documents']:,} -> {b['documents']:,} documents (x{b['documents'] / a['documents']:.1f}): "
               f"time x{b['seconds'] / a['seconds']:.2f}, exponent {t:.2f}; peak RSS above idle "
               f"x{(b['peak_rss'] - b['idle_rss']) / (a['peak_rss'] - a['idle_rss']):.2f}, exponent {m:.2f}")
+        figures.append(figure(f"time growth exponent, {a['documents']:,} -> {b['documents']:,} documents", t, "",
+                              "linear", 1.0, target="<= 1 (linear)", met=t <= 1,
+                              note=f"peak RSS above idle: exponent {m:.2f}"))
+    write_results("dedup_scale", figures)
     return 0
 
 

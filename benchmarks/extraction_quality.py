@@ -71,8 +71,10 @@ from curation.stages.extract import ExtractParams
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
+    from _results import figure, write_results
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks._data import data_root
+    from benchmarks._results import figure, write_results
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TIMEOUT_S = 2.0  # ExtractParams.timeout_s default, for the "would time out" count
@@ -522,6 +524,20 @@ def main() -> int:
         f"{scan / len(everything) * 1000:.2f} ms/page"
     )
     print(f"runtime {time.perf_counter() - started:.1f} s; load average {os.getloadavg()[0]:.2f} at the end")
+    on = f"({args.favor}{', no comments' if args.no_comments else ''}{', no tables' if args.no_tables else ''})"
+    peer = "Extract trafilatura"
+    write_results("extraction_quality", [
+        figure(f"evaldata F1, fast engine {on}, {len(pages)} pages", metrics[FAST]["F1"], "", peer,
+               metrics[OURS]["F1"], target=f"at most {F1_TOLERANCE} below", met=drops["evaldata"] <= F1_TOLERANCE),
+        figure(f"readability token F1, fast engine {on}, {len(rpages)} pages", scores[FAST, 1][2], "", peer,
+               scores[OURS, 1][2], target=f"at most {F1_TOLERANCE} below", met=drops["readability"] <= F1_TOLERANCE),
+        figure(f"evaldata F1, Extract trafilatura {on}", metrics[OURS]["F1"], "", "plain trafilatura",
+               metrics[PEER]["F1"], target=">= plain trafilatura", met=f1_eval >= 1.0),
+        figure(f"readability token F1, Extract trafilatura {on}", scores[OURS, 1][2], "", "plain trafilatura",
+               scores[PEER, 1][2], target=">= plain trafilatura", met=f1_read >= 1.0),
+        figure(f"fast engine alone, {len(everything)} pages", alone[FAST], "pages/s per core", f"{peer} alone",
+               alone[OURS], target=f"~{SPEED_TARGET:g}x", met=alone[FAST] / alone[OURS] >= SPEED_TARGET),
+    ])
     return 0
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_root
+from _results import figure, write_results
 from _udhr import declarations
 
 from curation.lang.flagged_lists import covered_languages
@@ -74,6 +75,13 @@ def main() -> None:
           f"as shipped {dropped}/{docs} ({dropped / max(docs, 1):.1%}); reference: 0")
     print(f"clean sentences/paragraphs with a flagged word: lists whole {flagged_whole}/{lines} "
           f"({flagged_whole / max(lines, 1):.2%}), as shipped {flagged}/{lines} ({flagged / max(lines, 1):.2%})")
+    texts = "Leipzig" + (" + UDHR" if args.udhr else "")
+    write_results("flagged_languages", [
+        figure(f"clean documents dropped, as shipped ({docs} documents, {texts})", dropped / max(docs, 1), "share",
+               "LDNOOBW's lists whole", dropped_whole / max(docs, 1), target="0 (a clean corpus)", met=dropped == 0),
+        figure(f"clean sentences with a flagged word, as shipped ({lines}, {texts})", flagged / max(lines, 1),
+               "share", "LDNOOBW's lists whole", flagged_whole / max(lines, 1)),
+    ])
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support, beside curation
 
+from benchmarks._results import figure, write_results
 from tests.support import fuzz_hostile, fuzzing
 
 
@@ -135,6 +136,12 @@ def report(results: list[tuple], seconds: float) -> int:
         print(f"{fmt:<8} {c['cases']:>7} {c['failures']:>8} {c['cases'] / max(c['seconds'], 1e-9):>22.1f}")
     print(f"all: {total} cases in {seconds:.1f} s: {total / max(seconds, 1e-9):.1f} cases/s, "
           f"{len(failed)} failures (goal: 0)")
+    write_results("fuzz_readers", [
+        figure(f"failures in {total} cases", len(failed), "cases", target="0", met=not failed),
+        figure("cases/s, all formats", total / max(seconds, 1e-9), "cases/s",
+               note="; ".join(f"{fmt} {c['cases'] / max(c['seconds'], 1e-9):.1f}/s in one process"
+                              for fmt, c in sorted(per.items()))),
+    ])
     kinds: dict[str, Counter] = defaultdict(Counter)
     for _task, _fmt, described, problems, _took in results:
         for kind in fuzz_hostile.KINDS:

@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._data import data_root
+from benchmarks._results import figure, write_results
 from curation.lang.han_script import HANS, HANT, converter, han_scripts, to_simplified
 from curation.stages.langid import LangId
 
@@ -54,6 +55,7 @@ def main() -> None:
     pixnet = gzip.decompress((root / "html/readability/pages/pixnet/expected.html.gz").read_bytes()).decode()
     pages = {HANS: [(root / "html/newspaper/chinese.expected.txt").read_text(encoding="utf-8")],
              HANT: [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", pixnet))]}
+    figures = []
     print(f"{'documents':<34} {'n':>4} {'right':>7} {'Hani':>7} {'wrong':>7}")
     for size in (1, 3, 12):
         simplified = documents(sentences, size)
@@ -64,9 +66,12 @@ def main() -> None:
             either = sum(label == "Hani" for label in labels) / n
             print(f"{f'Leipzig, {size} sentences, {script}':<34} {n:>4} {right:>7.3f} {either:>7.3f} "
                   f"{1 - right - either:>7.3f}")
+            figures.append(figure(f"script right, Leipzig {size} sentences, {script}", right, "share",
+                                  note=f"undecided (Hani) {either:.3f}"))
     for script, texts in pages.items():
         right = float(han_scripts(texts) == [script] * len(texts))
         print(f"{f'real page, {script}':<34} {len(texts):>4} {right:>7.3f}")
+        figures.append(figure(f"script right, real page, {script}", right, "share"))
 
     stage = LangId(min_score=0.0)
     stage.setup()
@@ -80,6 +85,11 @@ def main() -> None:
     print(f"\nlangid on {len(texts)} documents ({megabytes:.2f} MB): {megabytes / without:.2f} MB/s without "
           f"lang_script, {megabytes / with_scripts:.2f} MB/s with it: {with_scripts / without:.3f}x the CPU time")
     print(f"to_simplified (OpenCC t2s): {megabytes / convert:.1f} MB/s, {convert / without:.3f}x langid's CPU time")
+    figures += [figure("langid with lang_script", megabytes / with_scripts, "MB/s per core", "langid without it",
+                       megabytes / without),
+                figure("to_simplified (OpenCC t2s)", megabytes / convert, "MB/s per core", "langid without lang_script",
+                       megabytes / without)]
+    write_results("han_script", figures)
 
 
 if __name__ == "__main__":

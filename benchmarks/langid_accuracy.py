@@ -54,9 +54,11 @@ from curation.stages.langid import LID176_LABELS, LangId, bundled_outputs, norma
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
+    from _results import figure, write_results
     from _udhr import declarations, paragraphs
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks._data import data_root
+    from benchmarks._results import figure, write_results
     from benchmarks._udhr import declarations, paragraphs
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +110,7 @@ def lingua_labels(texts: list[str], low: bool) -> np.ndarray:
     return np.array(out, dtype=object)
 
 
-def sentences_report(root: Path, lingua_all: bool) -> None:
+def sentences_report(root: Path, lingua_all: bool) -> list[dict]:
     texts, gold, position = load_sentences(root)
     codes = sorted(set(gold))
     supported = [c for c in codes if c in LID176_CODES]
@@ -191,11 +193,24 @@ def sentences_report(root: Path, lingua_all: bool) -> None:
     for name, acc in (("fastText alone", acc_ft), ("ours", acc_ou), ("lingua all (high)", acc_li)):
         below = [f"{c} {acc[c]:.2f}" for c in supported if acc[c] < 0.9]
         print(f"below 90% (supported), {name}: {', '.join(below) or 'none'}")
-    kept_report(gold, supported, {"fastText alone": (fasttext_only, fasttext_opinion), "ours": (ours, ours_opinion)})
+    kept = kept_report(gold, supported, {"fastText alone": (fasttext_only, fasttext_opinion),
+                                         "ours": (ours, ours_opinion)})
     serbian_latin_report(root, fasttext_only, ours)
+    on = f"Leipzig sentences, {len(supported)} supported languages"
+    return [
+        figure(f"macro accuracy, {on}", ours_macro, "", "fastText alone", macro(acc_ft, supported),
+               target=f">= {TARGET_MACRO}", met=ours_macro >= TARGET_MACRO,
+               note=f"tuned half {macro(per_language(ou, gold, even), supported):.4f}, held-out half "
+                    f"{macro(per_language(ou, gold, odd), supported):.4f}"),
+        figure("speed, ours", ou_rate, "sentences per CPU-second", "target", TARGET_RATE,
+               target=f">= {TARGET_RATE:.0f}", met=ou_rate >= TARGET_RATE,
+               note=f"fastText alone {ft_rate:.0f}, lingua all (high) {li_rate:.0f}"),
+        figure(f"clean sentences kept by keep: [their language] at min_score auto, {on}", kept["ours"], "",
+               "fastText alone", kept["fastText alone"]),
+    ]
 
 
-def kept_report(gold: np.ndarray, supported: list[str], opinions: dict[str, tuple[LangId, Any]]) -> None:
+def kept_report(gold: np.ndarray, supported: list[str], opinions: dict[str, tuple[LangId, Any]]) -> dict[str, float]:
     """What a user keeps of clean text: `langid: {keep: [its language]}` at the default `min_score: auto`."""
     kept = {}
     for name, (stage, opinion) in opinions.items():
@@ -203,6 +218,7 @@ def kept_report(gold: np.ndarray, supported: list[str], opinions: dict[str, tupl
         kept[name] = macro(per_language(np.where(ok, gold, None), gold), supported)
     print(f"clean sentences kept by `keep: [their language]` at `min_score: auto`, macro over the supported "
           f"languages: ours {kept['ours']:.4f}, fastText alone {kept['fastText alone']:.4f}")
+    return kept
 
 
 # Serbian Cyrillic -> Gaj's Latin alphabet: one-to-one by letter, as Serbian is written in both scripts.
@@ -335,7 +351,7 @@ def main() -> int:
         print(f"test data not found at {root} (set CURATION_TESTDATA); nothing to measure")
         return 0
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
-    sentences_report(root, args.lingua_all)
+    figures = sentences_report(root, args.lingua_all)
     stage = LangId()
     stage.setup()
     readability_report(root, stage)
@@ -343,6 +359,7 @@ def main() -> int:
     if args.udhr:
         udhr_report(args.udhr, stage)
         close_standards_report(args.udhr, stage)
+    write_results("langid_accuracy", figures)
     return 0
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -35,7 +34,10 @@ import torch
 from curation.tokens import Packer
 from curation.train.loader import PackedDataset, PackedLoader, permute
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
+    from _results import LOAD_AT_START, code_version, figure, write_results
+except ImportError:  # imported as benchmarks.<name>
+    from benchmarks._results import LOAD_AT_START, code_version, figure, write_results
 TARGET = 5e6
 
 
@@ -103,9 +105,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=PROJECT_ROOT)
-    print(f"load average at start: {os.getloadavg()[0]:.2f}; {os.cpu_count()} CPUs; "
-          f"commit {commit.stdout.strip() or '?'} (+ working tree)")
+    print(f"load average at start: {LOAD_AT_START:.2f}; {os.cpu_count()} CPUs; commit {code_version()}")
     with tempfile.TemporaryDirectory(prefix="loader-bench-") as tmp:
         job = Path(tmp)
         t0 = time.perf_counter()
@@ -131,10 +131,16 @@ def main() -> int:
         ours, raw = rate.values()
         print(f"\nratio ours / raw memmap: {ours / raw:.2f}; target >= {TARGET / 1e6:.0f}M tokens/s per core: "
               f"{'met' if ours >= TARGET else 'NOT met'} ({ours / 1e6:.1f}M)")
+        figures = [figure(f"PackedDataset, {n:,} rows of {args.seq_len + 1} tokens", ours, "tokens/s per core",
+                          "raw numpy.memmap gather", raw, target=f">= {TARGET / 1e6:.0f}M tokens/s per core",
+                          met=ours >= TARGET)]
         if args.workers:
             rows, _, wall = timed(PackedLoader(PackedDataset(job, batch_size=args.batch_size), args.workers))
             print(f"PackedLoader, {args.workers} workers: {rows:,} rows in {wall:.2f} s wall = "
                   f"{rows * args.seq_len / wall:,.0f} tokens/s (all workers)")
+            figures.append(figure(f"PackedLoader, {args.workers} workers", rows * args.seq_len / wall,
+                                  "tokens/s wall"))
+    write_results("loader_throughput", figures)
     return 0
 
 

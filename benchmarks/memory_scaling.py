@@ -35,9 +35,11 @@ from pathlib import Path
 import psutil
 
 try:  # python benchmarks/memory_scaling.py puts benchmarks/ on sys.path
-    from warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from _results import code_version, figure, write_results
+    from warc_corpus import DataMissing, build_warc_corpus, real_pages
 except ImportError:  # python -m benchmarks.memory_scaling
-    from benchmarks.warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from benchmarks._results import code_version, figure, write_results
+    from benchmarks.warc_corpus import DataMissing, build_warc_corpus, real_pages
 
 TARGET_RATIO = 1.3
 INTERVAL_S = 0.2
@@ -198,8 +200,10 @@ def _wait_gone(procs: list[psutil.Process], timeout: float = 30.0) -> None:
         print(f"warning: {len(alive)} processes of the previous run still alive: {[p.pid for p in alive]}")
 
 
-def report(runs: list[Peak], fast: bool) -> None:
+def report(runs: list[Peak], fast: bool) -> list[dict]:
+    """Prints the table; its figures: each larger input's peak summed RSS against the 1x run's."""
     base = runs[0]
+    figures = []
     print()
     print(f"extract stage: fast={str(fast).lower()} "
           f"({'fast: true, to save time: no fallback extractors' if fast else 'trafilatura defaults'})")
@@ -227,6 +231,10 @@ def report(runs: list[Peak], fast: bool) -> None:
         print(f"{r.label} / {base.label}: RSS {ratios['rss']:.2f}x, PSS {ratios['pss']:.2f}x, "
               f"USS {ratios['uss']:.2f}x ({verdict} the target of at most {TARGET_RATIO}x on summed RSS); "
               f"peaks grew: RSS {grew['rss']:+.0f} MB, PSS {grew['pss']:+.0f} MB, USS {grew['uss']:+.0f} MB")
+        figures.append(figure(f"peak summed RSS, {r.label} ({r.records} records, fast={str(fast).lower()})",
+                              r.peak["rss"] / MB, "MB", f"1x ({base.records} records)", base.peak["rss"] / MB,
+                              target=f"<= {TARGET_RATIO}x", met=ratios["rss"] <= TARGET_RATIO,
+                              note=f"PSS {ratios['pss']:.2f}x, USS {ratios['uss']:.2f}x"))
     print()
     store = ", ".join(
         f"{r.label} {'unknown' if r.object_store_bytes is None else f'{r.object_store_bytes / 1e9:.2f} GB'}"
@@ -238,6 +246,7 @@ def report(runs: list[Peak], fast: bool) -> None:
     outside = [p for r in runs for p in r.outside_tree]
     print(f"counted: the driver and all its descendants (up to {counted} distinct processes in a run); "
           f"Ray processes outside that tree: {outside or 'none found'}")
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label}: {records} records in {len(paths)} files, run {run.seconds:.1f} s, "
                   f"peak RSS {run.peak['rss'] / MB:.0f} MB", flush=True)
             runs.append(run)
-    report(runs, fast)
+    write_results("memory_scaling", report(runs, fast))
     return 0
 
 

@@ -73,6 +73,7 @@ import pyarrow.compute as pc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import PROJECT_ROOT, data_root
 from _packages import package_segmenter
+from _results import figure, write_results
 from _udhr import declarations
 
 sys.path.insert(0, str(PROJECT_ROOT))
@@ -510,7 +511,7 @@ def print_languages(results: list[LanguageResult], title: str, with_junk: bool =
         print(f"{line} {_pct(r.same, r.judged_by_reference):>11s}  {both}{flag}")
 
 
-def print_targets(results: list[LanguageResult]) -> None:
+def print_targets(results: list[LanguageResult]) -> list[dict]:
     kept = [r.clean_kept / r.clean for r in results if r.clean]
     ref_kept = [r.ref_clean_kept / r.clean for r in results if r.clean and r.judged_by_reference]
     junk, junk_dropped = sum(r.junk for r in results), sum(r.junk_dropped for r in results)
@@ -532,6 +533,17 @@ def print_targets(results: list[LanguageResult]) -> None:
     for kind in JUNK_KINDS:
         stages = ", ".join(f"{st} {n}" for (k, st), n in by_stage.most_common() if k == kind)
         print(f"  junk {kind} dropped by: {stages or 'none'}")
+    reference = "FineWeb-2 reference"
+    return [
+        figure(f"clean documents kept, mean over {len(results)} languages", mean(kept), "share", reference,
+               mean(ref_kept), target=f">= {CLEAN_TARGET:.0%}", met=mean(kept) >= CLEAN_TARGET),
+        figure(f"languages under {WORST_TARGET:.0%} kept", len(low), "languages", target="0", met=not low,
+               note=" ".join(low) or None),
+        figure(f"junk dropped ({junk} documents)", junk_dropped / max(junk, 1), "share", reference,
+               ref_junk / max(ref_junk_n, 1), target=f">= {JUNK_TARGET:.0%}",
+               met=junk_dropped >= JUNK_TARGET * junk),
+        figure("same keep/drop decision as the FineWeb-2 reference", same, "share"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -591,10 +603,10 @@ def stage_cpu_seconds(stages: Sequence[Stage], docs: Sequence[Doc]) -> dict[str,
     return dict(took)
 
 
-def print_speed(langs: list[str], n_docs: int, passes: int) -> None:
+def print_speed(langs: list[str], n_docs: int, passes: int) -> list[dict]:
     if "zh" not in langs or "en" not in langs:
         print("\nChinese throughput: needs zh and en in --langs")
-        return
+        return []
     clean = {lang: speed_documents(lang, n_docs) for lang in ("zh", "en")}
     size = {lang: sum(len(d.text.encode()) for d in docs) for lang, docs in clean.items()}
     rate = {lang: size[lang] / 1e6 / cpu_seconds(lambda lang=lang: run_chain(chain_for(lang), clean[lang]), passes,
@@ -639,12 +651,14 @@ def print_speed(langs: list[str], n_docs: int, passes: int) -> None:
     except ImportError as error:
         lines.append(f"  not measured: {error}")
     print("\n".join(lines))
+    return [figure(f"the chain on Chinese, {n_docs} documents", rate["zh"], "MB/s per core", "English",
+                   rate["en"], target=">= 0.5x English", met=ratio >= 0.5)]
 
 
 # ---------------------------------------------------------------------------------------------
 
 
-def udhr_report(package: Path) -> None:
+def udhr_report(package: Path) -> list[dict]:
     from curation.stages.langid import bundled_outputs
 
     results = []
@@ -664,6 +678,8 @@ def udhr_report(package: Path) -> None:
     print(f"  the {len(by_filters)} languages where langid dropped nothing: kept "
           f"{mean(kept[r.lang] for r in by_filters):.1%}; under {WORST_TARGET:.0%}: "
           f"{' '.join(r.lang for r in by_filters if kept[r.lang] < WORST_TARGET) or 'none'}")
+    return [figure(f"UDHR (held out): documents kept, mean over {len(kept)} languages", mean(kept.values()), "share",
+                   "FineWeb-2 reference, its filters alone", reference, note=f"same decision {same:.1%}")]
 
 
 def english_unchanged(docs: list[Doc]) -> None:
@@ -716,7 +732,7 @@ def main() -> int:
           "implementation), 'same as FW2': share of the same keep/drop decision, clean and junk.")
     print_languages(results, "per language (chain: langid keeping the language, gopher_repetition, "
                              "gopher_quality, c4 terminal_punct false, fineweb):")
-    print_targets(results)
+    figures = print_targets(results)
 
     if not args.no_pages and (root / "html").is_dir():
         pages = labelled_pages(root, args.cache, args.pages)
@@ -735,13 +751,17 @@ def main() -> int:
         print(f"  all pages: kept {kept / max(total, 1):.1%}; FineWeb-2 reference kept "
               f"{ref_kept / max(judged, 1):.1%} of {judged} with a config; same decision "
               f"{sum(r.same for r in page_results) / max(judged, 1):.1%}")
+        figures.append(figure(f"real non-English pages kept ({total})", kept / max(total, 1), "share",
+                              "FineWeb-2 reference", ref_kept / max(judged, 1),
+                              note=f"same decision {sum(r.same for r in page_results) / max(judged, 1):.1%}"))
 
     if args.udhr:
-        udhr_report(args.udhr)
+        figures += udhr_report(args.udhr)
     if "en" in corpus:
         english_unchanged(corpus["en"] + speed_documents("en", args.speed_docs))
-    print_speed(list(corpus), args.speed_docs, args.passes)
+    figures += print_speed(list(corpus), args.speed_docs, args.passes)
     print(f"\n{time.time() - started:.0f} s wall, {time.process_time():.0f} s CPU")
+    write_results("multilingual", figures)
     return 0
 
 

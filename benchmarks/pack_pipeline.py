@@ -60,10 +60,12 @@ from curation.tokens.tokenizer import text_bytes, train_tokenizer
 
 try:  # python benchmarks/pack_pipeline.py puts benchmarks/ on sys.path
     from _data import data_root
-    from warc_corpus import DataMissing, code_version, real_pages
+    from _results import code_version, figure, write_results
+    from warc_corpus import DataMissing, real_pages
 except ImportError:  # python -m benchmarks.pack_pipeline
     from benchmarks._data import data_root
-    from benchmarks.warc_corpus import DataMissing, code_version, real_pages
+    from benchmarks._results import code_version, figure, write_results
+    from benchmarks.warc_corpus import DataMissing, real_pages
 
 TARGET_OVERHEAD = 0.20
 TARGET_MEMORY = 1.3
@@ -355,7 +357,7 @@ def check(r: dict[str, Any]) -> str:
     return "ok" if ok else "MISMATCH"
 
 
-def report_memory(small: dict[str, Any], large: dict[str, Any], args: argparse.Namespace) -> None:
+def report_memory(small: dict[str, Any], large: dict[str, Any], args: argparse.Namespace) -> list[dict]:
     print(f"\n(a) memory: one fresh process per size runs every tokenize_file, then every pack_bucket, then every "
           f"write_shard, as one Ray worker reused for every task would (bucket_bytes {args.bucket_bytes / MB:g} MiB, "
           f"shard_rows {args.shard_rows}, seq_len {args.seq_len}, validation {args.validation}, "
@@ -397,6 +399,8 @@ def report_memory(small: dict[str, Any], large: dict[str, Any], args: argparse.N
     worst = max(worst, whole)
     print(f"    10N / N whole process ru_maxrss {whole:.2f}x; worst of peak, increase and ru_maxrss {worst:.2f}x "
           f"(target <= {TARGET_MEMORY}x): {'ok' if worst <= TARGET_MEMORY else 'OVER TARGET'}")
+    figures = [figure(f"peak memory 10N / N ({small['documents']:,} -> {large['documents']:,} docs), worst phase",
+                      worst, "x", "limit", TARGET_MEMORY, target=f"<= {TARGET_MEMORY}x", met=worst <= TARGET_MEMORY)]
     print("    I/O that grows with files x buckets and shards x buckets:")
     for r in (small, large):
         calls = r["read_calls"]
@@ -405,9 +409,11 @@ def report_memory(small: dict[str, Any], large: dict[str, Any], args: argparse.N
               f"write_shard opens {r['shard_bucket_opens']:,} bucket files whole, {r['shard_bucket_bytes'] / MB:,.0f}"
               f" MB for {r['packed_bytes'] / MB:,.1f} MB packed ({r['shard_bucket_bytes'] / r['packed_bytes']:.1f}x; "
               "memory-mapped here, downloaded whole from a remote store)")
+    return figures
 
 
-def report_throughput(results: list[dict[str, Any]]) -> None:
+def report_throughput(results: list[dict[str, Any]]) -> list[dict]:
+    figures = []
     print("\n(b) throughput: tokens of the texts per CPU second (process time, all threads) of the three functions, "
           "beside plain sp.encode(num_threads=1), one call per documents file, of the same texts in the same process")
     print(f"    {'':46} {'M tok/s/core':>12} {'CPU s':>7} {'share':>6}")
@@ -443,6 +449,10 @@ def report_throughput(results: list[dict[str, Any]]) -> None:
               f"{(tok - encode - inside['lists']) / encode:+.1%}; shuffle read {inside['read'] / encode:+.1%} "
               f"({r['read_calls']:,} pq.read_table calls, {inside['read'] / max(r['read_calls'], 1) * 1e3:.1f} ms "
               f"each); shard shuffle {shard / encode:+.1%}")
+        figures.append(figure(f"tokenize_file + pack_bucket + write_shard, {r['documents']:,} docs", tokens / total,
+                              "tokens/s per core", "plain sp.encode", tokens / peer_cpu,
+                              target=f"< {TARGET_OVERHEAD:.0%} overhead", met=overhead < TARGET_OVERHEAD))
+    return figures
 
 
 RECIPE = """\
@@ -554,13 +564,13 @@ def main(argv: list[str] | None = None) -> int:
             write_documents(corpus, texts, args.docs, args.file_docs, copies)
             results.append(run_child(model, corpus, workdir / f"work-{n}", args))
             print(f"  {n:,} docs: done in {results[-1]['seconds']:.1f} s", flush=True)
-        report_memory(*results, args)
-        report_throughput(results)
+        figures = report_memory(*results, args) + report_throughput(results)
         if args.ray:
             ray_end_to_end(texts, model, workdir, args, results[0])
         else:
             print("\n(c) Ray end to end: not run (--ray to run it)")
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
+    write_results("pack_pipeline", figures)
     return 0
 
 

@@ -99,7 +99,8 @@ sys.path.insert(0, str(PROJECT_ROOT))
 sys.path.insert(0, str(HERE))
 
 import warc_corpus  # noqa: E402
-from warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages  # noqa: E402
+from _results import code_version, figure, write_results  # noqa: E402
+from warc_corpus import DataMissing, build_warc_corpus, real_pages  # noqa: E402
 
 from pipelines.allocator import ENVIRONMENT as ALLOCATOR_ENVIRONMENT  # noqa: E402
 
@@ -688,7 +689,9 @@ def agreement(a: Side, b: Side, urls: list[str]) -> tuple[float, float, list[str
     return jaccard, same, lines
 
 
-def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
+def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> list[dict]:
+    """Prints the comparison; its figures: speed, memory and agreement against datatrove, parallel efficiency."""
+    figures = []
     print("\n== end to end (same corpus, same cores; interpreter and Ray start-up excluded)")
     rows = [["config", "load", "docs", "wall s", "docs/s/core", "CPU s", "docs/CPU-s", "peak PSS", "peak RSS", "procs",
              "docs out", "tokens", "token files", "doc files", "output total"]]
@@ -722,6 +725,7 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
         print(f"\n== {a.name} vs {b.name if b else 'no datatrove run'}: per stage (seconds summed over workers)")
         print(stage_table(a, b))
         if b is None:
+            figures.append(figure(f"{a.name}: end to end, {a.docs:,} documents", a.per_core, "docs/s per core"))
             continue
         speed = a.per_core / b.per_core
         mem = a.sampled.peak_pss / b.sampled.peak_pss
@@ -745,6 +749,16 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
         print(f"  output: tokens ours {a.tokens:,} in {mb(a.out_tokens_bytes)} (packed rows with provenance), "
               f"datatrove {b.tokens:,} in {mb(b.out_tokens_bytes)}; documents ours {mb(a.out_docs_bytes)} "
               f"(Parquet), datatrove {mb(b.out_docs_bytes)} (JSONL.gz)")
+        figures += [
+            figure(f"{a.name}: end to end, {a.docs:,} documents", a.per_core, "docs/s per core", b.name, b.per_core,
+                   target=f">= {TARGET_SPEEDUP:g}x", met=speed >= TARGET_SPEEDUP,
+                   note=f"whole command {whole:.2f}x; per CPU-second {a.per_cpu_s / b.per_cpu_s:.2f}x"),
+            figure(f"{a.name}: peak PSS of the process tree", a.sampled.peak_pss / 2**20, "MiB", b.name,
+                   b.sampled.peak_pss / 2**20, target="no higher", met=mem <= 1.0),
+            figure(f"{a.name}: agreement of kept documents (both / either, by page)", jaccard, "share",
+                   target=f">= {TARGET_AGREEMENT:.0%}", met=jaccard >= TARGET_AGREEMENT,
+                   note=f"same decision on {same:.2%} of {len(urls)} input URLs"),
+        ]
         if speed < TARGET_SPEEDUP:
             failures.append(f"speed {speed:.2f}x at {a.cores} core(s)")
         if jaccard < TARGET_AGREEMENT:
@@ -756,6 +770,8 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
         eff = two.docs / two.wall_s / (2 * one.docs / one.wall_s)
         print(f"\n== parallel efficiency, ours, 2 workers vs 1: {eff:.1%} ({flag(eff >= TARGET_EFFICIENCY)}: "
               f">= {TARGET_EFFICIENCY:.0%})")
+        figures.append(figure("ours: parallel efficiency, 2 workers vs 1", eff, "share",
+                              target=f">= {TARGET_EFFICIENCY:.0%}", met=eff >= TARGET_EFFICIENCY))
         if eff < TARGET_EFFICIENCY:
             failures.append(f"parallel efficiency {eff:.1%}")
         d1, d2 = by_cores.get(1), by_cores.get(2)
@@ -766,22 +782,27 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> None:
         print("BELOW THE ISSUE'S TARGETS: " + "; ".join(failures))
     elif theirs:
         print("every figure meets the issue's targets")
+    return figures
 
 
 # -------------------------------------------------------------------------------------------- main
 
 
-def growth(work: Path, base: Side, model: Path, args: argparse.Namespace) -> None:
+def growth(work: Path, base: Side, model: Path, args: argparse.Namespace) -> list[dict]:
     """Ours on a corpus `--growth` times larger (more copies, as many more files), on `base`'s cores: the
     cost growth exponent log(cost ratio) / log(size ratio), 1 for linear."""
     big_dir = build_corpus(args.cache, args.copies * args.growth, args.files * args.growth, args.pages)[0].parent
     big = run_ours(big_dir, work, base.cores, model, args, tag=f"x{args.growth}")
     size = math.log(big.docs / base.docs)
     print(f"\n== cost growth, {base.cores} core(s): {base.docs:,} -> {big.docs:,} documents")
+    figures = []
     for what, a, b in (("CPU seconds", base.cpu_window_s, big.cpu_window_s), ("wall seconds", base.wall_s, big.wall_s)):
         print(f"  {what}: {a:.1f} -> {b:.1f} (x{b / a:.2f}), exponent {math.log(b / a) / size:.2f} (1 = linear)")
+        figures.append(figure(f"{base.name}: cost growth exponent, {what}, {base.docs:,} -> {big.docs:,} documents",
+                              math.log(b / a) / size, "", "linear", 1.0))
     print(f"  docs per CPU-second {base.per_cpu_s:.1f} -> {big.per_cpu_s:.1f}; peak PSS {mb(base.sampled.peak_pss)} -> "
           f"{mb(big.sampled.peak_pss)}")
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -862,9 +883,10 @@ def main(argv: list[str] | None = None) -> int:
                 theirs.append(run_datatrove(corpus_dir, work, cpus, hf_json, args))
                 print(f"  {theirs[-1].name}: {theirs[-1].wall_s:.1f} s, {theirs[-1].per_core:.2f} docs/s per core; "
                       f"load average {os.getloadavg()[0]:.2f}", flush=True)
-        report(ours, theirs, urls)
+        figures = report(ours, theirs, urls)
         if args.growth > 1:
-            growth(work, ours[-1], sp_model, args)
+            figures += growth(work, ours[-1], sp_model, args)
+        write_results("peer_fineweb", figures)
     finally:
         if work_ctx:
             work_ctx.cleanup()

@@ -44,8 +44,10 @@ from curation.stages.pii import PiiRedaction
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
+    from _results import figure, write_results
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks._data import data_root
+    from benchmarks._results import figure, write_results
 
 try:  # python benchmarks/pii_precision.py puts benchmarks/ on sys.path
     from warc_corpus import DataMissing, real_pages
@@ -245,6 +247,16 @@ def main(argv: list[str] | None = None) -> int:
             + f"  {r['versions']:>8}  {r['dates']:>5}  {r['isbns']:>5}  {r['decimals']:>8}"
         )
     print(f"{'target':<28}" + "".join(f"{'1.000':>20}" for _ in CHECKS) + f"  {0:>8}  {0:>5}  {0:>5}  {0:>8}")
+    figures = []
+    for kind in CHECKS:
+        (p, n), (peer_p, _) = ours["precision"][kind], peer["precision"][kind]
+        if p is not None:
+            figures.append(figure(f"{kind} precision ({n} redactions in {len(texts)} texts)", p, "", "dolma regexes",
+                                  peer_p, target="1.000", met=p == 1))
+    for kind in ("versions", "dates", "isbns", "decimals"):
+        figures.append(figure(f"{kind} redacted by mistake", ours[kind], "spans", "dolma regexes", peer[kind],
+                              target="0", met=ours[kind] == 0))
+    write_results("pii_precision", figures)
     return 0
 
 

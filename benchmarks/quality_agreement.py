@@ -59,13 +59,15 @@ import pyarrow.compute as pc
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
+from benchmarks._data import data_root  # noqa: E402
+from benchmarks._results import LOAD_AT_START, figure, write_results  # noqa: E402
 from curation import schema  # noqa: E402
 from curation.apply import run_stage  # noqa: E402
 from curation.stages.c4 import C4  # noqa: E402
 from curation.stages.fineweb import FineWeb  # noqa: E402
 from curation.stages.gopher import GOPHER_STOP_WORDS, GopherQuality, GopherRepetition  # noqa: E402
 
-DATA = Path(os.environ.get("CURATION_TESTDATA", PROJECT_ROOT.parent / "shared" / "data"))
+DATA = data_root()
 VENV = PROJECT_ROOT / "benchmarks" / ".venv-datatrove"
 GERMAN_STOP_WORDS = ["der", "die", "das", "und", "zu", "von", "mit", "sein", "haben", "dass"]
 FILTERS = ["gopher_repetition", "gopher_quality", "c4", "fineweb"]  # FineWeb's order
@@ -243,8 +245,10 @@ def theirs(docs: list[dict], stop_words: list[str], workdir: Path) -> dict:
     return json.loads(outp.read_text())
 
 
-def report(docs: list[dict], a: dict, b: dict, show: int) -> None:
+def report(docs: list[dict], a: dict, b: dict, show: int) -> list[dict]:
+    """Prints the comparison; its figures: the same decision as datatrove and docs/s, per filter and chained."""
     n = len(docs)
+    figures = []
     print(f"\n{n} documents; drop share per rule, each filter alone on the original text "
           "(ours | datatrove; reasons in datatrove's names):")
     for name in FILTERS:
@@ -255,6 +259,8 @@ def report(docs: list[dict], a: dict, b: dict, show: int) -> None:
         same = sum((x is None) == (y is None) for x, y in zip(a["alone"][name], b["alone"][name], strict=True)) / n
         print(f"  {name:18s} keep {keep_a:6.1%} | {keep_b:6.1%}   same decision {same:6.1%}   "
               f"docs/s per core {n / a['alone_cpu'][name]:8.1f} | {n / b['alone_cpu'][name]:8.1f}")
+        figures.append(figure(f"{name} alone: same decision as datatrove ({n} documents)", same, "share",
+                              note=f"keep {keep_a:.1%}, datatrove {keep_b:.1%}"))
         for reason in sorted(set(ra) | set(rb), key=lambda r: -(ra[r] + rb[r])):
             print(f"      {reason:32s} {ra[reason] / n:6.1%} | {rb[reason] / n:6.1%}")
     chain_a, chain_b = a["chain"], b["chain"]
@@ -274,6 +280,9 @@ def report(docs: list[dict], a: dict, b: dict, show: int) -> None:
     for key, label in (("chain_cpu", "first pass, cold word caches"), ("chain_cpu_warm", "second pass, warm")):
         print(f"  docs/s per core ({label}): ours {n / a[key]:.1f} ({a[key]:.2f} CPU s), "
               f"datatrove {n / b[key]:.1f} ({b[key]:.2f} CPU s), ours/datatrove {b[key] / a[key]:.1f}x")
+        figures.append(figure(f"the chain, {label}", n / a[key], "docs/s per core", "datatrove", n / b[key]))
+    figures.append(figure(f"the chain: same final decision as datatrove ({n} documents)", same / n, "share",
+                          note=f"same filter {same_filter / n:.2%}, same reason {same_reason / n:.2%}"))
     shown = 0
     print(f"\nsome disagreements, filter alone (up to {show}):")
     for name in FILTERS:
@@ -285,6 +294,7 @@ def report(docs: list[dict], a: dict, b: dict, show: int) -> None:
                 shown += 1
     if not shown:
         print("  none")
+    return figures
 
 
 def main() -> int:
@@ -302,13 +312,13 @@ def main() -> int:
     if not (DATA / "html").is_dir():
         print(f"test data not found at {DATA} (set CURATION_TESTDATA); nothing to measure")
         return 0
-    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    print(f"load average at start: {LOAD_AT_START:.2f}")
     stop_words = GOPHER_STOP_WORDS + (GERMAN_STOP_WORDS if args.stop_words == "en+de" else [])
     docs = extract_texts(DATA, args.cache, args.limit)
     with tempfile.TemporaryDirectory() as tmp:
         b = theirs(docs, stop_words, Path(tmp))
     a = ours(docs, stop_words)
-    report(docs, a, b, args.show)
+    write_results("quality_agreement", report(docs, a, b, args.show))
     return 0
 
 

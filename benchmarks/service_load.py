@@ -54,6 +54,11 @@ from pathlib import Path
 
 from pipelines.net import free_port
 
+try:  # python benchmarks/service_load.py puts benchmarks/ on sys.path
+    from _results import code_version, figure, write_results
+except ImportError:  # python -m benchmarks.service_load
+    from benchmarks._results import code_version, figure, write_results
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
@@ -382,6 +387,15 @@ def print_concurrency(rows: list[tuple[str, int, dict]], args: argparse.Namespac
           "machine req/s and latency follow the CPU each process gets; CPU per request does not")
 
 
+def concurrency_figures(rows: list[tuple[str, int, dict]]) -> list[dict]:
+    """The service's req/s in the closed loops, against the bare uvicorn ASGI app at the same clients."""
+    bare = {clients: f for name, clients, f in rows if name == "bare uvicorn ASGI app"}
+    return [figure(f"{name}, {clients} clients, closed loop", f["rps"], "req/s", "bare uvicorn ASGI app",
+                   bare[clients]["rps"], note=f"p99 {f['p99_ms']:.1f} ms, {f['errors']} errors, "
+                                              f"{f['service_cpu_ms_per_request']:.3f} ms service CPU per request")
+            for name, clients, f in rows if name not in ("bare uvicorn ASGI app", "trivial FastAPI route")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=200)
@@ -412,18 +426,20 @@ def main() -> None:
         return
 
     try:  # python benchmarks/service_load.py puts benchmarks/ on sys.path
-        from warc_corpus import DataMissing, build_warc_corpus, code_version
+        from warc_corpus import DataMissing, build_warc_corpus
     except ImportError:  # python -m benchmarks.service_load
-        from benchmarks.warc_corpus import DataMissing, build_warc_corpus, code_version
+        from benchmarks.warc_corpus import DataMissing, build_warc_corpus
 
     load1, load5, _ = os.getloadavg()
     print(f"{code_version()}; load average before: {load1:.2f} / {load5:.2f} (1 / 5 min), {os.cpu_count()} CPUs")
     if args.concurrency_only:
         with tempfile.TemporaryDirectory(prefix="service-load-") as tmp:
             write_finished_job(Path(tmp))
-            print_concurrency(concurrency_loads(Path(tmp), args), args)
+            concurrency = concurrency_loads(Path(tmp), args)
+            print_concurrency(concurrency, args)
         load1, load5, _ = os.getloadavg()
         print(f"load average after: {load1:.2f} / {load5:.2f}")
+        write_results("service_load", concurrency_figures(concurrency))
         return
     with tempfile.TemporaryDirectory(prefix="service-load-") as tmp:
         tmp = Path(tmp)
@@ -470,6 +486,15 @@ def main() -> None:
     load1, load5, _ = os.getloadavg()
     print(f"load average after: {load1:.2f} / {load5:.2f}; cores: CPU seconds per second of load, of the service, "
           f"the load generator and the whole machine ({os.cpu_count()} CPUs)")
+    results = []
+    for paced, f, job_s, _ in rows:
+        mode = "paced, 1 request/s per client" if paced else "closed loop"
+        context = f"{args.clients} clients, {mode}, during a job"
+        results += [figure(f"p99 latency, {context}", f["p99_ms"], "ms", "limit", 100.0, target="< 100 ms",
+                           met=f["p99_ms"] < 100, note=f"{f['rps']:.0f} req/s, p50 {f['p50_ms']:.1f} ms"),
+                    figure(f"errors, {context}", f["errors"], "requests", target="0", met=f["errors"] == 0),
+                    figure(f"job wall time, {context}", job_s, "s", "no load", base_s)]
+    write_results("service_load", results + concurrency_figures(concurrency))
 
 
 if __name__ == "__main__":

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._data import PROJECT_ROOT, data_root
+from benchmarks._data import data_root
+from benchmarks._results import LOAD_AT_START, figure, git_commit, write_results
 from curation.tokens.config import TrainTokenizer
 from curation.tokens.tokenizer import held_out_documents, load_tokenizer, train_sized, train_tokenizer
 
@@ -57,9 +56,7 @@ def main() -> int:
     if not (root / "toxicity" / "cold" / "train.csv").is_file():
         print(f"no test data at {root} (set CURATION_TESTDATA)")
         return 0
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
-                            text=True, check=False).stdout.strip()
-    print(f"commit {commit}, load average {os.getloadavg()[0]:.2f}")
+    print(f"commit {git_commit()['sha']}, load average {LOAD_AT_START:.2f}")
     docs = documents(root, args.documents, args.en)
     unseen = held_out_documents([d for d, _ in docs], HELD_OUT, 0.0)
     train = [t for (_, t), out in zip(docs, unseen, strict=True) if not out]
@@ -68,6 +65,7 @@ def main() -> int:
     print(f"{len(train):,} documents ({sum(map(len, train)):,} characters) train, {len(held):,} held out")
     print(f"{'asked':>7} | {'as asked: pieces':>16} {'sample':>7} {'held-out':>8} {'ratio':>6} | "
           f"{'sized: pieces':>13} {'sample':>7} {'held-out':>8} {'ratio':>6} | held-out sized/as asked")
+    figures = []
     for size in (int(s) for s in args.sizes.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             plain = load_tokenizer(train_tokenizer(lines, Path(tmp) / "plain", size, "bpe", 0,
@@ -85,6 +83,10 @@ def main() -> int:
         (n0, s0, h0, r0), (n1, s1, h1, r1) = rows
         print(f"{size:>7,} | {n0:>16,} {s0:>7.3f} {h0:>8.3f} {r0:>6.2f} | {n1:>13,} {s1:>7.3f} {h1:>8.3f} {r1:>6.2f} | "
               f"{h1 / h0:.3f}  ({sizing.memorised:,} memorised pieces)")
+        figures.append(figure(f"held-out tokens per character, vocab_size {size:,} asked: train_sized", h1,
+                              "tokens/char", "sentencepiece as asked", h0,
+                              note=f"{n1:,} pieces sized, {n0:,} as asked; {sizing.memorised:,} memorised"))
+    write_results("tokenizer_vocab", figures)
     return 0
 
 

@@ -44,10 +44,12 @@ from curation.tokens.megatron import MegatronWriter, megatron_dtype
 
 try:  # python benchmarks/tokens_pack.py puts benchmarks/ on sys.path
     from _data import data_root
-    from warc_corpus import DataMissing, code_version, real_pages
+    from _results import code_version, figure, write_results
+    from warc_corpus import DataMissing, real_pages
 except ImportError:  # python -m benchmarks.tokens_pack
     from benchmarks._data import data_root
-    from benchmarks.warc_corpus import DataMissing, code_version, real_pages
+    from benchmarks._results import code_version, figure, write_results
+    from benchmarks.warc_corpus import DataMissing, real_pages
 
 TARGET_OVERHEAD = 0.20
 TARGET_MEMORY = 1.3
@@ -110,7 +112,7 @@ def time_packed(sp, ids: list[str], texts: list[str], batch: int, seq_len: int) 
     return time.perf_counter() - w0, c2 - c0, in_packer, packer.tokens - packer.documents  # less the EOS
 
 
-def throughput(sp, ids: list[str], texts: list[str], args: argparse.Namespace) -> None:
+def throughput(sp, ids: list[str], texts: list[str], args: argparse.Namespace) -> list[dict]:
     plain, packed = [], []
     for _ in range(args.repeats):  # interleaved, so drift in machine load hits both alike
         wall, cpu, tokens = time_plain(sp, texts, args.batch)
@@ -134,6 +136,9 @@ def throughput(sp, ids: list[str], texts: list[str], args: argparse.Namespace) -
     print(f"    packing overhead {overhead:+.1%} (CPU, end to end; target < {TARGET_OVERHEAD:.0%}): {verdict}; "
           f"time inside the packer = {in_packer / plain_cpu:.1%} of plain encode")
     print("    STACK-NOTES peer figure: BPE encode 2.0M tok/s on 2 threads")
+    return [figure(f"sp.encode + Packer.add/finish, {len(texts):,} docs, seq_len {args.seq_len}", tokens / packed_cpu,
+                   "tokens/s per core", "plain sp.encode", tokens / plain_cpu,
+                   target=f"< {TARGET_OVERHEAD:.0%} overhead", met=overhead < TARGET_OVERHEAD)]
 
 
 # (b) -------------------------------------------------------------------------------------------
@@ -184,7 +189,7 @@ def child_memory(args: argparse.Namespace) -> int:
     return 0
 
 
-def memory(model: Path, texts: list[str], workdir: Path, args: argparse.Namespace) -> None:
+def memory(model: Path, texts: list[str], workdir: Path, args: argparse.Namespace) -> list[dict]:
     # The 1x input is a whole number of batches and 10x is it ten times over, so both see the same
     # batches: the peak follows the largest batch (Python int lists from encode), which would
     # otherwise differ by how repeated texts happen to group, not by the input's size.
@@ -214,6 +219,9 @@ def memory(model: Path, texts: list[str], workdir: Path, args: argparse.Namespac
     verdict = "ok" if grow_ratio <= TARGET_MEMORY else "OVER TARGET"
     print(f"    10x / 1x: increase {grow_ratio:.2f}x, whole peak {peak_ratio:.2f}x "
           f"(target <= {TARGET_MEMORY}x): {verdict}")
+    return [figure(f"packer loop: peak increase, {large['docs']:,} / {small['docs']:,} docs", grow_ratio, "x",
+                   "limit", TARGET_MEMORY, target=f"<= {TARGET_MEMORY}x", met=grow_ratio <= TARGET_MEMORY,
+                   note=f"whole process {peak_ratio:.2f}x")]
 
 
 # (c) -------------------------------------------------------------------------------------------
@@ -395,11 +403,11 @@ def main(argv: list[str] | None = None) -> int:
         sp = load_tokenizer(model)
         print(f"trained BPE vocab {args.vocab} on all of them in {time.perf_counter() - t0:.1f} s")
         ids, texts = repeat(base, args.docs)
-        throughput(sp, ids, texts, args)
-        memory(model, base, workdir, args)
+        figures = throughput(sp, ids, texts, args) + memory(model, base, workdir, args)
         docs, encoded = round_trip(sp, ids, texts, args)
         megatron_export(sp, ids, docs, encoded, workdir)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
+    write_results("tokens_pack", figures)
     return 0
 
 

@@ -43,8 +43,10 @@ from curation.stages.toxicity import Toxicity
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
+    from _results import figure, write_results
 except ImportError:  # imported as benchmarks.<name>
     from benchmarks._data import data_root
+    from benchmarks._results import figure, write_results
 
 
 def load_davidson(path: Path) -> tuple[list[str], np.ndarray]:
@@ -183,6 +185,15 @@ def main(argv: list[str] | None = None) -> int:
               f"{f['f1']:7.3f}  {speed}")  # fmt: skip
     print(f"{'reference: Davidson et al. 2017, 3-class LR (weighted)':<58} {0.90:7.3f} {'':>7} {'':>7} {0.91:7.3f} "
           f"{0.90:7.3f}")  # fmt: skip
+    peer_name, peer = next(((n, f) for n, f, _ in rows if n.startswith("peer: LDNOOBW") and ">= 1" in n),
+                           ("floor: flag everything", rows[-1][1]))
+    results = []
+    for name, f, _ in rows:
+        theirs = (None, None) if name.startswith("peer: ") else (peer_name.removeprefix("peer: "), peer["recall"])
+        results.append(figure(f"{name}: recall", f["recall"], "share", *theirs,
+                              note=f"FPR {f['fpr']:.3f}, precision {f['precision']:.3f}, F1 {f['f1']:.3f}, hate "
+                                   f"recall {f['hate_recall']:.3f}; {len(b)} test tweets"))
+    write_results("toxicity", [*results, figure("classifier ROC AUC, test half", auc, "")])
     return 0
 
 

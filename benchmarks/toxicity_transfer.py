@@ -44,6 +44,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_root
+from _results import figure, write_results
 from flagged_languages import clean_text
 
 from curation import schema
@@ -268,6 +269,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"throughput {lang} ({len(docs):,} distinct documents): toxicity stage {ours_cpu:,.0f} docs per "
                   f"CPU second (target 5,000 per core), langid {langid_cpu:,.0f}, ratio {ours_cpu / langid_cpu:.2f}; "
                   f"wall: {ours_wall:,.0f} vs {langid_wall:,.0f} docs/s (load average {os.getloadavg()[0]:.1f})")
+    write_results("toxicity_transfer", [
+        figure("Chinese macro F1, unseen COLD topics (mean of 3)", float(np.mean(unseen)), "", target=">= 0.75",
+               met=bool(np.mean(unseen) >= 0.75)),
+        *(figure("Chinese macro F1, SWSR", s, "", target=">= 0.75", met=s >= 0.75) for s in swsr[:1]),
+        *(figure("F1, English forum hate speech", f, "", target=">= 0.40", met=f >= 0.40) for f in forum[:1]),
+        *(figure(f"{test}: {name}", f["macro_f1"], "macro F1", note=f"F1 {f['f1']:.3f}") for test, name, f in rows),
+    ])
     return 0
 
 

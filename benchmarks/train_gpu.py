@@ -34,6 +34,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout, not installed
 
+from benchmarks._results import figure, write_results
 from curation.train.config import TrainRecipe
 from curation.train.loop import METRICS, peak_bf16_flops, read_jsonl, run_worker
 from pipelines.net import free_port
@@ -137,6 +138,15 @@ def main() -> int:
           f"{flops / 1e12:.1f} TFLOP/s, MFU {mfu}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
+    if use_gpu:  # a smoke run's CPU figures are no GPU figures
+        model = f"{result['params'] / 1e6:.1f}M params, bf16 FSDP, seq_len {args.seq_len}, on {result['device']}"
+        write_results("train_gpu", [
+            figure(f"training tokens/s, {model}", tokens_per_s, "tokens/s",
+                   note=f"step {result['step_seconds']:.3f} s, data {result['data_seconds']:.4f} s, "
+                        f"peak memory {result['max_memory_gib']:.1f} GiB"),
+            figure(f"model FLOP/s (ratio: MFU), {model}", flops / 1e12, "TFLOP/s", "dense bf16 peak",
+                   peak / 1e12 if peak else None),
+        ])
     return 0
 
 

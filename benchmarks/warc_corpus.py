@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -165,18 +164,6 @@ def verify_corpus(paths: list[Path], expected: list[dict[str, int]]) -> None:
             missing = sorted(set(want) ^ set(got))[:3]
             msg = f"{path}: {len(got)} HTML records read back, {len(want)} written; differing e.g. {missing}"
             raise AssertionError(msg)
-
-
-def code_version() -> str:
-    """The checkout's commit, and whether its tracked files have changes."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True)
-    except OSError:
-        return "unknown (no git)"
-    return f"{head.stdout.strip() or 'unknown'}{' with uncommitted changes' if dirty.stdout.strip() else ''}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _zh_en_data as data
 from _data import PROJECT_ROOT, data_root
+from _results import figure, write_results
 
 sys.path.insert(0, str(PROJECT_ROOT))
 from curation import schema
@@ -440,6 +441,7 @@ def main() -> int:
         print(f"\nfigures written to {args.json}")
     if args.baseline:
         compare(args.baseline)
+    write_results("zh_en_documents", [figure(key, value) for key, value in FIGURES.items()])
     return 0
 
 

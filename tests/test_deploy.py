@@ -586,3 +586,14 @@ def test_status_service_serves_the_jobs_volume():
     for probe in ("readinessProbe", "livenessProbe"):
         get = container[probe]["httpGet"]
         assert get["path"] == "/healthz" and get["port"] in {p["name"] for p in container["ports"]}
+
+
+def test_sizing_names_benchmarks_that_exist():
+    """deploy/README.md's sizing figures each name the benchmark that measures them, and those scripts exist."""
+    text = (DEPLOY / "README.md").read_text()
+    sizing = text.split("\n## Sizing\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(\w+\.py)`", sizing))
+    assert len(named) >= 5
+    missing = sorted(n for n in named if not (ROOT / "benchmarks" / n).is_file())
+    assert not missing, f"deploy/README.md's sizing names benchmarks that do not exist: {missing}"
+    assert "benchmarks/RESULTS.md" in sizing

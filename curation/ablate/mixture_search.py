@@ -253,7 +253,7 @@ def fit_verdict(predicted: dict[str, float], loo_mae: float) -> str:
     """Whether the fit itself tells the proposal from the better of the natural and the uniform mixture (by its
     `predicted` scores): a predicted difference within the fit's leave-one-out error is within what it gets wrong
     on a proxy it did not see, so only the verification can say which is better (on the benchmark's real sources
-    it found the proposal lower on every seed where the fit could not tell; `benchmarks/README.md`)."""
+    it found the proposal lower on every seed where the fit could not tell; `benchmarks/ablate.py`)."""
     best = min((NATURAL, UNIFORM), key=predicted.__getitem__)
     gain = predicted[best] - predicted[PROPOSED]
     said = (f"the fit predicts the proposal {abs(gain):.4f} {'below' if gain >= 0 else 'above'} the "

@@ -36,7 +36,7 @@ measurements:
 
 The thresholds are trafilatura's except the halves of steps 2 and 5 and the use of step 7 in every
 `favor` mode (trafilatura escalates in balanced mode only, but compares with readability/jusText
-in all); F1 hardly moves with them (benchmarks/README.md). Speed notes: a resiliparse NodeList is
+in all); F1 hardly moves with them (benchmarks/extraction_quality.py). Speed notes: a resiliparse NodeList is
 read through `.values()` (indexing or iterating it re-runs the query per item: a page with 200 divs
 took 0.3 s), and each node handed to Python costs ~2.5 us (a weak-reference cache), so the code
 asks the DOM only for what a rule needs.

@@ -25,8 +25,8 @@ class ExtractParams(StageParams):
         "trafilatura", description="`trafilatura`: trafilatura itself. `fast`: trafilatura's main-content rules "
         "run on resiliparse's parser and CSS selectors (curation.extract.fast): ~6x less CPU per page, "
         "extraction F1 within 0.01 of trafilatura's on its evaluation set and on mozilla/readability's test "
-        "pages (benchmarks/README.md), but no readability/jusText fallbacks, so unusual layouts fare worse; "
-        "`favor`, `include_comments` and `include_tables` apply, `fast` and `deduplicate` do not.")
+        "pages (benchmarks/extraction_quality.py), but no readability/jusText fallbacks, so unusual layouts fare "
+        "worse; `favor`, `include_comments` and `include_tables` apply, `fast` and `deduplicate` do not.")
     timeout_s: float | None = Field(
         2.0, gt=0, description="Per-page time limit in seconds; a page over it is dropped as `timeout`."
     )

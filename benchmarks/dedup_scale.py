@@ -2,9 +2,9 @@
 
 What runs: the corpus-stage part of a job only. For each size the generated documents are written as
 Parquet shards into a fresh job's `_work/documents/` (what the document stages leave behind), then
-`pipelines.dedup.corpus_stages.run_corpus_stages` runs `minhash_dedup` with the recipe defaults
-(threshold 0.8, 128 permutations, word 5-grams, 14 bands x 9 rows, exact verification) and rewrites
-every shard to `documents/` and `rejects/`. Each size runs in its own process with its own embedded Ray
+`pipelines.dedup.minhash.fuzzy_dedup`, the Ray runner a job's `minhash_dedup` calls, finds the removals with the
+recipe defaults (threshold 0.8, 128 permutations, word 5-grams, 14 bands x 9 rows, exact verification); the
+rewrite of the shards to `documents/` and `rejects/` is not timed. Each size runs in its own process with its own embedded Ray
 (`num_cpus=2` by default), so one size's memory does not carry over to the next.
 
 Documents: `--words` random words (vocabulary of 50,000 `w<i>` tokens, ~6 characters each) per
@@ -15,7 +15,7 @@ copies; the table prints what was removed beside that.
 
 Measured:
 
-- time: wall seconds of `run_corpus_stages` (Ray already started, data already written), and the
+- time: wall seconds of `fuzzy_dedup` (Ray already started, data already written), and the
   seconds of each step inside the stage (signatures, buckets, verification, components, survivors);
 - memory: peak of the summed RSS of this process and all its descendants (raylet, GCS, every Ray
   worker), sampled every 0.2 s with psutil, and the same before the run (Ray idle, data written).
@@ -131,17 +131,7 @@ def measure(n: int, shards: int, words: int, share: float, cpus: int, seed: int)
     from curation.dedup.minhash_dedup import MinhashDedup
     from curation.job import WORK_DOCUMENTS
     from pipelines.dedup import minhash
-    from pipelines.dedup.corpus_stages import run_corpus_stages
-    from pipelines.executors.ray import RayExecutor
 
-    reports = []
-    original = minhash.fuzzy_dedup
-
-    def recorded(*args, **kwargs):
-        reports.append(original(*args, **kwargs))
-        return reports[-1]
-
-    minhash.fuzzy_dedup = recorded  # keep the step breakdown `run_corpus_stages` does not return
     with tempfile.TemporaryDirectory(prefix="dedup_scale_") as job:
         t0 = time.perf_counter()
         names, rows = [], n // shards
@@ -157,14 +147,14 @@ def measure(n: int, shards: int, words: int, share: float, cpus: int, seed: int)
         idle = PeakRss.now()
         with PeakRss() as rss:
             t0 = time.perf_counter()
-            counters = run_corpus_stages(job, [("minhash_dedup", MinhashDedup())], names, RayExecutor(),
-                                         rejects_sample=1.0, rejects_max_per_reason=1000)
+            # the Ray runner itself, in the driver as `run_corpus_stages` calls it, for its step breakdown
+            report = minhash.fuzzy_dedup([str(Path(job, WORK_DOCUMENTS, f"{name}.parquet")) for name in names],
+                                         MinhashDedup())
             seconds = time.perf_counter() - t0
         ray.shutdown()
-    report = reports[-1]
     return {"documents": rows * shards, "expected_removed": shards * round(rows * share), "mean_chars": mean_chars,
             "write_seconds": written, "seconds": seconds, "idle_rss": idle, "peak_rss": rss.peak,
-            "removed": counters["minhash_dedup"]["dropped"].get("near_duplicate", 0),
+            "removed": report.removals.num_rows,
             "steps": report.seconds, "candidate_pairs": report.candidate_pairs,
             "verified_pairs": report.verified_pairs, "rounds": report.rounds}
 

@@ -326,10 +326,11 @@ def test_an_interrupt_stops_the_local_workers_at_once_not_after_their_shards():
         stream = executor.stream(sleepy, range(4), 60.0)
         assert next(stream) in range(4)
         workers = [p for p in descendants(os.getpid()) if p.pid not in before]
-        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
         started = time.time()
         with pytest.raises(KeyboardInterrupt):
-            for _ in stream:  # each item's first output, then 60 s of sleep: the interrupt comes first
+            # while the loop below waits: each item's first output, then 60 s of sleep, so the interrupt comes first
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            for _ in stream:
                 pass
         stream.close()
         executor.close()
@@ -356,20 +357,25 @@ from pathlib import Path
 import psutil
 from pipelines.executors import LocalExecutor
 from pipelines.run import interrupted_by_sigterm
+from tests.support.waiting import wait_until
 
 def sleep_reporting_pid(path):
     Path(path).write_text(str(os.getpid()))
     time.sleep(60)
+
+def reading_a_pipe(pid):
+    return "pipe" in Path(f"/proc/{{pid}}/wchan").read_text()  # the kernel function it waits in
 
 flag = Path({str(tmp_path / "busy")!r})
 with interrupted_by_sigterm():
     executor = LocalExecutor(2)
     workers = {{p.pid for p in psutil.Process().children()}}
     busy = executor.submit(sleep_reporting_pid, str(flag))
-    while not flag.exists():
-        time.sleep(0.05)
-    time.sleep(0.5)  # the other worker waits on the task queue, holding its lock
-    os.kill((workers - {{int(flag.read_text())}}).pop(), signal.SIGKILL)
+    busy_pid = wait_until(lambda: flag.exists() and flag.read_text(), "the busy worker's pid", 20)
+    idle = (workers - {{int(busy_pid)}}).pop()
+    # the idle worker waits for the next task holding the task queue's lock: blocked reading its pipe
+    wait_until(lambda: reading_a_pipe(idle), "the idle worker reading the task queue", 20)
+    os.kill(idle, signal.SIGKILL)
     try:
         executor.result(busy)
     except BrokenProcessPool:

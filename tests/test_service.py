@@ -31,6 +31,7 @@ from curation.recipe import load_recipe
 from pipelines.cli import main
 from pipelines.net import free_port
 from tests.conftest import ROOT, warc_response
+from tests.support.waiting import wait_until
 
 
 def slow_page(i: int) -> bytes:
@@ -173,11 +174,13 @@ def watched_job(tmp_path_factory: pytest.TempPathFactory) -> Watched:
         for p in pollers:
             p.join(timeout=10)
     watched.spike_documents = write_training_metrics(job_dir)
-    deadline = time.time() + 10
-    while httpx.get(f"{url}/api/jobs/{job_dir.name}", timeout=5).json()["state"] != "done":  # answers live <= ttl
-        assert time.time() < deadline, "the service never saw the job end"
-        time.sleep(0.1)
-    time.sleep(0.6)  # past the answer cache's ttl: every later request sees the training metrics too
+
+    def polled_answers_are_final() -> bool:
+        """The answers the pollers had cached (for up to the service's ttl) now show the end and the training."""
+        status = get(watched, f"/api/jobs/{job_dir.name}")
+        return (status["state"] == "done" and status["has"]["train"]
+                and get(watched, f"/api/jobs/{job_dir.name}/funnel")["final"])
+    wait_until(polled_answers_are_final, "the service showing the finished job and its training metrics", 10)
     _WATCHED.append(watched)
     return watched
 

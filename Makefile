@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The layer contracts of pyproject.toml; no cache: it takes under a second, and leaves no folder behind.
 LINT_IMPORTS := $(BIN)/lint-imports --no-cache --no-logo
 
-.PHONY: install demo test lint bench clean toxicity-models
+.PHONY: install demo test test-fast lint bench clean toxicity-models
 
 # The shipped toxicity models (`toxicity: {classifier: shipped}`), trained from the labelled sets of the test
 # data (Davidson's tweets, COLD): reproducible (one thread, fixed seed), nothing downloaded, not committed.
@@ -42,6 +42,13 @@ test: $(STAMP)
 	$(BIN)/ruff check curation pipelines tests benchmarks recipes
 	$(LINT_IMPORTS)
 	$(BIN)/python -m pytest -q
+
+# The tests that start no Ray and no other process (`pytest --fast`: tests/conftest.py), for a quick loop;
+# `make test` runs every test.
+test-fast: $(STAMP)
+	$(BIN)/ruff check curation pipelines tests benchmarks recipes
+	$(LINT_IMPORTS)
+	$(BIN)/python -m pytest -q --fast
 
 lint: $(STAMP)
 	$(BIN)/ruff check curation pipelines tests benchmarks recipes

@@ -65,6 +65,7 @@ def head():
     shutil.rmtree(temp, ignore_errors=True)
 
 
+@pytest.mark.subprocess
 def test_submit_runs_the_recipe_on_the_cluster(head, tmp_path):
     recipe = tmp_path / "recipe.yaml"
     text = (ROOT / "recipes" / "quickstart.yaml").read_text().replace("recipes/sample/", f"{SAMPLE}/")
@@ -83,6 +84,7 @@ def test_submit_runs_the_recipe_on_the_cluster(head, tmp_path):
     assert stats["documents"]["out"] == 10 and stats["tokens"]["splits"]["train"]["rows"] > 0
 
 
+@pytest.mark.subprocess
 def test_a_bad_recipe_is_refused_before_submission(head, tmp_path):
     recipe = tmp_path / "bad.yaml"
     recipe.write_text("name: bad\nsources: [{name: a, format: warc, paths: [nowhere/*.warc]}]\n")
@@ -132,6 +134,7 @@ def _ended(jobs, job_id: str) -> str | None:
     return status.value if status.is_terminal() else None
 
 
+@pytest.mark.subprocess
 def test_rest_job_control_needs_the_token(head, tmp_path):
     import httpx
 

@@ -104,6 +104,7 @@ def test_local_workers_and_in_process_write_what_ray_writes(ray_session, tmp_pat
     assert bloom["counts"]["rewritten"] > 20  # the boilerplate paragraph left every note but the first
 
 
+@pytest.mark.subprocess
 def test_local_run_never_imports_ray_and_prints_its_summary(tmp_path):
     (tmp_path / "recipe.yaml").write_text(recipe_text(tmp_path, "executor: local\nlocal: {workers: 2}"))
     script = (f"import runpy, sys; sys.argv = ['curate', 'run', {str(tmp_path / 'recipe.yaml')!r}, '--output', "
@@ -118,6 +119,7 @@ def test_local_run_never_imports_ray_and_prints_its_summary(tmp_path):
     assert (job / "manifest.json").is_file()
 
 
+@pytest.mark.subprocess
 def test_the_workers_preload_leaves_out_libraries_only_a_stage_not_in_the_recipe_uses():
     """PRELOAD is imported before any worker starts (by the caller or a forkserver, one core idle meanwhile):
     detect-secrets (requests with it) and ftfy are imported by the stages that use them, when they run."""
@@ -230,6 +232,7 @@ finally:
 """
 
 
+@pytest.mark.subprocess
 def test_a_worker_that_dies_as_the_pool_starts_is_replaced(tmp_path):
     """The fault matrix killed a worker as `curate run` started its pool: the run failed with a traceback. In a
     fresh interpreter, where the pool forks and starts every worker at once (not in this one, once Ray runs)."""
@@ -260,6 +263,7 @@ def test_stream_hands_over_every_item_once_and_a_caller_that_stops_early_leaves_
     assert not closing.is_alive(), "close() hangs: a worker is still blocked on the full queue"
 
 
+@pytest.mark.subprocess
 def test_workers_fork_from_a_caller_with_no_other_thread_and_from_a_forkserver_beside_one():
     """A fork copies no thread: one holding a lock at that moment (a status server's, Ray's) would leave it held
     in the child forever. Either way the workers hand over the same outputs."""

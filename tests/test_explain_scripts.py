@@ -101,10 +101,8 @@ def test_every_script_through_the_web_recipes(testdata, recipes):
     assert judged_in_own_language > 50
 
 
-def test_chinese_shows_its_own_thresholds(recipes):
-    text = (ROOT.parent / "shared" / "data" / "langid" / "sentences" / "zh.txt")
-    if not text.is_file():
-        pytest.skip(f"third-party test data not found at {text.parent}")
+def test_chinese_shows_its_own_thresholds(testdata, recipes):
+    text = testdata / "langid" / "sentences" / "zh.txt"
     explained = inspect.explain("\n".join(text.read_text(encoding="utf-8").splitlines()[:LINES]),
                                 recipes["web-zh-en.yaml"])
     assert explained.kept

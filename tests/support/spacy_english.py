@@ -9,13 +9,16 @@ itself cannot be a dev dependency (it pins an old trafilatura), so the tests run
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import spacy
-from spacy.language import Language
+if TYPE_CHECKING:
+    from spacy.language import Language
 
 
 @lru_cache(maxsize=1)
 def _english() -> Language:
+    import spacy  # seconds to import: paid by the tests that use it, not by every collection
+
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
     return nlp

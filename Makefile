@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The layer contracts of pyproject.toml; no cache: it takes under a second, and leaves no folder behind.
 LINT_IMPORTS := $(BIN)/lint-imports --no-cache --no-logo
 
-.PHONY: install demo test lint bench bench-report clean toxicity-models reference
+.PHONY: install demo test test-fast lint bench bench-report clean toxicity-models reference
 
 # The shipped toxicity models (`toxicity: {classifier: shipped}`), trained from the labelled sets of the test
 # data (Davidson's tweets, COLD): reproducible (one thread, fixed seed), nothing downloaded, not committed.
@@ -43,6 +43,13 @@ test: $(STAMP)
 # docs/reference.md, generated from the recipe models (tests/test_reference.py fails while it is stale).
 reference: $(STAMP)
 	$(BIN)/curate schema --markdown > docs/reference.md
+
+# The tests that start no Ray and no other process (`pytest --fast`: tests/conftest.py), for a quick loop;
+# `make test` runs every test.
+test-fast: $(STAMP)
+	$(BIN)/ruff check curation pipelines tests benchmarks recipes
+	$(LINT_IMPORTS)
+	$(BIN)/python -m pytest -q --fast
 
 lint: $(STAMP)
 	$(BIN)/ruff check curation pipelines tests benchmarks recipes

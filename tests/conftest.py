@@ -1,9 +1,11 @@
-"""Shared fixtures: the third-party test data and one local Ray cluster per test session."""
+"""Shared fixtures: the third-party test data and one local Ray cluster per test session; `--fast`
+(`make test-fast`): only the tests that start no Ray and no other process."""
 
 from __future__ import annotations
 
 import gzip
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -12,6 +14,42 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "recipes" / "sample"
 DATA = Path(os.environ.get("CURATION_TESTDATA", ROOT.parent / "shared" / "data"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fast", action="store_true",
+                     help="leave out the tests marked ray or subprocess (make test-fast)")
+
+
+# Under --fast, starting a process (Ray's start among them) fails the test, or the fixture, that does it, naming
+# the mark it lacks: so the marks stay true as tests change. For the whole session, as fixtures of any scope
+# are caught too.
+_FAST = pytest.MonkeyPatch()
+
+
+def _refuse_a_process(popen: subprocess.Popen, args: object, *_: object, **__: object) -> None:
+    popen._child_created = False  # what Popen.__del__ looks at
+    pytest.fail(f"starts a process ({str(args)[:120]}) under --fast: mark the test subprocess, or ray",
+                pytrace=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("fast"):
+        _FAST.setattr(subprocess.Popen, "__init__", _refuse_a_process)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _FAST.undo()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "ray_session" in item.fixturenames:  # directly or through another fixture
+            item.add_marker(pytest.mark.ray)
+    if config.getoption("fast"):
+        left_out = {item for item in items if item.get_closest_marker("ray") or item.get_closest_marker("subprocess")}
+        config.hook.pytest_deselected(items=[item for item in items if item in left_out])
+        items[:] = [item for item in items if item not in left_out]
 
 
 @pytest.fixture(scope="session")

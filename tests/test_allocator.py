@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from pipelines.allocator import ENVIRONMENT, MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, lean_allocator
 from pipelines.executors import LocalExecutor
 
@@ -17,6 +19,7 @@ def _pool_and_threshold() -> tuple[str, str | None, str | None]:
             os.environ.get("MALLOC_TRIM_THRESHOLD_"))
 
 
+@pytest.mark.subprocess
 def test_a_process_that_imports_pipelines_first_allocates_arrow_memory_with_malloc():
     env = {k: v for k, v in os.environ.items() if k not in ENVIRONMENT}
     probe = "import pipelines, pyarrow as pa; print(pa.default_memory_pool().backend_name)"

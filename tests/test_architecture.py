@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import grimp
+import pytest
 
 from tests.conftest import ROOT
 
@@ -68,6 +69,7 @@ def test_import_cycles_finds_a_loop_held_open_by_an_import_inside_a_function(tmp
     assert described(graph, ["loopy.a", "loopy.b", "loopy.a"]) == "loopy.a (line 1) -> loopy.b (line 2) -> loopy.a"
 
 
+@pytest.mark.subprocess
 def test_importing_the_status_service_imports_no_ray():
     """It imports Ray only inside the functions that submit a job to a cluster: serving job folders must not
     pay for Ray's import. A fresh process, as import-linter counts imports inside functions too."""

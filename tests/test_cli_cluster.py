@@ -7,7 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from pipelines.net import free_port
+
+pytestmark = pytest.mark.subprocess  # each test runs `curate`
 
 COMMANDS = [["logs", "raysubmit_x"], ["stop", "raysubmit_x"], ["status", "raysubmit_x"],
             ["submit", "recipes/quickstart.yaml"]]

@@ -13,6 +13,8 @@ import pytest
 from tests.conftest import ROOT, warc_response
 from tests.support.pages import slow_page
 
+pytestmark = pytest.mark.subprocess  # the cluster job runs in a process of its own
+
 SHARDS = 8
 
 

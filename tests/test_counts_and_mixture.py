@@ -158,6 +158,7 @@ def check_funnel(rows: list[dict]) -> None:
         assert not any(key.startswith("bypassed") for key in row["counts"]), row
 
 
+@pytest.mark.ray
 def test_every_stage_counts_every_row_it_receives(tmp_path: Path):
     root = tmp_path / "in"
     root.mkdir()

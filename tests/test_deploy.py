@@ -297,6 +297,7 @@ def test_image_names_and_tag():
     assert images["curation-cuda"] == f"{name}-cuda:{tag}"
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 def test_deploy_makefile_builds_the_kustomization_images():
     out = subprocess.run(["make", "-s", "-n", "-C", str(DEPLOY), "image-cuda", "push"], capture_output=True,
@@ -393,6 +394,7 @@ def test_kubernetes_schema_rejects_object_mistakes():
     assert any("is not of type 'integer'" in p for p in problems), problems
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with its built-in kustomize) not installed")
 def test_rendered_kustomization_validates():
     """What `kubectl apply -k deploy/k8s` sends: images substituted in every pod template, CRDs included."""

@@ -116,7 +116,6 @@ def job(ray_session, tmp_path_factory):
     return watched_job(tmp_path_factory)
 
 
-@pytest.mark.ray
 def test_funnel_reasons_and_rejects_agree_with_stats(job):
     stats = json.loads((job.job_dir / "stats.json").read_text())
     funnel = explore.funnel(job.job_dir)
@@ -135,7 +134,6 @@ def test_funnel_reasons_and_rejects_agree_with_stats(job):
     assert len(kept) == 5 and set(kept["source"]) == {"notes"}
 
 
-@pytest.mark.ray
 def test_explain_agrees_with_the_job_on_its_rejects_and_kept_documents(job):
     rejected = explore.rejects(job.job_dir, "length", "too_few_words")
     for row in rejected.itertuples():
@@ -146,7 +144,6 @@ def test_explain_agrees_with_the_job_on_its_rejects_and_kept_documents(job):
         assert explore.explain({"text": row.text, "source": "notes"}, job.job_dir).kept
 
 
-@pytest.mark.ray
 def test_dedup_pair_side_by_side(job):
     clusters = explore.dedup_clusters(job.job_dir)
     assert len(clusters) == 7 and set(clusters["stage"]) == {"exact_dedup"}

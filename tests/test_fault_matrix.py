@@ -30,6 +30,8 @@ from tests.conftest import warc_response
 from tests.faults import ClusterHost, Run, busy_ray_worker, describe, events, local_worker, orphaned_ray_agent
 from tests.support.pages import slow_page
 
+pytestmark = pytest.mark.subprocess  # each case runs `curate run`
+
 WEB_SHARDS, PAGES = 6, 2
 AGENTS_END_WITHIN = 90  # s: Ray's agents try to reach the dead GCS for 60 s before they end
 

@@ -249,6 +249,7 @@ def test_a_second_run_into_a_job_folder_being_written_says_which_process_holds_i
     assert run(recipe, quiet=True).shards_skipped == 2  # once it ended, the folder is free again
 
 
+@pytest.mark.subprocess
 def test_curate_run_refuses_a_job_folder_another_run_holds(tmp_path: Path):
     from curation.job import job_folder_lock
 
@@ -297,6 +298,7 @@ def noise_notes(path: Path, docs: int) -> Path:
     return path
 
 
+@pytest.mark.subprocess
 def test_a_full_disk_ends_in_one_line_naming_the_path_and_leaves_no_temporary_file(tmp_path: Path):
     for name in ("a", "b", "c"):
         noise_notes(tmp_path / "in" / f"{name}.jsonl", 150)
@@ -310,6 +312,7 @@ def test_a_full_disk_ends_in_one_line_naming_the_path_and_leaves_no_temporary_fi
     assert left == []
 
 
+@pytest.mark.subprocess
 def test_a_read_only_output_ends_in_one_line_naming_the_path(tmp_path: Path):
     write_notes(tmp_path / "a.jsonl", ["a"])
     with tmpfs(tmp_path / "ro", "size=64k", "ro") as read_only:
@@ -504,7 +507,6 @@ def test_a_stopped_local_worker_fails_its_shard_visibly_after_the_stall_timeout(
     assert [e["shard"] for e in events if e["event"] == "shard_failed"] == [shard]
 
 
-@pytest.mark.ray
 def test_a_stopped_ray_worker_is_run_again_and_nothing_is_lost_or_doubled(ray_session, tmp_path: Path):
     text = local_recipe(stopping_inputs(tmp_path), tmp_path / "jobs").replace(
         "executor: local\nlocal: {workers: 1}", "executor: ray\nstall_timeout_s: 3")
@@ -516,6 +518,7 @@ def test_a_stopped_ray_worker_is_run_again_and_nothing_is_lost_or_doubled(ray_se
     assert result.stats["documents"] == {"records_read": 8, "in": 8, "out": 8}
 
 
+@pytest.mark.subprocess
 def test_curate_run_refuses_an_output_flag_that_puts_the_job_where_its_inputs_reach(tmp_path: Path):
     write_notes(tmp_path / "data" / "a.jsonl", ["a"])
     recipe_file = tmp_path / "r.yaml"

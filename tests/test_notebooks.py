@@ -16,6 +16,8 @@ from pipelines.run import run
 from tests.conftest import ROOT
 from tests.test_service import watched_job
 
+pytestmark = pytest.mark.subprocess  # each notebook runs in a kernel
+
 NOTEBOOKS = ROOT / "notebooks"
 
 
@@ -51,7 +53,6 @@ def test_notebooks_are_committed_without_outputs():
                 assert cell.outputs == [] and cell.execution_count is None, path.name
 
 
-@pytest.mark.ray
 def test_inspect_filtered_samples_notebook(job, tmp_path, monkeypatch):
     outputs = execute("inspect_filtered_samples.ipynb", str(job.job_dir), tmp_path, monkeypatch)
     assert not [o for o in outputs if o["output_type"] == "error"]
@@ -98,7 +99,6 @@ def test_inspect_filtered_samples_notebook_on_a_chinese_job(chinese_job, tmp_pat
     assert "similarity 1.0" in text
 
 
-@pytest.mark.ray
 def test_training_curves_notebook(job, tmp_path, monkeypatch):
     outputs = execute("training_curves.ipynb", str(job.job_dir), tmp_path, monkeypatch)
     text = text_of(outputs)
@@ -107,7 +107,6 @@ def test_training_curves_notebook(job, tmp_path, monkeypatch):
     assert all(doc_id in text for doc_id in job.spike_documents)
 
 
-@pytest.mark.ray
 def test_ablation_results_notebook(ray_session, tmp_path_factory, tmp_path, monkeypatch):
     from tests.support.ablation import tiny_ablation
 

@@ -118,6 +118,7 @@ def test_shipped_recipes_are_valid(recipe: Path, monkeypatch):
     load_recipe(recipe, check_paths=recipe.name == "quickstart.yaml")
 
 
+@pytest.mark.subprocess
 def test_cli_validate_and_schema(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(GOOD.replace("timeout_s: 1", "timeout_s: soon"))

@@ -29,6 +29,7 @@ from pipelines import cli
 from pipelines.run import ShardsFailed, run
 from tests.conftest import ROOT, warc_response
 from tests.support.pages import slow_page
+from tests.support.waiting import wait_until
 
 NOTES = 300  # per shard: read 128 at a time, a shard's first batches reach the driver before it fails
 
@@ -198,14 +199,13 @@ def start_run(recipe: Path, out: Path, *, beside_a_thread: bool = False) -> subp
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 240, poll: float = 0.1) -> None:
-    deadline = time.time() + timeout
-    while not condition():
+def wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 240, every: float = 0.1) -> None:
+    """`condition()` comes true while the run goes on."""
+    def met() -> bool:
         if proc.poll() is not None:
             pytest.fail(f"the run ended before {what}: {proc.stderr.read()[-2000:]}")
-        if time.time() > deadline:
-            pytest.fail(f"no {what} after {timeout} s")
-        time.sleep(poll)
+        return condition()
+    wait_until(met, what, timeout, every)
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -230,6 +230,7 @@ def a_shard_done(out: Path) -> bool:
     return any('"shard_done"' in p.read_text() for p in out.glob("*/events.jsonl"))
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("beside_a_thread", [False, True], ids=["forked", "forkserver"])
 def test_local_workers_die_with_a_driver_killed_by_sigkill(tmp_path, beside_a_thread):
     recipe = slow_recipe(tmp_path, "local")
@@ -264,7 +265,7 @@ def stopped_by_sigterm(recipe: Path, out: Path, during_ray_init: bool = False,
     proc = start_run(recipe, out)
     try:
         if during_ray_init:
-            wait_for(lambda: ray_starting(out, proc), proc, "Ray starting", poll=0.01)
+            wait_for(lambda: ray_starting(out, proc), proc, "Ray starting", every=0.01)
         else:
             wait_for(lambda: a_shard_done(out), proc, "a shard done")
         children = descendants(proc.pid)
@@ -292,6 +293,7 @@ def assert_interrupted(done: subprocess.CompletedProcess, job: Path, children: l
     assert 0 < done_shards < SLOW_SHARDS if shards_done else done_shards == 0
 
 
+@pytest.mark.subprocess
 def test_sigterm_ends_a_local_run_interrupted_with_one_line_and_nothing_left(tmp_path):
     recipe = slow_recipe(tmp_path, "local")
     done, job, children = stopped_by_sigterm(recipe, tmp_path / "out")
@@ -326,10 +328,11 @@ def test_an_interrupt_stops_the_local_workers_at_once_not_after_their_shards():
         stream = executor.stream(sleepy, range(4), 60.0)
         assert next(stream) in range(4)
         workers = [p for p in descendants(os.getpid()) if p.pid not in before]
-        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
         started = time.time()
         with pytest.raises(KeyboardInterrupt):
-            for _ in stream:  # each item's first output, then 60 s of sleep: the interrupt comes first
+            # while the loop below waits: each item's first output, then 60 s of sleep, so the interrupt comes first
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            for _ in stream:
                 pass
         stream.close()
         executor.close()
@@ -345,6 +348,7 @@ def sleepy(item: int, seconds: float) -> Iterator[int]:
     yield item
 
 
+@pytest.mark.subprocess
 def test_a_worker_dying_under_curate_runs_sigterm_handler_breaks_the_pool_without_hanging_it(tmp_path):
     """The pool stops the other workers with SIGTERM when one dies: forked from `curate run`, they must not
     inherit its handler, which raises in the running task; the worker would send that back as the task's error
@@ -356,20 +360,25 @@ from pathlib import Path
 import psutil
 from pipelines.executors import LocalExecutor
 from pipelines.run import interrupted_by_sigterm
+from tests.support.waiting import wait_until
 
 def sleep_reporting_pid(path):
     Path(path).write_text(str(os.getpid()))
     time.sleep(60)
+
+def reading_a_pipe(pid):
+    return "pipe" in Path(f"/proc/{{pid}}/wchan").read_text()  # the kernel function it waits in
 
 flag = Path({str(tmp_path / "busy")!r})
 with interrupted_by_sigterm():
     executor = LocalExecutor(2)
     workers = {{p.pid for p in psutil.Process().children()}}
     busy = executor.submit(sleep_reporting_pid, str(flag))
-    while not flag.exists():
-        time.sleep(0.05)
-    time.sleep(0.5)  # the other worker waits on the task queue, holding its lock
-    os.kill((workers - {{int(flag.read_text())}}).pop(), signal.SIGKILL)
+    busy_pid = wait_until(lambda: flag.exists() and flag.read_text(), "the busy worker's pid", 20)
+    idle = (workers - {{int(busy_pid)}}).pop()
+    # the idle worker waits for the next task holding the task queue's lock: blocked reading its pipe
+    wait_until(lambda: reading_a_pipe(idle), "the idle worker reading the task queue", 20)
+    os.kill(idle, signal.SIGKILL)
     try:
         executor.result(busy)
     except BrokenProcessPool:
@@ -383,6 +392,7 @@ with interrupted_by_sigterm():
     assert done.stdout.split() == ["fork", "broken", "closed"]
 
 
+@pytest.mark.subprocess
 def test_a_local_pool_removes_the_spool_folders_of_killed_callers_and_keeps_the_living_ones(tmp_path, monkeypatch):
     import tempfile
 

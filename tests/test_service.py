@@ -31,6 +31,7 @@ from curation.recipe import load_recipe
 from pipelines.cli import main
 from pipelines.net import free_port
 from tests.conftest import ROOT, warc_response
+from tests.support.waiting import wait_until
 
 
 def slow_page(i: int) -> bytes:
@@ -135,15 +136,15 @@ def start_server(jobs: Path) -> tuple[str, subprocess.Popen]:
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     atexit.register(proc.kill)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
+
+    def healthy() -> bool:
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return url, proc
+            return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
         except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("curate serve did not start")
+            return False
+    wait_until(healthy, "curate serve answering", timeout=30, every=0.1)
+    return url, proc
 
 
 def watched_job(tmp_path_factory: pytest.TempPathFactory) -> Watched:
@@ -173,11 +174,13 @@ def watched_job(tmp_path_factory: pytest.TempPathFactory) -> Watched:
         for p in pollers:
             p.join(timeout=10)
     watched.spike_documents = write_training_metrics(job_dir)
-    deadline = time.time() + 10
-    while httpx.get(f"{url}/api/jobs/{job_dir.name}", timeout=5).json()["state"] != "done":  # answers live <= ttl
-        assert time.time() < deadline, "the service never saw the job end"
-        time.sleep(0.1)
-    time.sleep(0.6)  # past the answer cache's ttl: every later request sees the training metrics too
+
+    def polled_answers_are_final() -> bool:
+        """The answers the pollers had cached (for up to the service's ttl) now show the end and the training."""
+        status = get(watched, f"/api/jobs/{job_dir.name}")
+        return (status["state"] == "done" and status["has"]["train"]
+                and get(watched, f"/api/jobs/{job_dir.name}/funnel")["final"])
+    wait_until(polled_answers_are_final, "the service showing the finished job and its training metrics", 10)
     _WATCHED.append(watched)
     return watched
 
@@ -213,7 +216,6 @@ def stage_of(rows: list[dict], name: str) -> dict:
 # -- with the Ray job -------------------------------------------------------------------------------
 
 
-@pytest.mark.ray
 def test_numbers_move_during_the_run_and_match_stats_at_the_end(job):
     stats = json.loads((job.job_dir / "stats.json").read_text())
     for polls in (job.inline, job.outside):
@@ -257,7 +259,6 @@ def test_numbers_move_during_the_run_and_match_stats_at_the_end(job):
     assert any(p["records_per_s"] for p in points)
 
 
-@pytest.mark.ray
 def test_rejects_and_dedup_clusters_paged(job):
     name = job.job_dir.name
     index = get(job, f"/api/jobs/{name}/rejects")["stages"]
@@ -279,7 +280,6 @@ def test_rejects_and_dedup_clusters_paged(job):
                for r in biggest["removed"])
 
 
-@pytest.mark.ray
 def test_training_metrics_manifest_and_prometheus(job):
     name = job.job_dir.name
     curve = get(job, f"/api/jobs/{name}/train")
@@ -302,7 +302,6 @@ def test_training_metrics_manifest_and_prometheus(job):
     assert samples[("curation_train_step", (("job", name),))] == 300
 
 
-@pytest.mark.ray
 def test_unknown_job_or_stage_is_404_and_bad_parameters_422(job):
     name = job.job_dir.name
     for path in ("/api/jobs/nope-0123456789", "/api/jobs/nope/funnel", f"/api/jobs/{name}/stages/nope",
@@ -318,7 +317,6 @@ def test_unknown_job_or_stage_is_404_and_bad_parameters_422(job):
         assert get(job, path, 422)["detail"]
 
 
-@pytest.mark.ray
 def test_path_traversal_is_refused(job, tmp_path):
     name = job.job_dir.name
     outside = tmp_path / "outside-job"
@@ -340,7 +338,6 @@ def test_path_traversal_is_refused(job, tmp_path):
         (job.jobs / "linked-job").unlink()
 
 
-@pytest.mark.ray
 def test_healthz_openapi_and_curate_status(job, capsys):
     assert get(job, "/healthz")["status"] == "ok"
     paths = get(job, "/openapi.json")["paths"]
@@ -362,6 +359,7 @@ def test_healthz_openapi_and_curate_status(job, capsys):
 # -- without Ray ------------------------------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_a_run_whose_driver_died_is_interrupted_and_a_finished_folder_needs_no_snapshot(tmp_path):
     from curation.progress import JobFolder
 

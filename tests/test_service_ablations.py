@@ -32,7 +32,6 @@ def client(tmp_path: Path, ablations: Path | None) -> TestClient:
     return TestClient(create_app(jobs, ablations_dir=ablations))
 
 
-@pytest.mark.ray
 def test_a_finished_ablation_is_listed_with_its_table_curves_and_mixture_search(tiny, tmp_path):
     results = read_results(tiny.result.folder)
     with client(tmp_path, tiny.output) as api:
@@ -90,6 +89,7 @@ def running(root: Path, name: str, pid: int) -> Path:
     return folder
 
 
+@pytest.mark.subprocess
 def test_a_running_ablation_shows_its_curves_so_far_and_a_killed_one_reads_interrupted(tmp_path):
     root = tmp_path / "ablations"
     running(root, "live", os.getpid())

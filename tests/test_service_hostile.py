@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pipelines.net import free_port
 from pipelines.service.control import Control
 from pipelines.service.server import Background
 from tests.conftest import ROOT, SAMPLE
+from tests.support.waiting import wait_until
 from tests.test_service import write_job
 
 LINKS = "links-0123456789"
@@ -268,10 +268,8 @@ def test_a_slow_read_holds_up_no_other_request_and_is_done_once(tmp_path, monkey
             assert health.status_code == 200 and not release.is_set()
             assert health.json() == {"status": "ok", "jobs_dir": str(tmp_path.resolve()), "readable": True}
             assert client.get("/healthz?via=fastapi").content == health.content
-            deadline = time.time() + 30
-            while jobs.computing.get(("funnel", job.name), (None, [0]))[1][0] < 6:  # all six wait on that read
-                assert time.time() < deadline, "the polls never reached the service"
-                time.sleep(0.01)
+            wait_until(lambda: jobs.computing.get(("funnel", job.name), (None, [0]))[1][0] >= 6,
+                       "all six polls waiting on the one read", timeout=30, every=0.01)
             release.set()
             answers = [p.result() for p in polls]
         assert [a.status_code for a in answers] == [200] * 6 and len({a.content for a in answers}) == 1

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
@@ -19,8 +18,10 @@ import pytest
 from pipelines.net import free_port
 from pipelines.submit import auth_headers, client
 from tests.conftest import ROOT, SAMPLE
+from tests.support.waiting import wait_until
 
 CURATE = [sys.executable, "-m", "pipelines.cli"]
+HEAD_CPUS = 2
 
 
 def get(url: str) -> object:
@@ -40,7 +41,7 @@ def head():
     # Every port of its own: the default ones (agent 52365, metrics...) may be held by another Ray here.
     ports = [f"--{name}={free_port()}" for name in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
                                                      "runtime-env-agent-port", "metrics-export-port")]
-    proc = subprocess.Popen([str(ray), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+    proc = subprocess.Popen([str(ray), "start", "--head", "--block", f"--port={port}", f"--num-cpus={HEAD_CPUS}",
                              f"--dashboard-port={dashboard}", "--dashboard-host=127.0.0.1", "--include-dashboard=true",
                              f"--temp-dir={temp}", "--disable-usage-stats", *ports],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
@@ -48,16 +49,14 @@ def head():
                             env={**os.environ, "RAY_ADDRESS": "", "RAY_AUTH_MODE": "token",
                                  "PATH": f"{ray.parent}{os.pathsep}{os.environ.get('PATH', '')}"})
     address = f"http://127.0.0.1:{dashboard}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
+
+    def dashboard_up() -> bool:
         try:
-            client(address).get_version()
-            break
+            return bool(client(address).get_version())
         except (OSError, RuntimeError, ConnectionError):
             assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
-            time.sleep(1)
-    else:
-        pytest.fail("the Ray head's dashboard did not come up")
+            return False
+    wait_until(dashboard_up, "the Ray head's dashboard up", timeout=120, every=1)
     yield address
     # SIGKILL to the whole group, not SIGTERM: `ray start --block` then stops its processes one by one, with
     # waits (~35 s here); nothing of this throwaway head is kept. Its processes are all in this session.
@@ -66,6 +65,7 @@ def head():
     shutil.rmtree(temp, ignore_errors=True)
 
 
+@pytest.mark.subprocess
 def test_submit_runs_the_recipe_on_the_cluster(head, tmp_path):
     recipe = tmp_path / "recipe.yaml"
     text = (ROOT / "recipes" / "quickstart.yaml").read_text().replace("recipes/sample/", f"{SAMPLE}/")
@@ -84,6 +84,7 @@ def test_submit_runs_the_recipe_on_the_cluster(head, tmp_path):
     assert stats["documents"]["out"] == 10 and stats["tokens"]["splits"]["train"]["rows"] > 0
 
 
+@pytest.mark.subprocess
 def test_a_bad_recipe_is_refused_before_submission(head, tmp_path):
     recipe = tmp_path / "bad.yaml"
     recipe.write_text("name: bad\nsources: [{name: a, format: warc, paths: [nowhere/*.warc]}]\n")
@@ -127,6 +128,13 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _ended(jobs, job_id: str) -> str | None:
+    """The job's final state, or None while it may still change."""
+    status = jobs.get_job_status(job_id)
+    return status.value if status.is_terminal() else None
+
+
+@pytest.mark.subprocess
 def test_rest_job_control_needs_the_token(head, tmp_path):
     import httpx
 
@@ -136,7 +144,13 @@ def test_rest_job_control_needs_the_token(head, tmp_path):
     off = Background(tmp_path, port=free_port()).start()
     on = Background(tmp_path, port=free_port(), job_control=Control("s3cret", head, str(tmp_path / "jobs"))).start()
     recipe = (ROOT / "recipes" / "quickstart.yaml").read_text().replace("recipes/sample/", f"{SAMPLE}/")
+    jobs = client(head)
+    # A job holding every CPU of the cluster until stopped: the recipe's tasks cannot run, so its job is still
+    # going when DELETE comes (one that finished first would not be stopped)
+    holder = jobs.submit_job(entrypoint=f"{sys.executable} -c 'import signal; signal.pause()'",
+                             entrypoint_num_cpus=HEAD_CPUS)
     try:
+        wait_until(lambda: jobs.get_job_status(holder).value == "RUNNING", "the CPUs held", timeout=120)
         assert httpx.post(f"{off.url}/api/jobs", content=recipe).status_code == 403  # no token configured: off
         assert httpx.post(f"{on.url}/api/jobs", content=recipe).status_code == 401
         wrong = httpx.post(f"{on.url}/api/jobs", content=recipe, headers={"Authorization": "Bearer nope"})
@@ -150,19 +164,15 @@ def test_rest_job_control_needs_the_token(head, tmp_path):
         job_id = made.json()["job_id"]
         assert httpx.delete(f"{on.url}/api/jobs/{job_id}").status_code == 401
         stopped = httpx.delete(f"{on.url}/api/jobs/{job_id}", headers=auth, timeout=60)
-        assert stopped.status_code == 200 and stopped.json()["job_id"] == job_id
-        deadline = time.time() + 120
-        while (state := client(head).get_job_status(job_id).value) not in ("STOPPED", "SUCCEEDED", "FAILED"):
-            assert time.time() < deadline
-            time.sleep(1)
-        assert state == ("STOPPED" if stopped.json()["stopped"] else "SUCCEEDED")
+        assert stopped.status_code == 200 and stopped.json() == {"job_id": job_id, "stopped": True}
+        assert wait_until(lambda: _ended(jobs, job_id), "the stopped job ended", timeout=120) == "STOPPED"
         # Ray sends the driver SIGTERM, then SIGKILL a few seconds later: a head stopped before then (the
         # module's end) leaves the driver running, orphaned
-        driver = client(head).get_job_info(job_id).driver_info
-        deadline = time.time() + 60
-        while driver is not None and driver.pid and _running(int(driver.pid)):
-            assert time.time() < deadline, "the stopped job's driver is still running"
-            time.sleep(0.5)
+        driver = jobs.get_job_info(job_id).driver_info
+        if driver is not None and driver.pid:
+            wait_until(lambda: not _running(int(driver.pid)), "the stopped job's driver gone", timeout=60)
     finally:
         off.stop()
         on.stop()
+        jobs.stop_job(holder)
+        wait_until(lambda: _ended(jobs, holder), "the CPUs given back", timeout=60)

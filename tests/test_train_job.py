@@ -181,7 +181,6 @@ def resumed_run(ray_session, planted_job, tmp_path_factory):
     return result
 
 
-@pytest.mark.ray
 def test_two_workers_train_and_the_loss_falls(skip_run):
     metrics = skip_run.metrics
     assert [r["step"] for r in metrics] == list(range(1, STEPS + 1))
@@ -201,7 +200,6 @@ def test_two_workers_train_and_the_loss_falls(skip_run):
     assert list((skip_run.train_dir / "tensorboard").glob("events.out.tfevents.*"))  # tensorboardX, from ray[train]
 
 
-@pytest.mark.ray
 def test_planted_batch_is_detected_traced_and_skipped(skip_run, planted_job):
     _, planted = planted_job
     assert len(skip_run.spikes) == 1
@@ -219,7 +217,6 @@ def test_planted_batch_is_detected_traced_and_skipped(skip_run, planted_job):
     assert events[1]["to_step"] == 20
 
 
-@pytest.mark.ray
 def test_interrupted_and_resumed_run_repeats_the_uninterrupted_one(skip_run, resumed_run):
     assert [r["step"] for r in resumed_run.metrics] == list(range(1, STEPS + 1))  # 26, 27 dropped and run again
     events = [(e["event"], e["step"]) for e in read_jsonl(resumed_run.train_dir / EVENTS)]
@@ -247,7 +244,6 @@ def ray_data_run(ray_session, tmp_path_factory):
     return train(recipe, datasets={"train": ray_dataset(job)})
 
 
-@pytest.mark.ray
 def test_a_ray_dataset_of_the_shards_trains(ray_data_run):
     losses = [r["loss"] for r in ray_data_run.metrics]
     assert len(losses) == 8 and all(math.isfinite(x) for x in losses)

@@ -61,7 +61,6 @@ def document_ids(job: str) -> set[str]:
             for i in pq.read_table(f, columns=["id"]).column("id").to_pylist()}
 
 
-@pytest.mark.ray
 def test_a_tiny_ablation_gives_a_table_of_real_numbers(finished):
     results = read_results(finished.folder)
     assert [(r["variant"], r["set"], r["metric"]) for r in results.table] == [
@@ -86,7 +85,6 @@ def test_a_tiny_ablation_gives_a_table_of_real_numbers(finished):
     assert no_length["exceeds"] is None  # one seed: no spread to compare with
 
 
-@pytest.mark.ray
 def test_the_variants_documents_differ_and_their_shared_extraction_ran_once(finished):
     plan = finished.plan
     base, no_length = plan["variants"]["base"], plan["variants"]["no-length"]
@@ -102,7 +100,6 @@ def test_the_variants_documents_differ_and_their_shared_extraction_ran_once(fini
                                     for v in ("base", "no-length")} for s, n in (("held-out", 6), ("choice", 8))}
 
 
-@pytest.mark.ray
 def test_an_evaluation_set_holding_a_training_document_stops_the_ablation(finished, jobs, tmp_path):
     leaked = tmp_path / "leaked.jsonl"
     text = pq.read_table(next(Path(finished.plan["variants"]["base"]["documents"], "documents").glob("*.parquet")),
@@ -128,7 +125,6 @@ def test_an_evaluation_set_holding_a_training_document_stops_the_ablation(finish
         f"warning: overlap: 1 of 7 items of leaked in {v}'s documents (e.g. items [0])" for v in ("base", "no-length")]
 
 
-@pytest.mark.ray
 def test_an_ablation_killed_mid_training_resumes_to_the_uninterrupted_table(finished, jobs, tmp_path, capsys):
     path = write_ablation(tmp_path, jobs, executor="local")
     run = tmp_path / "ablations" / "tiny" / "runs" / "base" / "seed-0"
@@ -158,7 +154,6 @@ def test_an_ablation_killed_mid_training_resumes_to_the_uninterrupted_table(fini
     assert losses == [r["loss"] for r in read_jsonl(Path(finished.folder, "runs", "base", "seed-0") / METRICS)]
 
 
-@pytest.mark.ray
 def test_the_mixture_search_trains_proxies_fits_them_and_verifies_its_proposal(finished):
     record = read_results(finished.folder).mixture_search
     assert record == finished.mixture_search and record["variant"] == "base" and record["set"] == "held-out"
@@ -204,7 +199,6 @@ def test_the_mixture_search_trains_proxies_fits_them_and_verifies_its_proposal(f
     assert "the fit predicts the proposal " in printed and " leave-one-out error (" in printed
 
 
-@pytest.mark.ray
 def test_the_proposal_is_written_into_the_searched_variants_recipe(finished, tiny, tmp_path):
     from curation.recipe import load_recipe
     from pipelines.ablate import write_proposal

@@ -136,7 +136,6 @@ def parquet_corpus(testdata, tmp_path_factory) -> tuple[list[str], pa.Table]:
     return files, table
 
 
-@pytest.mark.ray
 def test_ray_plan_equals_the_single_process_reference_for_any_workers_and_order(ray_session, parquet_corpus):
     files, table = parquet_corpus
     stage = MinhashDedup(score_column="q")
@@ -181,7 +180,6 @@ def test_local_executor_signs_each_file_in_a_task_of_its_own_and_removes_what_th
         stage.reference(table, stage.hasher().signatures(table.column("text"))[:-1])
 
 
-@pytest.mark.ray
 def test_estimate_and_unverified_modes_equal_their_references(ray_session, parquet_corpus):
     files, table = parquet_corpus
     estimate = MinhashDedup(verify="estimate")
@@ -193,7 +191,6 @@ def test_estimate_and_unverified_modes_equal_their_references(ray_session, parqu
     assert ray_fuzzy.fuzzy_dedup(files, unverified).removals.equals(unverified.reference(table))
 
 
-@pytest.mark.ray
 def test_recipe_run_removes_the_reference_near_duplicates_and_resumes(ray_session, testdata, tmp_path, monkeypatch):
     readme, others = readme_versions(testdata), web_documents(testdata) + generated(60, 3)
     shards = {"a": readme[::2] + others[::2], "b": readme[1::2] + others[1::2]}
@@ -240,7 +237,6 @@ stages: [{{minhash_dedup: {{}}}}]
     assert set(pq.read_table(small / "documents").column("id").to_pylist()) == kept
 
 
-@pytest.mark.ray
 def test_ray_plan_by_language_on_real_chinese_equals_the_reference(ray_session, testdata, tmp_path):
     """Chinese pages with near copies (3 characters changed) and French pages repeated under a second
     label: the shuffles remove what the one-process reference does, per language."""

@@ -5,16 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import psutil
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
@@ -105,6 +104,7 @@ def test_local_workers_and_in_process_write_what_ray_writes(ray_session, tmp_pat
     assert bloom["counts"]["rewritten"] > 20  # the boilerplate paragraph left every note but the first
 
 
+@pytest.mark.subprocess
 def test_local_run_never_imports_ray_and_prints_its_summary(tmp_path):
     (tmp_path / "recipe.yaml").write_text(recipe_text(tmp_path, "executor: local\nlocal: {workers: 2}"))
     script = (f"import runpy, sys; sys.argv = ['curate', 'run', {str(tmp_path / 'recipe.yaml')!r}, '--output', "
@@ -119,6 +119,7 @@ def test_local_run_never_imports_ray_and_prints_its_summary(tmp_path):
     assert (job / "manifest.json").is_file()
 
 
+@pytest.mark.subprocess
 def test_the_workers_preload_leaves_out_libraries_only_a_stage_not_in_the_recipe_uses():
     """PRELOAD is imported before any worker starts (by the caller or a forkserver, one core idle meanwhile):
     detect-secrets (requests with it) and ftfy are imported by the stages that use them, when they run."""
@@ -184,15 +185,18 @@ def test_a_worker_that_always_dies_fails_the_run_after_three_replacements_and_lo
 def test_a_worker_that_dies_between_tasks_is_replaced_before_the_next_ones(caplog):
     """Killed while idle (the kernel's OOM killer, a `kill`), it loses nothing; the next phase's tasks and
     streams still run, on new workers."""
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     executor = LocalExecutor(2)
 
     def kill_one_and_wait_for_the_pool_to_see_it() -> None:
-        pool = executor._pool
-        os.kill(executor.submit(os.getpid).result(), signal.SIGKILL)
-        deadline = time.time() + 30
-        while not pool._broken and time.time() < deadline:  # its manager thread watches the workers
-            time.sleep(0.05)
-        assert pool._broken
+        victim = psutil.Process(executor.submit(os.getpid).result())
+        # it and its siblings, forked by this process or by the forkserver (none was here before the pool)
+        workers = [p for p in victim.parent().children() if p.pid not in before]
+        assert victim in workers
+        victim.kill()
+        # the pool's manager thread watches the workers: seeing one die, it breaks the pool and ends the others
+        _, alive = psutil.wait_procs(workers, timeout=30)
+        assert alive == []
 
     try:
         kill_one_and_wait_for_the_pool_to_see_it()
@@ -228,6 +232,7 @@ finally:
 """
 
 
+@pytest.mark.subprocess
 def test_a_worker_that_dies_as_the_pool_starts_is_replaced(tmp_path):
     """The fault matrix killed a worker as `curate run` started its pool: the run failed with a traceback. In a
     fresh interpreter, where the pool forks and starts every worker at once (not in this one, once Ray runs)."""
@@ -258,6 +263,7 @@ def test_stream_hands_over_every_item_once_and_a_caller_that_stops_early_leaves_
     assert not closing.is_alive(), "close() hangs: a worker is still blocked on the full queue"
 
 
+@pytest.mark.subprocess
 def test_workers_fork_from_a_caller_with_no_other_thread_and_from_a_forkserver_beside_one():
     """A fork copies no thread: one holding a lock at that moment (a status server's, Ray's) would leave it held
     in the child forever. Either way the workers hand over the same outputs."""

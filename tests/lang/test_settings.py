@@ -87,6 +87,7 @@ def test_recipe_overrides_merge_per_language_and_reject_unknown_fields() -> None
         apply_overrides(settings_for("zh")[0], {"languages": {"zh": {"stopwords": ["x"]}}})
 
 
+@pytest.mark.subprocess
 def test_shipped_data_is_what_the_generator_derives(tmp_path: Path) -> None:
     configs = DATA / "fineweb2" / "configs"
     if not configs.is_dir():

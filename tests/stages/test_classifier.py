@@ -82,6 +82,7 @@ def test_preprocess_makes_one_line_and_lowercases_only_when_asked():
     assert preprocess(pa.array(texts), lowercase=False) == ["Hello World Again", "", "A B C"]
 
 
+@pytest.mark.subprocess
 def test_training_writes_model_and_sidecar_with_heldout_metrics(model: str, data: Path):
     assert Path(model).is_file() and sidecar_path(model).endswith("quality.json")
     car = load_sidecar(model)
@@ -98,6 +99,7 @@ def test_training_writes_model_and_sidecar_with_heldout_metrics(model: str, data
     assert car["quantiles"]["heldout"] == sorted(car["quantiles"]["heldout"])
 
 
+@pytest.mark.subprocess
 def test_training_is_reproducible_with_a_seed(model: str, data: Path, tmp_path: Path):
     pos, neg = read_jsonl_texts([str(data / "pos.jsonl")]), read_jsonl_texts([str(data / "neg.jsonl")])
     again = train_classifier(pos, neg, str(tmp_path / "again.bin"), seed=7, holdout=0.2, hyperparameters=SMALL)
@@ -107,6 +109,7 @@ def test_training_is_reproducible_with_a_seed(model: str, data: Path, tmp_path: 
     assert again["quantiles"]["heldout"] == first["quantiles"]["heldout"]
 
 
+@pytest.mark.subprocess
 def test_duplicates_and_contradicting_labels_are_removed(tmp_path: Path):
     rng = random.Random(1)
     pos = [_doc(rng, GOOD) for _ in range(30)]
@@ -121,6 +124,7 @@ def test_duplicates_and_contradicting_labels_are_removed(tmp_path: Path):
     assert car["data"]["positive"]["train"] + car["data"]["positive"]["heldout"] == 30
 
 
+@pytest.mark.subprocess
 def test_stage_keeps_documents_above_the_threshold(model: str):
     rng = random.Random(5)
     texts = [_doc(rng, GOOD) for _ in range(10)] + [_doc(rng, BAD) for _ in range(10)] + [None, ""]
@@ -132,6 +136,7 @@ def test_stage_keeps_documents_above_the_threshold(model: str):
     assert out.schema.field("quality_score").type == pa.float32()
 
 
+@pytest.mark.subprocess
 def test_top_fraction_uses_the_calibrated_threshold(model: str, data: Path):
     pool = read_jsonl_texts([str(data / "pool.jsonl")]).texts  # scored at training time for the `pool` quantiles
     stage = FastTextClassifier(model=model, top_fraction=0.2)
@@ -148,6 +153,7 @@ def test_top_fraction_uses_the_calibrated_threshold(model: str, data: Path):
     )
 
 
+@pytest.mark.subprocess
 def test_keep_below_with_own_column_and_reason(model: str):
     rng = random.Random(9)
     texts = [_doc(rng, GOOD), _doc(rng, BAD)]
@@ -162,6 +168,7 @@ def test_keep_below_with_own_column_and_reason(model: str):
     assert default.reason == "high_toxicity_score"
 
 
+@pytest.mark.subprocess
 def test_clear_errors(model: str, tmp_path: Path):
     with pytest.raises(FileNotFoundError, match=r"model file not found: .*nope\.bin \(recipe key `model`"):
         FastTextClassifier(model=str(tmp_path / "nope.bin"), threshold=0.5).setup()
@@ -213,6 +220,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.subprocess
 def test_cli_trains_and_reports(data: Path, tmp_path: Path):
     out = tmp_path / "cli" / "model.bin"
     done = _cli("--positive", str(data / "pos.jsonl"), "--negative", str(data / "neg.jsonl"), "--output", str(out),

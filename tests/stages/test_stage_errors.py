@@ -6,7 +6,6 @@ import json
 
 import pyarrow as pa
 import pyarrow.dataset as pads
-import pytest
 
 from curation import schema
 from curation.apply import STAGE_ERROR, run_stage
@@ -36,7 +35,6 @@ def test_poisoned_rows_become_rejects_and_the_rest_is_processed():
     assert out.num_rows == 37 and sorted(out.column("id").to_pylist()) == sorted(batch(texts).column("id").to_pylist())
 
 
-@pytest.mark.ray
 def test_an_actor_raising_on_one_record_does_not_stop_the_job(ray_session, tmp_path):
     rows = [{"text": f"an ordinary note number {i} " * 5, "url": f"https://n/{i}"} for i in range(40)]
     rows[17]["text"] = "this record is POISON for the stage"

@@ -76,6 +76,7 @@ def _balanced_accuracy(flagged: np.ndarray, truth: np.ndarray) -> float:
     return float((flagged[truth].mean() + (~flagged[~truth]).mean()) / 2)
 
 
+@pytest.mark.subprocess
 def test_a_classifier_trained_on_chinese_with_the_cli_learns_chinese(testdata: Path, tmp_path: Path):
     """Issue 31: trained by `curate train-classifier` on COLD's training split, tested on its test split (other
     comments): well above chance with words, at chance as before (whitespace tokens)."""
@@ -101,6 +102,7 @@ def test_a_classifier_trained_on_chinese_with_the_cli_learns_chinese(testdata: P
     assert accuracy["whitespace"] <= 0.60, accuracy
 
 
+@pytest.mark.subprocess
 def test_scoring_segments_as_the_sidecar_says(tmp_path: Path):
     """A model trained on words is scored on words; one of before (no `words` in its sidecar) on whitespace."""
     rng = random.Random(1)
@@ -176,6 +178,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.subprocess
 def test_classifier_mode_drops_by_each_languages_model_and_counts_what_it_judged(models: Path):
     texts = ["you fucking idiot. shut up bitch", "the weather is nice today", "你这个垃圾蠢货，滚开傻逼",
              "今天天气很好，我们在公园散步", "Das Wetter ist heute schön.", "what a stupid cunt. fuck off loser"]
@@ -191,6 +194,7 @@ def test_classifier_mode_drops_by_each_languages_model_and_counts_what_it_judged
     assert out.column(bypass_column("toxicity", "language")).to_pylist() == [None, None, None, None, 1, None]
 
 
+@pytest.mark.subprocess
 def test_threshold_is_the_calibrated_one_unless_given(models: Path):
     calibrated = json.loads((models / "zh.json").read_text())["calibrated_threshold"]
     stage = Toxicity(languages=["zh"], classifier=str(models)).ready()
@@ -199,6 +203,7 @@ def test_threshold_is_the_calibrated_one_unless_given(models: Path):
         ._models["zh"].threshold == 0.99
 
 
+@pytest.mark.subprocess
 def test_a_language_without_a_model_or_list_is_refused_at_validation(models: Path, tmp_path: Path, monkeypatch):
     with pytest.raises(ValidationError, match=r"no toxicity model for ja in .*found: en, zh"):
         Toxicity(languages=["en", "ja"], classifier=str(models))
@@ -210,6 +215,7 @@ def test_a_language_without_a_model_or_list_is_refused_at_validation(models: Pat
         Toxicity(languages=["en"], classifier="shipped")
 
 
+@pytest.mark.subprocess
 def test_a_page_is_judged_by_the_share_of_its_lines_that_are_toxic(models: Path):
     """One toxic line in a long clean page does not drop it; the line alone, or a page mostly of such lines, does."""
     toxic_line, clean_line = "you fucking idiot. shut up bitch. fuck off loser", "the weather is nice today. we met."

@@ -4,8 +4,8 @@ What runs: the corpus-stage part of a job only. For each size the generated docu
 Parquet shards into a fresh job's `_work/documents/` (what the document stages leave behind), then
 `pipelines.dedup.minhash.fuzzy_dedup`, the Ray runner a job's `minhash_dedup` calls, finds the removals with the
 recipe defaults (threshold 0.8, 128 permutations, word 5-grams, 14 bands x 9 rows, exact verification); the
-rewrite of the shards to `documents/` and `rejects/` is not timed. Each size runs in its own process with its own embedded Ray
-(`num_cpus=2` by default), so one size's memory does not carry over to the next.
+rewrite of the shards to `documents/` and `rejects/` is not timed. Each size runs in its own process with its own
+embedded Ray (`num_cpus=2` by default), so one size's memory does not carry over to the next.
 
 Documents: `--words` random words (vocabulary of 50,000 `w<i>` tokens, ~6 characters each) per
 document. A known share (`--share`, default 20%) are near-copies: each shard's last rows copy a

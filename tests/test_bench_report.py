@@ -53,6 +53,7 @@ def test_table_has_a_row_per_figure_with_its_run(tmp_path: Path) -> None:
     assert "- `speed`: `python benchmarks/speed.py --quick` (12 s)" in text
 
 
+@pytest.mark.subprocess  # git names the commit
 def test_write_results_makes_a_record_the_report_reads(tmp_path: Path) -> None:
     adds, peer = np.int64(250_000), np.float64(125_000.0)  # as benchmarks compute them
     path = write_results("bloom", [figure("adds", adds, "adds/s", "pybloom default", peer, met=adds > peer)],

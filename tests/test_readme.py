@@ -143,6 +143,7 @@ def ran_readme(workdir) -> Path:
     return workdir
 
 
+@pytest.mark.subprocess  # curate and make, as a user runs them
 def test_readme_commands(ran_readme):
     text = README.read_text(encoding="utf-8")
     run = [argv for argv in commands(text) if argv[:2] == ["curate", "run"]]
@@ -154,6 +155,7 @@ def test_readme_commands(ran_readme):
     assert (ran_readme / "megatron").is_dir()  # `curate export` wrote there
 
 
+@pytest.mark.subprocess
 def test_readme_python_snippets(ran_readme, monkeypatch):
     monkeypatch.chdir(ran_readme)
     snippets = blocks(README.read_text(encoding="utf-8"), "python")
@@ -177,6 +179,7 @@ def test_recipe_fragments_are_valid(page):
             Ablation.model_validate({**base, **yaml.safe_load(text)})
 
 
+@pytest.mark.subprocess  # `make -n` for make commands
 @pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: p.name)
 def test_every_command_parses(page):
     """Shell blocks of docs/ and commands written inline in the prose: real subcommands, flags and files."""

@@ -26,7 +26,10 @@ every variant trains on about one epoch of its own mixture). Variants:
   stages run after document stages here), rehydration (an option FineWeb-2's README proposes, not its
   pipeline), the URL block list and SymbolLinesFormatter;
 - `shipped-datatrove-lines`: the shipped chain with `prose_only: false` on Gopher, C4 and FineWeb: every line
-  judged as datatrove does, so the effect of the layout rules shows.
+  judged as datatrove does, so the effect of the layout rules shows;
+- `shipped-plain-text`: the shipped chain with pages extracted as plain text (`extract: {markdown: false}`), so
+  the effect of training on Markdown (fenced code, marked headings and tables) against plain-text evaluation
+  sets shows.
 
 Evaluation sets, held out (`curate ablate` refuses any set found in a variant's data): `en`, 108 English
 articles (readability's expected texts, as `benchmarks/ablate.py` builds them) and, for web-zh-en, `zh`: the
@@ -157,6 +160,8 @@ def variants(stages: list[dict[str, Any]], keep: list[str]) -> dict[str, Any]:
         "fineweb2": {"description": "FineWeb-2's pipeline and settings", "stages": fineweb2_stages(keep)},
         "shipped-datatrove-lines": {"description": "the shipped chain, every line judged (prose_only: false)",
                                     "settings": {n: {"prose_only": False} for n in LINE_RULES if n in names}},
+        "shipped-plain-text": {"description": "the shipped chain, pages extracted as plain text (markdown: false)",
+                               "settings": {"extract": {"markdown": False}}},
     }
 
 

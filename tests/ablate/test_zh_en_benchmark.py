@@ -75,3 +75,13 @@ def test_fineweb2_is_fineweb2s_pipeline(ablation):
     assert stages["langid"]["min_score"] == "auto" and stages["langid"]["per_paragraph"] is False
     keep = next(s["langid"]["keep"] for s in shipped["stages"] if "langid" in s)
     assert stages["langid"]["keep"] == keep and stages["minhash_dedup"]["by_language"] is True
+
+
+def test_plain_text_differs_from_the_shipped_chain_by_its_extraction_only(ablation):
+    spec, _ = ablation
+    base, plain = stages_of(spec, bench.SHIPPED), stages_of(spec, "shipped-plain-text")
+    assert [next(iter(s)) for s in plain] == [next(iter(s)) for s in base]
+    for ours, theirs in zip(plain, base, strict=True):
+        kind = next(iter(ours))
+        assert ours[kind] == ({**theirs[kind], "markdown": False} if kind == "extract" else theirs[kind])
+    assert next(s["extract"]["markdown"] for s in base if "extract" in s)  # the shipped chains extract Markdown

@@ -87,3 +87,11 @@ def test_a_malformed_file_stops_the_report_naming_it(tmp_path: Path, content: st
     error = capsys.readouterr().err
     assert str(tmp_path / "broken.json") in error and why in error
     assert not output.exists()
+
+
+def test_the_committed_table_is_the_committed_results(tmp_path: Path) -> None:
+    """benchmarks/RESULTS.md is generated from benchmarks/results/: after a benchmark run, `make bench-report`."""
+    output = tmp_path / "RESULTS.md"
+    assert report.main(["--output", str(output)]) == 0
+    committed = report.HERE / "RESULTS.md"
+    assert output.read_text() == committed.read_text(), "benchmarks/RESULTS.md is stale: run `make bench-report`"

@@ -7,12 +7,33 @@ any page's time limit).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from curation.extract.fast import Favor
 
 if TYPE_CHECKING:
     from trafilatura.deduplication import LRUCache
+
+
+# Markdown's emphasis (`**bold**`, `*italic*`, `__bold__`), outside inline code: marks without structure, which
+# the quality rules do not need and a model trained on them reads as noise beside plain text
+_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=\S)\*(?![\w*])")
+_INLINE_CODE = re.compile(r"(`[^`\n]+`)")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def without_emphasis(markdown: str) -> str:
+    """`markdown` without emphasis marks; fenced code and inline code are left as they are."""
+    out, fenced = [], False
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and ("*" in line or "__" in line):
+            line = "".join(part if part.startswith("`") else _EMPHASIS.sub(lambda m: m.group(2) or m.group(3), part)
+                           for part in _INLINE_CODE.split(line))
+        out.append(line)
+    return "\n".join(out)
 
 
 def paragraph_memory() -> LRUCache:
@@ -27,7 +48,8 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
                         include_comments: bool, include_tables: bool, markdown: bool,
                         seen: LRUCache | None) -> tuple[str | None, str | None]:
     """(text, title) of a page; `seen`: the paragraphs met before, whose repeats are dropped (None: keep all);
-    `markdown`: trafilatura's Markdown (headings, lists, tables, emphasis and fenced code) instead of plain text."""
+    `markdown`: trafilatura's Markdown (headings, lists, tables and fenced code; emphasis marks dropped) instead of
+    plain text."""
     from trafilatura import extract
     from trafilatura.metadata import extract_title
     from trafilatura.utils import load_html
@@ -48,4 +70,4 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
         output_format="markdown" if markdown else "txt",
         include_formatting=markdown,
     )
-    return text, title
+    return (without_emphasis(text) if markdown and text else text), title

@@ -144,3 +144,30 @@ def test_deduplicate_remembers_per_shard_not_per_worker():
     assert texts(stage, "a") == alone
     assert texts(stage, "b") == alone  # after shard a on the same stage: the same text
     assert [t is not None for t in alone] == [True, False, False, False, False]
+
+
+def test_markdown_fences_code_and_marks_headings_without_emphasis():
+    """`markdown: true`: a page's <pre> comes out fenced with its indentation, headings and list items marked; bold
+    and italic marks are dropped, inside code they stay."""
+    page = (b"<html><body><article><h2>Training loop</h2><p>The <b>loop</b> below runs <i>one</i> step per batch, "
+            b"and the loss should fall within a few hundred steps of training on the data.</p>"
+            b"<pre><code>for batch in data:\n    loss = model(**batch)\n    loss.backward()</code></pre>"
+            b"<ul><li>first, the data is cleaned and deduplicated</li><li>then the model is trained</li></ul>"
+            b"<p>Every step is written down, so that a stopped run resumes where it was, with its optimizer.</p>"
+            b"</article></body></html>")
+    batch = schema.documents_table([None], source="web").append_column(schema.HTML, pa.array([page], pa.binary()))
+    text = run_stage(Extract(markdown=True, timeout_s=None), batch).column("text")[0].as_py()
+    lines = text.split("\n")
+    assert "## Training loop" in lines and "- then the model is trained" in lines
+    fence = lines.index(next(line for line in lines if line.startswith("```")))
+    assert lines[fence + 1:fence + 4] == ["for batch in data:", "    loss = model(**batch)", "    loss.backward()"]
+    assert "The loop below runs one step per batch" in text and "**" not in text.replace("(**batch)", "")
+    plain = run_stage(Extract(timeout_s=None), batch).column("text")[0].as_py()
+    assert "```" not in plain and "#" not in plain
+
+
+def test_markdown_needs_trafilatura():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="markdown: true needs engine: trafilatura"):
+        Extract(markdown=True, engine="fast")

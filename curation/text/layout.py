@@ -144,22 +144,53 @@ def _captions(lines: pa.Array, offsets: np.ndarray, kind: np.ndarray) -> None:
 
 
 def wrapped(lines: pa.Array, offsets: np.ndarray, kinds: np.ndarray) -> np.ndarray:
-    """Which lines go on in the next one, their paragraph hard-wrapped (bool per line): a prose or list line of at
-    least `WRAP_MIN` characters that ends in no sentence terminal, followed in its document by a prose line that
-    starts with a lower-case letter. Markdown sources, plain-text files and books wrap their paragraphs at a
-    width; a rule of lines (FineWeb's line punctuation, C4's words per line) must read such a paragraph as the
-    one line it is, not as lines that end mid-sentence."""
+    """Which lines go on in the next one, their paragraph hard-wrapped (bool per line): a prose or list line that
+    ends in no sentence terminal, followed in its document by a prose line, where either the line has at least
+    `WRAP_MIN` characters and the next starts with a lower-case letter, or (Chinese, Japanese: no case, no spaces)
+    the line is as wide as its document's wrapped lines (`_at_wrap_width`) and the next is not indented (an
+    e-book indents a paragraph's first line). Markdown sources, plain-text files and books wrap their paragraphs
+    at a width; a rule of lines (FineWeb's line punctuation, C4's words per line) must read such a paragraph as
+    the one line it is, not as lines that end mid-sentence."""
     out = np.zeros(len(kinds), bool)
     if len(kinds) < 2:
         return out
     lines = as_array(lines)
     line_doc = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     same_doc = line_doc[:-1] == line_doc[1:]
+    text = np.isin(kinds, (PROSE, LIST))
     long = pc.greater_equal(pc.utf8_length(pc.utf8_trim_whitespace(lines)), WRAP_MIN).to_numpy(zero_copy_only=False)
     open_end = ~pc.match_substring_regex(lines, _ENDS_SENTENCE_RE2).to_numpy(zero_copy_only=False)
     lower = pc.match_substring_regex(lines, r"^\s*\p{Ll}").to_numpy(zero_copy_only=False)
-    out[:-1] = (same_doc & np.isin(kinds[:-1], (PROSE, LIST)) & long[:-1] & open_end[:-1]
-                & (kinds[1:] == PROSE) & lower[1:])
+    flush = ~pc.match_substring_regex(lines, r"^\s").to_numpy(zero_copy_only=False)
+    goes_on = (long[:-1] & lower[1:]) | (_at_wrap_width(lines, line_doc, text & open_end)[:-1] & flush[1:])
+    out[:-1] = same_doc & text[:-1] & open_end[:-1] & (kinds[1:] == PROSE) & goes_on
+    return out
+
+
+WRAP_WIDTH_MIN = 20
+"""Fewest display columns (a Han character is two) of a line wrapped at a width in a language without spaces."""
+
+
+def _at_wrap_width(lines: pa.Array, line_doc: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Lines holding CJK text at their document's wrap width: within one of the most common length of its
+    `candidates` (prose lines ending mid-sentence), shared by at least three, counted in characters or in display
+    columns (a Han character is two; wrappers count either). A text wrapped at a width fills its lines to it;
+    menus and titles end where their words do, at lengths that seldom repeat."""
+    wide = pc.count_substring_regex(lines, r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\x{3000}-\x{303f}"
+                                           r"\x{ff01}-\x{ff60}]").to_numpy(zero_copy_only=False)
+    chars = pc.utf8_length(pc.utf8_trim_whitespace(lines)).to_numpy(zero_copy_only=False).astype(np.int64)
+    rows = np.flatnonzero(candidates & (wide > 0) & (chars + wide >= WRAP_WIDTH_MIN))
+    out = np.zeros(len(chars), bool)
+    if len(rows) < 3:
+        return out
+    docs = line_doc[rows].astype(np.int64)
+    for length in (chars[rows], chars[rows] + wide[rows]):
+        keys, counts = np.unique(docs << 32 | length, return_counts=True)
+        order = np.lexsort((counts, keys >> 32))  # each document's most common length last
+        last = order[np.r_[(keys >> 32)[order][1:] != (keys >> 32)[order][:-1], True]]
+        at = np.searchsorted(keys[last] >> 32, docs)  # `last` is in document order
+        width, times = keys[last][at] & 0xFFFFFFFF, counts[last][at]
+        out[rows[(times >= 3) & (np.abs(length - width) <= 1)]] = True
     return out
 
 

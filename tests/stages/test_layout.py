@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -174,3 +175,27 @@ def test_inline_code_is_code_and_its_curly_brackets_drop_no_page():
     assert _judge(C4(terminal_punct=False, prose_only=False), [article]) == ["curly_bracket"]
     assert _judge(C4(terminal_punct=False), [article]) == [None]
     assert _judge(C4(terminal_punct=False), [article.replace("`{}`", "{}")]) == ["curly_bracket"]
+
+
+def _chinese_paragraphs() -> list[str]:
+    """The long prose paragraphs of a real Chinese article (a fixture of tests/fixtures/zh_en)."""
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "zh_en" / "zh_paradigms_of_parallelism.md"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if len(line) >= 60 and not line.lstrip().startswith(("#", "-", "|", "`", "!"))]
+
+
+def test_a_chinese_paragraph_wrapped_at_a_width_is_one_line_to_the_line_rules():
+    """A plain-text e-book or forum post fills each line to a width: no case and no space tell that a line goes on,
+    its width does. A menu of titles, ending where their words do, stays lines."""
+    article = _chinese_paragraphs()
+    paragraphs = ["".join(article[i:i + 3]) for i in range(0, len(article), 3)]  # a book's long paragraphs
+    assert len(paragraphs) >= 3
+    width = 30
+    wrapped = "\n\n".join("\n".join(p[i:i + width] for i in range(0, len(p), width)) for p in paragraphs)
+    assert _judge(FineWeb(prose_only=False), [wrapped], "zh") == ["line_punct_ratio"]
+    assert _judge(FineWeb(), [wrapped], "zh") == [None]
+    assert _judge(FineWeb(), ["\n\n".join(paragraphs)], "zh") == [None]
+    titles = ["数据并行与模型并行的区别", "张量并行的实现方法介绍", "流水线并行训练大模型", "如何选择合适的并行方式",
+              "序列并行的三种主流方案", "混合精度训练入门指南"] * 2
+    assert _judge(FineWeb(), ["\n".join(titles)], "zh") == _judge(FineWeb(prose_only=False), ["\n".join(titles)], "zh")
+    assert _judge(FineWeb(), ["\n".join(titles)], "zh") != [None]

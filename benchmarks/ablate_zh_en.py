@@ -3,8 +3,10 @@
 
 Inputs (real pages of the test data, as WARC): trafilatura's test pages (mostly German, some English, a few
 Chinese) and newspaper's articles (Japanese, Thai, Arabic, Spanish, Chinese), dolma's and resiliparse's WARC
-files. Readability's pages (but its Chinese ones) and newspaper's Chinese page are left out: their expected
-texts are the evaluation sets. web-zh-en gets them as its two sources: `zh`, the Chinese pages
+files; and half of the technical articles of `tests/fixtures/zh_en` (Colossal-AI's and the Hugging Face course's
+documentation, Chinese and English, with code, lists and tables) as web pages, the other half held out.
+Readability's pages (but its Chinese ones) and newspaper's Chinese page are left out: their expected texts are
+the evaluation sets. web-zh-en gets them as its two sources: `zh`, the Chinese pages
 (`recipes/sample/make_pages.py`'s `is_chinese`), and `en`, every other page (the junk the chain must remove:
 German, Japanese, menus...); web-en gets all of them as its one source.
 
@@ -33,7 +35,10 @@ every variant trains on about one epoch of its own mixture). Variants:
 
 Evaluation sets, held out (`curate ablate` refuses any set found in a variant's data): `en`, 108 English
 articles (readability's expected texts, as `benchmarks/ablate.py` builds them) and, for web-zh-en, `zh`: the
-100 Leipzig sentences of `langid/sentences/zh.txt` in documents of 10, and newspaper's Chinese article.
+100 Leipzig sentences of `langid/sentences/zh.txt` in documents of 10, and newspaper's Chinese article; `en-tech`
+and `zh-tech`: the running prose of the held-out technical articles (every other translation pair, both its
+languages), in documents of about 2,000 characters - prose only, so that neither Markdown nor plain-text
+extraction is favoured by the format of the text it is judged on.
 
 Prints, per recipe: the table (variant, set: loss mean ± spread over seeds, difference from extraction-only,
 whether it exceeds twice the pooled seed spread; bits per byte the same), each variant's curated documents and
@@ -61,11 +66,13 @@ import yaml
 from fastwarc.stream_io import GzipWriter
 
 try:  # `python benchmarks/ablate_zh_en.py` puts benchmarks/ on sys.path
+    import _zh_en_data as articles_data
     from _data import data_root
     from _results import code_version, figure, write_results
     from ablate import BATCH, CURATE, EVAL_CHARS, ROOT, SEQ_LEN, build_eval, timed, training, write_yaml
     from warc_corpus import DataMissing, warc_record
 except ImportError:  # imported as benchmarks.ablate_zh_en
+    articles_data = None  # the technical articles are read only when the benchmark runs
     from benchmarks._data import data_root
     from benchmarks._results import code_version, figure, write_results
     from benchmarks.ablate import BATCH, CURATE, EVAL_CHARS, ROOT, SEQ_LEN, build_eval, timed, training, write_yaml
@@ -78,6 +85,16 @@ EXTRACT = {"extract": {"timeout_s": 30}}
 VOCAB = {"zh-en": 4000, "en": 2000}  # Chinese needs characters of its own beside English's pieces
 ZH_SENTENCES_PER_DOC = 10
 LINE_RULES = ("gopher_repetition", "gopher_quality", "c4", "fineweb")  # the stages with `prose_only`
+TECH = "-tech"  # the evaluation sets of held-out technical articles: `zh-tech`, `en-tech`
+
+
+def technical_articles() -> tuple[list[Any], list[Any]]:
+    """The technical articles of `tests/fixtures/zh_en` (`_zh_en_data.articles`): (crawled, held out). Every other
+    translation pair, in name order, is held out in both its languages (a pair shares its code blocks)."""
+    articles = articles_data.articles()
+    names = sorted({a.name for a in articles})
+    held_out = set(names[1::2])
+    return [a for a in articles if a.name not in held_out], [a for a in articles if a.name in held_out]
 
 
 def _make_pages() -> Any:
@@ -110,6 +127,10 @@ def build_pages(out: Path, data: Path, limit: int | None) -> dict[str, list[str]
     others = [(url, html) for url, html, zh in pages if not zh]
     if limit is not None and limit < len(others):  # a smaller run keeps every Chinese page
         others = [others[int(i * len(others) / limit)] for i in range(limit)]
+    crawled_articles = technical_articles()[0]
+    for article in crawled_articles:  # as web pages, the Chinese ones among the Chinese pages
+        page = (f"https://docs.test/{article.lang}/{article.name}", articles_data.page_html(article))
+        (chinese if article.lang == "zh" else others).append(page)
     out.mkdir(parents=True, exist_ok=True)
     _write_warc(out / "zh.warc.gz", chinese)
     shards = [out / f"other-{k}.warc.gz" for k in range(4)]
@@ -117,8 +138,8 @@ def build_pages(out: Path, data: Path, limit: int | None) -> dict[str, list[str]
         _write_warc(path, others[k::4])
     crawled = [data / "warc" / "dolma" / f"sample-000{k}.warc.gz" for k in (0, 1)]
     crawled.append(data / "warc" / "resiliparse" / "warcfile.warc.gz")
-    print(f"    pages: {len(chinese)} Chinese, {len(others)} others, and {len(crawled)} crawled WARC files "
-          "(dolma, resiliparse)")
+    print(f"    pages: {len(chinese)} Chinese, {len(others)} others (with {len(crawled_articles)} technical articles, "
+          f"half of each language's), and {len(crawled)} crawled WARC files (dolma, resiliparse)")
     return {"zh": [str(out / "zh.warc.gz")], "other": [*map(str, shards), *map(str, crawled)]}
 
 
@@ -129,6 +150,27 @@ def build_zh_eval(out: Path, data: Path) -> int:
     docs = ["\n".join(lines[i:i + ZH_SENTENCES_PER_DOC]) for i in range(0, len(lines), ZH_SENTENCES_PER_DOC)]
     docs.append((data / "html" / "newspaper" / "chinese.expected.txt").read_text(encoding="utf-8").strip()[:EVAL_CHARS])
     out.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    return len(docs)
+
+
+def build_tech_eval(out: Path, lang: str) -> int:
+    """Held-out technical prose of `lang`: the running prose paragraphs of the held-out articles without
+    Markdown's marks (no code block, list, table, heading, link target or backtick: neither a Markdown nor a
+    plain-text extraction has the advantage of its own format), in documents of about EVAL_CHARS characters."""
+    import pyarrow as pa
+
+    from curation.text.layout import bare_words
+
+    docs = []
+    for article in (a for a in technical_articles()[1] if a.lang == lang):
+        current = ""
+        for paragraph in bare_words(pa.array(articles_data.prose_paragraphs(article), pa.string())).to_pylist():
+            if current and len(current) + len(paragraph) > EVAL_CHARS:
+                docs.append(current)
+                current = ""
+            current = f"{current}\n{paragraph}" if current else paragraph
+        docs.append(current)
+    out.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs if d), encoding="utf-8")
     return len(docs)
 
 
@@ -236,7 +278,7 @@ def report(folder: Path, sets: list[str]) -> list[dict]:
         langs = languages(entry["documents"])
         print(f"    {label(variant):24} {documents:5} documents ({langs}), {entry['train_tokens']:>9,} tokens packed; "
               f"{dropped}")
-    print(f"    {'variant':24} {'set':4} {'metric':14} {'mean ± spread':>18} {'vs ' + BASELINE:>20} "
+    print(f"    {'variant':24} {'set':7} {'metric':14} {'mean ± spread':>18} {'vs ' + BASELINE:>20} "
           "exceeds 2 pooled spreads")
     for row in results.table:
         if row["metric"] not in ("loss", "bits_per_byte"):
@@ -244,7 +286,7 @@ def report(folder: Path, sets: list[str]) -> list[dict]:
         spread = "" if row["spread"] is None else f" ± {row['spread']:.4f}"
         diff = "" if row["difference"] is None else f"{row['difference']:+.4f}"
         verdict = "" if row["exceeds"] is None else ("yes" if row["exceeds"] else "no")
-        print(f"    {label(row['variant']):24} {row['set']:4} {row['metric']:14} {row['mean']:8.4f}{spread:10} "
+        print(f"    {label(row['variant']):24} {row['set']:7} {row['metric']:14} {row['mean']:8.4f}{spread:10} "
               f"{diff:>20} {verdict}")
     figures = []
     for s in sets:
@@ -303,13 +345,16 @@ def main(argv: list[str] | None = None) -> int:
             work.mkdir(parents=True, exist_ok=True)
             load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
             print(f"ablate_zh_en benchmark at {code_version()}; {os.cpu_count()} CPUs, load average {load}")
-            en, zh = work / "eval-en.jsonl", work / "eval-zh.jsonl"
-            print(f"    evaluation sets: en {build_eval(en, data)} readability articles, zh {build_zh_eval(zh, data)} "
-                  "documents (Leipzig sentences, newspaper's article)")
+            sets = {lang: work / f"eval-{lang}.jsonl" for lang in ("en", "zh", "en" + TECH, "zh" + TECH)}
+            print(f"    evaluation sets: en {build_eval(sets['en'], data)} readability articles, zh "
+                  f"{build_zh_eval(sets['zh'], data)} documents (Leipzig sentences, newspaper's article); en{TECH} "
+                  f"{build_tech_eval(sets['en' + TECH], 'en')} and zh{TECH} {build_tech_eval(sets['zh' + TECH], 'zh')} "
+                  "documents of held-out technical prose")
             pages = build_pages(work / "pages", data, args.pages)
             figures = []
             for which in args.recipes.split(","):
-                figures += ablate(work, which, pages, {"en": en, "zh": zh} if which == "zh-en" else {"en": en}, args)
+                mine = sets if which == "zh-en" else {k: v for k, v in sets.items() if k.startswith("en")}
+                figures += ablate(work, which, pages, mine, args)
         write_results("ablate_zh_en", figures)
     except DataMissing as exc:
         print(f"ablate_zh_en: {exc}; nothing run")

@@ -16,7 +16,12 @@ Two modes:
           2. MinhashDedupSignature, 3. MinhashDedupBuckets (14 tasks: one per bucket),
           4. MinhashDedupCluster (one task), 5. MinhashDedupFilter -> JsonlWriter -> DocumentTokenizer.
         Writes CONFIG's `result` JSON: wall seconds per executor, datatrove's merged stats per step,
-        the URLs kept and, per dropped URL, the step that dropped it (from the exclusion writers).
+        the URLs kept and, per dropped URL, the step that dropped it and why (the exclusion writers'
+        `filter_reason`).
+
+    python _datatrove_fineweb.py alpha OUTPUT RESULT.json
+        After a run, untimed: url -> the share of words with a letter, as GopherQualityFilter counts it,
+        of every page of the run's OUTPUT folder that reached that filter.
 """
 
 from __future__ import annotations
@@ -46,18 +51,41 @@ def train_tokenizer(texts: str, out: str, vocab: int) -> None:
     tok.save(out)
 
 
-def _urls(folder: Path, texts: dict[str, str] | None = None) -> list[str]:
-    """URLs of the documents in a folder of JSONL.gz files; `texts` gets url -> sha1 of each text."""
-    urls = []
+def _documents(folder: Path):
+    """The documents (dicts) of a folder of JSONL.gz files."""
     for path in sorted(folder.rglob("*.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as f:
             for line in f:
-                doc = json.loads(line)
-                url = doc["metadata"].get("url")
-                urls.append(url)
-                if texts is not None:
-                    texts.setdefault(url, hashlib.sha1(doc["text"].encode()).hexdigest())
+                yield json.loads(line)
+
+
+def _urls(folder: Path, texts: dict[str, str] | None = None, reasons: dict[str, str] | None = None) -> list[str]:
+    """URLs of the documents in a folder of JSONL.gz files; `texts` gets url -> sha1 of each text, `reasons`
+    url -> the `filter_reason` an exclusion writer recorded."""
+    urls = []
+    for doc in _documents(folder):
+        url = doc["metadata"].get("url")
+        urls.append(url)
+        if texts is not None:
+            texts.setdefault(url, hashlib.sha1(doc["text"].encode()).hexdigest())
+        if reasons is not None and doc["metadata"].get("filter_reason"):
+            reasons.setdefault(url, doc["metadata"]["filter_reason"])
     return urls
+
+
+def alpha_shares(folders: list[Path]) -> dict[str, float]:
+    """url -> GopherQualityFilter's share of words with at least one letter (its `max_non_alpha_words_ratio`
+    test, its English word tokenizer) in the text of every document of `folders` (the filter reads the text
+    as extracted; later filters' exclusions and the kept documents hold it after C4's line removals)."""
+    from datatrove.utils.text import split_into_words
+
+    shares = {}
+    for folder in folders:
+        for doc in _documents(folder):
+            words = split_into_words(doc["text"])  # the filter's default language, English
+            if words:
+                shares[doc["metadata"].get("url")] = sum(any(c.isalpha() for c in w) for w in words) / len(words)
+    return shares
 
 
 def run(config_path: str) -> None:
@@ -133,9 +161,20 @@ def run(config_path: str) -> None:
     result["window"][1] = time.time()
     texts: dict[str, str] = {}  # url -> sha1 of its text where it was kept or dropped (after a filter's edits)
     result["kept_urls"] = _urls(Path(deduped), texts)
-    result["dropped"] = {str(step.name): _urls(step, texts) for step in sorted(removed.iterdir()) if step.is_dir()}
+    reasons: dict[str, str] = {}
+    result["dropped"] = {str(step.name): _urls(step, texts, reasons) for step in sorted(removed.iterdir())
+                         if step.is_dir()}
+    result["reasons"] = reasons
     result["texts"] = texts
     Path(cfg["result"]).write_text(json.dumps(result))
+
+
+def alpha(output: str, result: str) -> None:
+    """url -> GopherQualityFilter's share of words with a letter of every page that reached it in a run's
+    `output` folder (its exclusions from there on, and the documents it passed), as JSON in `result`."""
+    out = Path(output)
+    judged = [out / "removed" / step for step in ("4_gopher_qual", "5_c4", "6_fineweb_qual")] + [out / "filtered"]
+    Path(result).write_text(json.dumps(alpha_shares([folder for folder in judged if folder.is_dir()])))
 
 
 if __name__ == "__main__":
@@ -143,5 +182,7 @@ if __name__ == "__main__":
         train_tokenizer(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1] == "run":
         run(sys.argv[2])
+    elif sys.argv[1] == "alpha":
+        alpha(sys.argv[2], sys.argv[3])
     else:
-        sys.exit(f"unknown mode {sys.argv[1]!r}: train-tokenizer or run")
+        sys.exit(f"unknown mode {sys.argv[1]!r}: train-tokenizer, run or alpha")

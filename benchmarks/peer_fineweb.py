@@ -57,9 +57,14 @@ workers and trafilatura sandboxes):
   - output size: token files, documents, whole output folder; tokens written;
   - agreement of kept documents keyed by URL: |kept by both| / |kept by either| (the figure held
     against the target), and the share of input URLs with the same keep/drop decision, with the
-    stage on each side that dropped the documents they disagree on and why (the other copy of a
-    near-duplicate pair kept; same text, different decision; different text, i.e. extraction);
-    how many documents kept by both have identical text;
+    stage and rule on each side that dropped the documents they disagree on (datatrove's step and its
+    filter's reason), counted per rule, and why (the other copy of a near-duplicate pair kept; same
+    text, different decision; different text, i.e. extraction); how many documents kept by both have
+    identical text; Gopher's share of words with a letter, each side's count on its own text of every
+    page both quality filters judged (scored after the run, outside the measured processes): how many
+    pages one side's count passes and the other's fails, how many of them ours kept and datatrove
+    dropped for it, and a few examples with both shares (ours counts whitespace words of the prose, as
+    Gopher did; datatrove counts its word tokenizer's tokens, each punctuation mark one);
   - our parallel efficiency: docs/s with 2 workers / (2 x docs/s with 1 worker).
 The printout says which figures are below the issue's targets (issue 10): end to end at least 3x
 datatrove's docs/s per core, agreement at least 97%, peak memory no higher, parallel efficiency at
@@ -117,6 +122,8 @@ OUR_STAGES = ["read", "html_langid", "extract", "langid", "gopher_repetition", "
               "minhash_dedup"]
 # datatrove's steps of its first executor, in order, named as our stages
 DT_FILTER_STEPS = ["read", "extract", "langid", "gopher_repetition", "gopher_quality", "c4", "fineweb", "write"]
+ALPHA_WORDS, DT_ALPHA_REASON = 0.8, "gopher_below_alpha_threshold"  # both sides' bound; datatrove's reason
+JUDGED_BY_GOPHER_QUALITY = ("gopher_quality", "c4", "fineweb", "minhash_dedup")  # our stages from gopher_quality on
 
 GATE = "  - html_langid: {{keep: [en], below: {below}}}\n"
 RECIPE = """\
@@ -394,6 +401,32 @@ def child_ours(config_path: str) -> int:
     return 0
 
 
+def alpha_shares(recipe: str, job: Path) -> dict[str, float]:
+    """url -> the share of words with a letter our gopher_quality (with the recipe's params) gives every page of a
+    run's `job` folder that reached it, scored again after the run, untimed: rejects hold the text a stage
+    dropped, documents the text after C4's line removals."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    from curation.recipe import parse_recipe
+    from curation.stages.build import build_stages
+
+    stages = build_stages(parse_recipe(recipe, check_paths=False))  # the job is all it reads
+    stage = next(s for _, s in stages if s.name == "gopher_quality").ready()
+    tables = [ds.dataset(str(job / "documents"), format="parquet").to_table()]
+    if (job / "rejects").is_dir():
+        rejects = ds.dataset(str(job / "rejects"), format="parquet", partitioning="hive")
+        tables.append(rejects.to_table(filter=ds.field("stage").isin(list(JUDGED_BY_GOPHER_QUALITY))))
+    shares: dict[str, float] = {}
+    for table in tables:
+        columns = [c for c in ("text", "lang") if c in table.column_names]
+        for batch in table.select(["url", *columns]).to_batches(max_chunksize=256):
+            batch = pa.Table.from_batches([batch])
+            ratio = stage.score(batch.select(columns))["gopher_alpha_words_ratio"]
+            shares.update(zip(batch.column("url").to_pylist(), ratio.tolist(), strict=True))
+    return shares
+
+
 @dataclass
 class Side:
     name: str
@@ -413,6 +446,7 @@ class Side:
     docs_out: int
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after the run
     notes: list[str] = field(default_factory=list)
+    alpha: dict[str, float] = field(default_factory=dict)  # url -> Gopher's share of words with a letter
 
     @property
     def per_core(self) -> float:
@@ -480,7 +514,7 @@ def run_ours(corpus_dir: Path, work: Path, cores: int, model: Path, args: argpar
         dropped_by=dropped_by, texts=r["texts"], out_tokens_bytes=folder_bytes(job / "shards"),
         out_docs_bytes=folder_bytes(job / "documents"),
         out_total_bytes=folder_bytes(job), tokens=sum(r["tokens"].values()), docs_out=stats["documents"]["out"],
-        load=(load_before, os.getloadavg()[0]),
+        load=(load_before, os.getloadavg()[0]), alpha=alpha_shares(recipe, job),
     )
     drops = {name: rows[name]["dropped"] for name in OUR_STAGES if rows.get(name, {}).get("dropped")}
     side.notes.append("dropped: " + "; ".join(f"{k} {v}" for k, v in drops.items()))
@@ -537,6 +571,14 @@ def our_trafilatura_for_datatrove() -> Path:
     return target
 
 
+def datatrove_alpha_shares(out: Path, work: Path, tasks: int, env: dict[str, str]) -> dict[str, float]:
+    """url -> GopherQualityFilter's share of words with a letter of every page of a run (`out`) that reached it,
+    computed in datatrove's venv after the run, untimed."""
+    result = work / f"datatrove-{tasks}.alpha.json"
+    subprocess.run([str(DT_PYTHON), str(DT_SCRIPT), "alpha", str(out), str(result)], env=env, check=True)
+    return json.loads(result.read_text())
+
+
 def run_datatrove(corpus_dir: Path, work: Path, tasks: int, tokenizer: Path, args: argparse.Namespace) -> Side:
     load_before = os.getloadavg()[0]
     out = work / f"datatrove-{tasks}"
@@ -574,7 +616,9 @@ def run_datatrove(corpus_dir: Path, work: Path, tasks: int, tokenizer: Path, arg
     stages["tokenize+pack"] = (stages["write documents"][0], _seconds(final[3]))
     tokens = _count(final[3]["stats"], "tokens")
     wall = sum(e["wall_s"] for e in r["executors"])
-    dropped_by = {url: step for step, urls in r["dropped"].items() for url in urls}
+    reasons = r.get("reasons", {})
+    dropped_by = {url: f"{step}/{reasons[url]}" if url in reasons else step
+                  for step, urls in r["dropped"].items() for url in urls}
     side = Side(
         name=f"datatrove, {tasks} core{'s' if tasks > 1 else ''} ({tasks} task{'s' if tasks > 1 else ''})",
         cores=tasks, docs=stages["read"][0], wall_s=wall,
@@ -582,7 +626,7 @@ def run_datatrove(corpus_dir: Path, work: Path, tasks: int, tokenizer: Path, arg
         dropped_by=dropped_by, texts=r["texts"], out_tokens_bytes=folder_bytes(out / "tokens"),
         out_docs_bytes=folder_bytes(out / "deduped"),
         out_total_bytes=folder_bytes(out) - folder_bytes(out / "logs"), tokens=tokens, docs_out=len(r["kept_urls"]),
-        load=(load_before, os.getloadavg()[0]),
+        load=(load_before, os.getloadavg()[0]), alpha=datatrove_alpha_shares(out, work, tasks, env),
     )
     drops = {}
     for name, step in zip(DT_FILTER_STEPS, steps, strict=True):
@@ -689,6 +733,25 @@ def agreement(a: Side, b: Side, urls: list[str]) -> tuple[float, float, list[str
     return jaccard, same, lines
 
 
+def alpha_rule(a: Side, b: Side) -> tuple[list[str], dict[str, Any]]:
+    """Gopher's share of words with a letter, the rule alone, on the pages both sides' Gopher quality filter
+    judged (each side's count on its own text): where one side's count passes a page the other's fails, with
+    examples among the pages ours kept and datatrove dropped for it. Lines to print, and the counts."""
+    judged = sorted(set(a.alpha) & set(b.alpha))
+    passes = {u: (not a.alpha[u] < ALPHA_WORDS, not b.alpha[u] < ALPHA_WORDS) for u in judged}  # NaN fails no bound
+    ours_only = [u for u in judged if passes[u] == (True, False)]
+    theirs_only = [u for u in judged if passes[u] == (False, True)]
+    kept = [u for u in ours_only if u in a.kept and b.dropped_by.get(u, "").endswith(DT_ALPHA_REASON)]
+    examples = sorted(kept, key=lambda u: (b.alpha[u] - a.alpha[u], u))[:3]
+    shown = "; ".join(f"{page_of(u)} ours {a.alpha[u]:.2f} / datatrove {b.alpha[u]:.2f}" for u in examples)
+    lines = [f"Gopher's share of words with a letter (>= {ALPHA_WORDS:g}), the rule alone on the {len(judged)} pages "
+             f"both quality filters judged: ours (whitespace words of the prose) passes {len(ours_only)} that "
+             f"datatrove's (word tokenizer: a punctuation mark is a word) fails, the reverse {len(theirs_only)}; "
+             f"{len(kept)} of them kept by ours, dropped by datatrove for it" + (f", e.g. {shown}" if shown else "")]
+    return lines, {"judged": len(judged), "ours_only": len(ours_only), "theirs_only": len(theirs_only),
+                   "kept": len(kept), "examples": shown}
+
+
 def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> list[dict]:
     """Prints the comparison; its figures: speed, memory and agreement against datatrove, parallel efficiency."""
     figures = []
@@ -730,6 +793,8 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> list[dict]:
         speed = a.per_core / b.per_core
         mem = a.sampled.peak_pss / b.sampled.peak_pss
         jaccard, same, lines = agreement(a, b, urls)
+        alpha_lines, alpha = alpha_rule(a, b)
+        lines += alpha_lines
         print(f"  end to end docs/s per core: ours {a.per_core:.2f}, datatrove {b.per_core:.2f}: "
               f"{speed:.2f}x ({flag(speed >= TARGET_SPEEDUP)}: >= {TARGET_SPEEDUP:g}x)")
         print(f"  wall: ours {a.wall_s:.1f} s, datatrove {b.wall_s:.1f} s; documents per CPU-second of the process "
@@ -757,7 +822,13 @@ def report(ours: list[Side], theirs: list[Side], urls: list[str]) -> list[dict]:
                    b.sampled.peak_pss / 2**20, target="no higher", met=mem <= 1.0),
             figure(f"{a.name}: agreement of kept documents (both / either, by page)", jaccard, "share",
                    target=f">= {TARGET_AGREEMENT:.0%}", met=jaccard >= TARGET_AGREEMENT,
-                   note=f"same decision on {same:.2%} of {len(urls)} input URLs"),
+                   note=f"same decision on {same:.2%} of {len(urls)} input URLs; "
+                        + "; ".join(line for line in lines if line.startswith("kept by") and "only" in line)),
+            figure(f"{a.name}: pages Gopher's letter-share rule passes by our count and fails by datatrove's",
+                   alpha["ours_only"], "pages",
+                   note=f"of {alpha['judged']} pages both judged; the reverse {alpha['theirs_only']}; kept by ours "
+                        f"and dropped by datatrove for it {alpha['kept']}" + (f": {alpha['examples']}"
+                                                                              if alpha["examples"] else "")),
         ]
         if speed < TARGET_SPEEDUP:
             failures.append(f"speed {speed:.2f}x at {a.cores} core(s)")

@@ -412,7 +412,8 @@ def train_classifier(
     Preprocessing (`curation.stages.classifier.Preprocessing`, recorded in the sidecar so that the stage
     scores as trained): `words` segments each text into its language's words (`lang`, the training texts'
     language; None: each text's script decides), `social` drops social-media quirks, `lexicon` adds a token per
-    flagged word. `quantize`: keep this many words and n-grams, quantized (fastText's `.ftz`; a few MB).
+    flagged word; with `words`, Chinese texts are read in Simplified characters (`simplified`). `quantize`: keep
+    this many words and n-grams, quantized (fastText's `.ftz`; a few MB).
     The held-out split also calibrates a threshold: that of best macro F1 there (`calibrated_threshold`,
     `macro_f1_threshold`).
     """
@@ -426,7 +427,8 @@ def train_classifier(
     if pos_label == neg_label:
         msg = f"the positive and negative labels are the same ({pos_label})"
         raise ValueError(msg)
-    prep = Preprocessing(lowercase=lowercase, words=words, social=social, lexicon=lexicon)
+    # Chinese words are read in one script (Simplified), at training and at scoring time, with the words
+    prep = Preprocessing(lowercase=lowercase, words=words, social=social, lexicon=lexicon, simplified=words)
 
     def lines(texts: list[str]) -> list[str]:
         return prep.lines(texts, [lang] * len(texts) if lang else None)

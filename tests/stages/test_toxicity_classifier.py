@@ -47,6 +47,18 @@ def test_chinese_text_becomes_its_words_not_one_token():
     assert {"北京", "长城", "天气"} <= set(words) and len(words) >= 8
 
 
+def test_chinese_in_traditional_characters_is_read_in_simplified_and_japanese_is_not():
+    """A model trained on Simplified Chinese (COLD) sees Traditional words as unknown ones: with `simplified`, a
+    Chinese text's words are the same in either script; Japanese kanji are left as written (国 is not 國 there)."""
+    simplified, traditional = "这个国家的经济发展很快，说话要讲道理。", "這個國家的經濟發展很快，說話要講道理。"
+    folded = Preprocessing(lowercase=True, words=True, simplified=True)
+    assert folded.lines([traditional], ["zh"]) == folded.lines([simplified], ["zh"])
+    assert Preprocessing(lowercase=True, words=True).lines([traditional], ["zh"]) != folded.lines([simplified], ["zh"])
+    japanese = "國立大學の學生です。"
+    assert folded.lines([japanese], ["ja"]) == Preprocessing(lowercase=True, words=True).lines([japanese], ["ja"])
+    assert folded.describe()["simplified"] and not Preprocessing(lowercase=True).describe()["simplified"]
+
+
 @pytest.mark.parametrize(("text", "lang"), [("東京都に住んでいる友達と映画を見ました。", "ja"),
                                          ("ฉันชอบกินข้าวผัดกับเพื่อนที่ตลาด", "th")])
 def test_japanese_and_thai_become_words_too_by_language_or_by_script(text: str, lang: str):
@@ -112,7 +124,7 @@ def test_scoring_segments_as_the_sidecar_says(tmp_path: Path):
     model = tmp_path / "zh.bin"
     train_classifier(pos, neg, str(model), label="bad", negative_label="good", lang="zh", hyperparameters=SMALL)
     stage = FastTextClassifier(model=str(model), threshold=0.5, score_column="bad").ready()
-    assert stage.preprocessing.words
+    assert stage.preprocessing.words and stage.preprocessing.simplified
     scores = stage.score(_table(["垃圾蠢货滚开", "公园散步天气"], [None, None]))["bad"]
     assert scores[0] > 0.9 and scores[1] < 0.1
     sidecar = json.loads(model.with_suffix(".json").read_text())

@@ -33,7 +33,7 @@ every variant trains on about one epoch of its own mixture). Variants:
   the effect of training on Markdown (fenced code, marked headings and tables) against plain-text evaluation
   sets shows.
 
-Evaluation sets, held out (`curate ablate` refuses any set found in a variant's data): `en`, 108 English
+Evaluation sets, held out (`curate ablate` refuses any set found in a variant's data): `en`, 107 English
 articles (readability's expected texts, as `benchmarks/ablate.py` builds them) and, for web-zh-en, `zh`: the
 100 Leipzig sentences of `langid/sentences/zh.txt` in documents of 10, and newspaper's Chinese article; `en-tech`
 and `zh-tech`: the running prose of the held-out technical articles (every other translation pair, both its

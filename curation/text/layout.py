@@ -146,7 +146,7 @@ def _captions(lines: pa.Array, offsets: np.ndarray, kind: np.ndarray) -> None:
 def wrapped(lines: pa.Array, offsets: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     """Which lines go on in the next one, their paragraph hard-wrapped (bool per line): a prose or list line that
     ends in no sentence terminal, followed in its document by a prose line, where either the line has at least
-    `WRAP_MIN` characters and the next starts with a lower-case letter, or (Chinese, Japanese: no case, no spaces)
+    `WRAP_MIN` characters and the next starts with a lower-case letter, or (Chinese, Japanese, Korean: no case)
     the line is as wide as its document's wrapped lines (`_at_wrap_width`) and the next is not indented (an
     e-book indents a paragraph's first line). Markdown sources, plain-text files and books wrap their paragraphs
     at a width; a rule of lines (FineWeb's line punctuation, C4's words per line) must read such a paragraph as

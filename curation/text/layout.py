@@ -161,7 +161,7 @@ def wrapped(lines: pa.Array, offsets: np.ndarray, kinds: np.ndarray) -> np.ndarr
     long = pc.greater_equal(pc.utf8_length(pc.utf8_trim_whitespace(lines)), WRAP_MIN).to_numpy(zero_copy_only=False)
     open_end = ~pc.match_substring_regex(lines, _ENDS_SENTENCE_RE2).to_numpy(zero_copy_only=False)
     lower = pc.match_substring_regex(lines, r"^\s*\p{Ll}").to_numpy(zero_copy_only=False)
-    flush = ~pc.match_substring_regex(lines, r"^\s").to_numpy(zero_copy_only=False)
+    flush = ~pc.match_substring_regex(lines, r"^[\s\x{3000}]").to_numpy(zero_copy_only=False)  # CJK's indent too
     goes_on = (long[:-1] & lower[1:]) | (_at_wrap_width(lines, line_doc, text & open_end)[:-1] & flush[1:])
     out[:-1] = same_doc & text[:-1] & open_end[:-1] & (kinds[1:] == PROSE) & goes_on
     return out

@@ -195,6 +195,10 @@ def test_a_chinese_paragraph_wrapped_at_a_width_is_one_line_to_the_line_rules():
     assert _judge(FineWeb(prose_only=False), [wrapped], "zh") == ["line_punct_ratio"]
     assert _judge(FineWeb(), [wrapped], "zh") == [None]
     assert _judge(FineWeb(), ["\n\n".join(paragraphs)], "zh") == [None]
+    # an e-book's paragraphs start indented by two ideographic spaces, with no blank line between them
+    book = "\n".join("\n".join(("\u3000\u3000" + p)[i:i + width] for i in range(0, len(p) + 2, width))
+                     for p in paragraphs)
+    assert _judge(FineWeb(), [book], "zh") == [None]
     titles = ["数据并行与模型并行的区别", "张量并行的实现方法介绍", "流水线并行训练大模型", "如何选择合适的并行方式",
               "序列并行的三种主流方案", "混合精度训练入门指南"] * 2
     assert _judge(FineWeb(), ["\n".join(titles)], "zh") == _judge(FineWeb(prose_only=False), ["\n".join(titles)], "zh")

@@ -21,9 +21,12 @@ and F1 of the toxic class, macro F1 (both classes), balanced accuracy, and the R
 (its ranking, whatever the threshold: what any threshold could reach). Targets: macro F1 >= 0.75 in Chinese,
 F1 >= 0.40 on English forum hate speech.
 
-Clean text: the Leipzig sentences (`langid/sentences`, documents of 12) and, with `--udhr DIR`, the UDHR
-(`_udhr.py`) in each language the stage judges: share of documents dropped, limit 0.5 %. Throughput: the
-stage (`classifier: <models>`) on one core beside the langid stage, on the same documents.
+Clean text in each language the stage judges (`clean_sets`): the Leipzig sentences (`langid/sentences`, documents
+of 12), with `--udhr DIR` the UDHR (`_udhr.py`, documents of 12 paragraphs), the technical articles of
+`tests/fixtures/zh_en` whole and each of their `## ` sections, and real pages' main text (`_zh_en_data.py`: the
+clean set of the test data's Chinese pages; readability's expected English articles): documents dropped per set
+and in all, limit 0.5 %; and each Leipzig sentence and UDHR paragraph alone, flagged. Throughput: the stage
+(`classifier: <models>`) on one core beside the langid stage, on the same documents.
 
     python benchmarks/toxicity_transfer.py [--stormfront DIR] [--swsr DIR] [--udhr DIR] [--seed 42]
 """
@@ -43,8 +46,10 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _zh_en_data as zh_en
 from _data import data_root
 from _results import figure, write_results
+from _udhr import declarations
 from flagged_languages import clean_text
 
 from curation import schema
@@ -174,6 +179,38 @@ def compare(lang: str, train: tuple[Corpus, Corpus], tests: list[Labelled], fold
     return stage
 
 
+def clean_sets(lang: str, udhr: Path | None, root: Path) -> dict[str, list[str]]:
+    """Clean documents in `lang` by set: the Leipzig sentences (documents of 12), the UDHR (documents of 12
+    paragraphs; with `udhr`), the technical articles of `tests/fixtures/zh_en` whole and each of their `## `
+    sections, and real web pages' main content (`_zh_en_data`: Chinese, the labelled clean set of the test
+    data's Chinese pages; English, readability's expected articles of its English test pages)."""
+    sets = {"Leipzig": clean_text(lang, None)[0]}
+    if udhr:
+        sets["UDHR"] = [doc for d in declarations(udhr, frozenset([lang])) for doc in d.documents()]
+    articles = [a for a in zh_en.articles() if a.lang == lang]
+    sets["articles, whole"] = [a.text for a in articles]
+    sets["articles' sections"] = [s.text for a in articles for s in zh_en.sections(a)]
+    if lang == "zh":
+        sets["web pages' main text"] = chinese_main_texts(root)
+    elif lang == "en":
+        sets["web pages' main text"] = [text for name, _ in zh_en.english_pages(root)
+                                        if (text := zh_en.expected_main_text(f"https://readability.test/{name}/",
+                                                                             root))]
+    return {name: docs for name, docs in sets.items() if docs}
+
+
+def chinese_main_texts(root: Path) -> list[str]:
+    """The main content of the test data's Chinese pages, as `zh_en_documents.py` labels it clean (the expected
+    text where the data gives one, else the `extract` stage's of `recipes/web-zh-en.yaml`)."""
+    from zh_en_documents import Chain, recipe
+
+    pages = zh_en.chinese_pages(root)
+    extracted = Chain(recipe("web-zh-en")).judge(pages=[html for _, html in pages], source="zh",
+                                                 ids=[url for url, _ in pages], only={"extract"})
+    docs, _ = zh_en.web_documents({v.id: v.row["text"] for v in extracted if v.kept and v.row.get("text")}, root)
+    return [d.text for d in docs if d.label == "clean" and d.origin.startswith("http")]
+
+
 def throughput(stage: Toxicity, docs: list[str], lang: str) -> tuple[tuple[float, float], tuple[float, float]]:
     """Documents per CPU second (one process, so per core: the measure that holds on a shared machine) and per
     wall second, of the stage and of langid on the same documents."""
@@ -253,13 +290,23 @@ def main(argv: list[str] | None = None) -> int:
         print("target: F1 >= 0.40 on English forum hate speech: " + (f"{forum[0]:.3f}" if forum else "not run"))
 
         print(f"\nclean text dropped (limit {CLEAN_LIMIT:.1%} of documents; sentences alone are a harder test):")
+        clean: list[tuple[str, str, str, int, int]] = []  # (lang, filter, set, dropped, documents)
         for lang, stage in stages.items():
-            docs, sentences = clean_text(lang, args.udhr)
+            sets = clean_sets(lang, args.udhr, root)
+            sentences = clean_text(lang, args.udhr)[1]
             for name, filt in (("ours", stage), ("word list", Toxicity(languages=[lang]))):
-                dropped, alone = flags(filt, docs, lang), flags(filt, sentences, lang)
-                print(f"  {lang} {name:<10} documents {int(dropped.sum())}/{len(docs)} ({dropped.mean():.2%}), "
-                      f"Leipzig" + (" + UDHR" if args.udhr else " (no --udhr)")
-                      + f"; sentences alone {int(alone.sum())}/{len(alone)} ({alone.mean():.1%})")
+                total = [0, 0]
+                for set_name, docs in sets.items():
+                    dropped = flags(filt, docs, lang)
+                    clean.append((lang, name, set_name, int(dropped.sum()), len(docs)))
+                    total = [total[0] + int(dropped.sum()), total[1] + len(docs)]
+                    print(f"  {lang} {name:<10} {set_name:<22} documents {int(dropped.sum())}/{len(docs)}")
+                alone = flags(filt, sentences, lang)
+                clean += [(lang, name, "all", *total), (lang, name, "sentences alone", int(alone.sum()), len(alone))]
+                print(f"  {lang} {name:<10} {'all':<22} documents {total[0]}/{total[1]} "
+                      f"({total[0] / max(total[1], 1):.2%})" + ("" if args.udhr else " (no --udhr)")
+                      + f"; sentences alone {int(alone.sum())}/{len(alone)} ({alone.mean():.1%}), Leipzig"
+                      + (" + UDHR" if args.udhr else ""))
         # distinct documents (a repeated one would find its words memoised): the labelled sets' texts
         distinct = {"en": davidson[0].texts + davidson[1].texts,
                     "zh": [r["TEXT"] for r in cold_rows(root, ("train", "dev", "test"))]}
@@ -275,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
         *(figure("Chinese macro F1, SWSR", s, "", target=">= 0.75", met=s >= 0.75) for s in swsr[:1]),
         *(figure("F1, English forum hate speech", f, "", target=">= 0.40", met=f >= 0.40) for f in forum[:1]),
         *(figure(f"{test}: {name}", f["macro_f1"], "macro F1", note=f"F1 {f['f1']:.3f}") for test, name, f in rows),
+        *(figure(f"clean {lang} {set_name} dropped: {name}" if set_name != "sentences alone"
+                 else f"clean {lang} sentences alone flagged: {name}", dropped / max(n, 1), "share",
+                 target=f"<= {CLEAN_LIMIT:.1%}" if set_name == "all" and name == "ours" else None,
+                 met=dropped / max(n, 1) <= CLEAN_LIMIT if set_name == "all" and name == "ours" else None,
+                 note=f"{dropped}/{n}") for lang, name, set_name, dropped, n in clean),
     ])
     return 0
 

@@ -236,7 +236,8 @@ class ClassifierParams(DocumentFilter.Params):
     )
     threshold: Annotated[float, Field(ge=0, le=1)] | Literal["calibrated"] | None = Field(
         None, description="Keep documents with score >= threshold (< threshold with keep_below); `calibrated`: "
-        "the threshold of best macro F1 on the model's held-out split (its sidecar's `calibrated_threshold`)."
+        "the threshold of best macro F1 on the model's held-out split (its sidecar's `calibrated_threshold`; among "
+        "those flagging at most its `max_false_positive_rate` of the negatives, where it has one)."
     )
     top_fraction: float | None = Field(
         None,

@@ -164,6 +164,21 @@ def test_calibrated_threshold_is_the_best_macro_f1_cut_midway_between_scores():
     assert macro_f1_threshold(np.array([0.9, 0.8, 0.2]), np.array([True, True, False]))[0] == pytest.approx(0.5)
 
 
+def test_the_calibrated_threshold_flags_at_most_the_share_of_negatives_it_is_given():
+    rng = np.random.default_rng(0)
+    scores = np.round(rng.random(400), 2)
+    truth = rng.random(400) < scores
+    free = macro_f1_threshold(scores, truth)
+    threshold, best = macro_f1_threshold(scores, truth, 0.05)
+    assert np.mean(scores[~truth] >= threshold) <= 0.05 < np.mean(scores[~truth] >= free[0])
+    brute = {cut: _macro_f1(scores >= cut, truth) for cut in np.unique(scores)
+             if np.mean(scores[~truth] >= cut) <= 0.05}
+    assert best == pytest.approx(max(brute.values()))
+    assert macro_f1_threshold(scores, truth, 1.0) == free  # a bound the best cut meets changes nothing
+    nothing = macro_f1_threshold(np.array([0.9, 0.8, 0.2]), np.array([False, True, False]), 0.0)
+    assert nothing[0] > 0.9  # no cut within the bound: none flagged
+
+
 # ------------------------------------------------------------------------------- toxicity stage
 
 

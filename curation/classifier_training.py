@@ -437,6 +437,9 @@ def train_classifier(
     if not 0.0 <= holdout < 1.0:
         msg = f"holdout must be in [0, 1), got {holdout}"
         raise ValueError(msg)
+    if max_false_positive_rate is not None and not 0.0 <= max_false_positive_rate <= 1.0:
+        msg = f"max_false_positive_rate must be in [0, 1], got {max_false_positive_rate}"
+        raise ValueError(msg)
     hp = hyperparameters or Hyperparameters()
     pos_label, neg_label = label_name(label), label_name(negative_label)
     if pos_label == neg_label:

@@ -573,7 +573,7 @@ TOXICITY_PRESETS = {
 }
 
 # The threshold: best macro F1 on the held-out split among those flagging at most 10 % of its clean texts. COLD's
-# best cut flags 13 % of its clean comments, and on clean web text it flagged 14 % of the UDHR's and Leipzig's
+# best cut flags 11 % of its clean comments, and on clean web text it flagged 14 % of the UDHR's and Leipzig's
 # Chinese sentences: the web's toxic share is small, a flagged clean text costs more there than on a balanced
 # set. Davidson's best cut flags 9 % and stays (benchmarks/toxicity_transfer.py).
 TOXICITY_MAX_FALSE_POSITIVES = 0.10

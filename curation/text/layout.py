@@ -168,7 +168,7 @@ def wrapped(lines: pa.Array, offsets: np.ndarray, kinds: np.ndarray) -> np.ndarr
 
 
 WRAP_WIDTH_MIN = 20
-"""Fewest display columns (a Han character is two) of a line wrapped at a width in a language without spaces."""
+"""Fewest display columns (a Han character is two) of a CJK line that `_at_wrap_width` reads as wrapped."""
 
 
 def _at_wrap_width(lines: pa.Array, line_doc: np.ndarray, candidates: np.ndarray) -> np.ndarray:

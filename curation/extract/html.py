@@ -48,6 +48,34 @@ def too_many_attributes(html: str, max_attributes: int) -> int | None:
     return scanned if scanned < len(html) else None
 
 
+_RAW_TEXT_START = re.compile(r"<(?i:script|style)(?![^\t\n\f\r />])")
+_SELF_CLOSED_REST = re.compile(r"""(?:[^"'/]++|"[^"]*+"|'[^']*+'|/(?![\t\n\f\r ]*+>))*+/[\t\n\f\r ]*+>""")
+"""The rest of a start tag up to its first `>`: attributes, then the self-closing slash."""
+
+
+def opened_raw_text_tags(html: str) -> str:
+    """`html` with `<script .../>` and `<style .../>` written as the start tags browsers read them as.
+
+    HTML5 ignores a self-closing slash on an element that is not void: what follows `<script/>` up to
+    `</script>` is the script, which a browser runs and never shows. lxml (trafilatura's parser) closes the
+    element there instead, and the script becomes page text (bettycrocker.com's JavaScript extracted as the
+    recipe's first lines). Each tag is read up to its first `>` only: no character is scanned twice.
+    """
+    parts, done = [], 0
+    for start in _RAW_TEXT_START.finditer(html):
+        if start.start() < done:
+            continue  # inside a tag already read
+        end = html.find(">", start.end())
+        if end < 0:
+            break
+        if _SELF_CLOSED_REST.fullmatch(html, start.end(), end + 1):
+            parts += [html[done:html.rindex("/", start.end(), end)], ">"]
+        else:
+            parts.append(html[done:end + 1])
+        done = end + 1
+    return "".join([*parts, html[done:]]) if parts else html
+
+
 def html_rows(batch: pa.Table) -> pa.ChunkedArray:
     """Which rows are web pages (have html): rows of JSONL or WET sources pass a page stage unchanged."""
     if "html" not in batch.column_names:

@@ -11,7 +11,14 @@ from pydantic import Field, model_validator
 
 from curation import schema
 from curation.extract.fast import fast_extract
-from curation.extract.html import NOT_HTML, TooManyAttributes, decode_html, html_rows, too_many_attributes
+from curation.extract.html import (
+    NOT_HTML,
+    TooManyAttributes,
+    decode_html,
+    html_rows,
+    opened_raw_text_tags,
+    too_many_attributes,
+)
 from curation.extract.timeout import TimeLimitExceeded, can_interrupt, time_limit
 from curation.extract.trafilatura import paragraph_memory, trafilatura_extract
 from curation.stages.base import Processed, Resources, Stage, StageParams
@@ -100,9 +107,9 @@ class Extract(Stage):
         if p.engine == "fast":  # after the attribute check: resiliparse's parser is quadratic in them too
             return fast_extract(html, url, favor=p.favor, include_comments=p.include_comments,
                                 include_tables=p.include_tables)
-        return trafilatura_extract(html, url, fast=p.fast, favor=p.favor, include_comments=p.include_comments,
-                                   include_tables=p.include_tables, markdown=p.markdown,
-                                   seen=self._seen_paragraphs(None) if p.deduplicate else None)
+        return trafilatura_extract(opened_raw_text_tags(html), url, fast=p.fast, favor=p.favor,
+                                   include_comments=p.include_comments, include_tables=p.include_tables,
+                                   markdown=p.markdown, seen=self._seen_paragraphs(None) if p.deduplicate else None)
 
     def _seen_paragraphs(self, shard: str | None) -> LRUCache:
         """trafilatura's `deduplicate` memory, one per input shard: with its process-wide default a page's

@@ -11,8 +11,7 @@ stages need a corpus and are not run), on each article:
 - as Markdown text (extract, which judges pages only, left out): kept whole, and the share of its non-space
   characters the stages left (C4 cuts lines), target all kept and >= 95% left;
 - as a web page (its Markdown rendered to HTML, `_zh_en_data.page_html`, through `extract`): kept whole, and
-  the share of the article's non-space characters in the text kept (extraction's output against the Markdown:
-  a rough figure, as markup differs);
+  the share of the extracted text's non-space characters the later stages left;
 - each `## ` section a document of its own: kept, target all; a section of fewer than `MIN_SECTION_WORDS` words
   of prose (outside code; words as `curation.lang.words` splits the language; `MIN_SECTION_HAN` Han characters for
   Chinese, as `zh_en_documents.py`) is under any size rule's minimum, and is not counted.
@@ -114,13 +113,15 @@ def measure(chain: bench.Chain, langs: list[str]) -> list[Row]:
         if any(v.row.get("lang") != source for v in whole):
             labels = ", ".join(f"{v.id}={v.row.get('lang')}" for v in whole)
             print(f"      langid labels: {labels} (written in {source})")
-        pages = chain.judge(pages=[data.page_html(a) for a in mine], source=source, ids=ids)
+        html = [data.page_html(a) for a in mine]
+        pages = chain.judge(pages=html, source=source, ids=ids)
+        extracted = [v.row.get("text") or "" for v in chain.judge(pages=html, source=source, ids=ids, only={"extract"})]
         row.kept_page = sum(v.kept for v in pages)
-        row.page_left = [left_share(a.text, v) for a, v in zip(mine, pages, strict=True) if v.kept]
+        row.page_left = [left_share(text, v) for text, v in zip(extracted, pages, strict=True) if v.kept]
         bench.share("articles kept whole (HTML page, through extract)", f"{lang}/pages_whole", row.kept_page,
                     len(mine), WHOLE_TARGET)
         bench.drops(pages)
-        bench.retained(f"{lang}/pages_chars", [a.text for a in mine], pages)
+        bench.retained(f"{lang}/pages_chars", extracted, pages)  # of the extracted text: what the stages cut
         parts = [s for a in mine for s in data.sections(a)]
         verdicts = chain.judge([s.text for s in parts], source=source,
                                ids=[f"{s.article} § {s.heading}" for s in parts])

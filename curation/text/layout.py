@@ -11,7 +11,8 @@ Kinds are recognised per line, columnar (RE2 over every line of a batch at once)
   technical sites write them), or a line shaped like code in any language: ending in an opening or closing
   bracket or `;`, starting with a keyword of a statement (`def f(`, `import x`, `return`, `#include`, `const x =`),
   a shell or REPL prompt (`$ `, `>>> `), a command (`pip install`), an assignment or call standing alone
-  (`model = Foo(...)`, `trainer.train()`), a line of inline code alone, or an indented line (four spaces or a
+  (`model = Foo(...)`, `trainer.train()`), a line or a list item of inline code alone (a bulleted list of
+  names in backticks, the pipelines a library offers, is no list of sentences), or an indented line (four spaces or a
   tab beyond the document's margin, not a list item: Markdown's indented code block, and what plain-text
   extraction leaves of a <pre> block);
 - table: a row of `|`-separated cells (Markdown's, trafilatura's) or of tab-separated ones, and Markdown's rule
@@ -69,7 +70,7 @@ CODE_RE2 = "|".join((
     r"^\s*[A-Za-z_][\w.]*(\[[^\]]*\])*(\s*,\s*[A-Za-z_][\w.]*)*\s*(=|\+=|-=|\*=|/=|:=)\s*[^=\s]"
     r"[^\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]*$",  # an assignment, no CJK text on it
     r"^\s*[A-Za-z_][\w.]*\(.*\)\s*[;,]?\s*$",  # a call standing alone: `trainer.train()`
-    r"^\s*`[^`]+`\s*$",  # a line of inline code alone (Markdown's `...`, a <code> in a paragraph of its own)
+    r"^\s*([-*+•]\s+|\d{1,3}[.)]\s+)?`[^`]+`\s*$",  # inline code alone on a line or a list item (Markdown's `...`)
     r"^\s*[\[{(][^\p{Han}\p{Hiragana}\p{Katakana}]*[\"'\d,:][^\p{Han}]*[^.!?][\]})],?\s*$",  # a literal: `("h", "u")`
 ))
 INDENT = 4

@@ -203,3 +203,15 @@ def test_a_chinese_paragraph_wrapped_at_a_width_is_one_line_to_the_line_rules():
               "序列并行的三种主流方案", "混合精度训练入门指南"] * 2
     assert _judge(FineWeb(), ["\n".join(titles)], "zh") == _judge(FineWeb(prose_only=False), ["\n".join(titles)], "zh")
     assert _judge(FineWeb(), ["\n".join(titles)], "zh") != [None]
+
+
+def test_a_list_item_of_inline_code_alone_is_code_and_c4_keeps_it():
+    """A tutorial's list of the pipelines a library offers (`- `fill-mask``) names code, as a line of inline code alone
+    does: C4 cut each item for its one word (the Hugging Face course in 12 languages lost its list so); an item that
+    says something of the code stays a list item."""
+    items = ["- `fill-mask`", "- `question-answering`", "1. `summarization`", "* `text-generation`"]
+    assert _kinds("\n".join([*items, "- `ner` (named entity recognition)", "- `fill-mask`: 마스크 채우기"])) == \
+        [CODE] * 4 + [LIST, LIST]
+    article = "\n".join([*PROSE_EN[:3], "Some of the available pipelines are:", *items, *PROSE_EN[3:]])
+    table = pa.table({"text": [article]})
+    assert C4(terminal_punct=False).ready().process(table).table.column("text").to_pylist() == [article]

@@ -48,8 +48,10 @@ def _zawgyi_detector() -> Any:
         return ZawgyiDetector()
 
 
-# C0/C1 controls except tab and newline, zero-width characters and the byte-order mark.
-_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{200b}-\x{200d}\x{2060}\x{feff}]"
+# C0/C1 controls except tab and newline, the zero-width space, the word joiner and the byte-order mark. Not the
+# zero-width non-joiner and joiner (U+200C, U+200D): they are spelling in Persian (می‌خواهم), in Indic scripts'
+# conjuncts, in Sinhala, and inside emoji sequences; without them the words are misspelt.
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{200b}\x{2060}\x{feff}]"
 
 
 class NormalizeParams(StageParams):
@@ -57,7 +59,8 @@ class NormalizeParams(StageParams):
     form: Literal["NFC", "NFKC", "none"] = Field(
         "NFC", description="Unicode normalization form; NFC keeps the text as written (the web's norm, W3C)."
     )
-    remove_control: bool = Field(True, description="Remove control, zero-width and byte-order-mark characters.")
+    remove_control: bool = Field(True, description="Remove control characters, the zero-width space, the word "
+                                 "joiner and the byte-order mark (the zero-width (non-)joiner is spelling: kept).")
     collapse_whitespace: bool = Field(
         True, description="Runs of spaces, tabs and no-break spaces become one space; line ends are trimmed."
     )

@@ -25,6 +25,14 @@ def test_unicode_is_composed_and_controls_removed():
     assert unicodedata.is_normalized("NFC", out[0])
 
 
+def test_the_zero_width_joiners_that_spell_words_are_kept():
+    """Persian writes a zero-width non-joiner inside words, Indic scripts and Sinhala a joiner or non-joiner inside
+    conjuncts, emoji sequences a joiner between their parts: removing them misspells the text."""
+    texts = ["می‌خواهم", "ක්‍ර", "👩‍💻"]
+    out = run_stage(Normalize(), documents_table([t + "​" for t in texts])).column("text").to_pylist()
+    assert out == texts
+
+
 def test_whitespace_collapses_but_paragraphs_stay():
     text = "  First\tline  \r\nsecond\u00a0\u00a0line \n\n\n\n\nNext paragraph.  "
     out = run_stage(Normalize(), documents_table([text])).column("text").to_pylist()

@@ -136,8 +136,14 @@ def build_pages(out: Path, data: Path, limit: int | None) -> dict[str, list[str]
     shards = [out / f"other-{k}.warc.gz" for k in range(4)]
     for k, path in enumerate(shards):
         _write_warc(path, others[k::4])
-    crawled = [data / "warc" / "dolma" / f"sample-000{k}.warc.gz" for k in (0, 1)]
-    crawled.append(data / "warc" / "resiliparse" / "warcfile.warc.gz")
+    # copied beside the pages: a source's files below one folder get ids of their paths below it, the same
+    # whatever the --work folder (ids spelled with /tmp/<random> picked other copies of repeated paragraphs
+    # and another tokenizer sample in every run)
+    crawled = []
+    for original in [data / "warc" / "dolma" / f"sample-000{k}.warc.gz" for k in (0, 1)] + [
+            data / "warc" / "resiliparse" / "warcfile.warc.gz"]:
+        crawled.append(out / f"crawled-{original.parent.name}-{original.name}")
+        shutil.copyfile(original, crawled[-1])
     print(f"    pages: {len(chinese)} Chinese, {len(others)} others (with {len(crawled_articles)} technical articles, "
           f"half of each language's), and {len(crawled)} crawled WARC files (dolma, resiliparse)")
     return {"zh": [str(out / "zh.warc.gz")], "other": [*map(str, shards), *map(str, crawled)]}

@@ -38,7 +38,9 @@ articles (readability's expected texts, as `benchmarks/ablate.py` builds them) a
 100 Leipzig sentences of `langid/sentences/zh.txt` in documents of 10, and newspaper's Chinese article; `en-tech`
 and `zh-tech`: the running prose of the held-out technical articles (every other translation pair, both its
 languages), in documents of about 2,000 characters - prose only, so that neither Markdown nor plain-text
-extraction is favoured by the format of the text it is judged on.
+extraction is favoured by the format of the text it is judged on; `code` (both recipes): their fenced code
+blocks, what a chain that keeps code blocks is for (a prose-only evaluation counts the code a variant keeps as
+tokens taken from prose).
 
 Prints, per recipe: the table (variant, set: loss mean ± spread over seeds, difference from extraction-only,
 whether it exceeds twice the pooled seed spread; bits per byte the same), each variant's curated documents and
@@ -86,6 +88,7 @@ VOCAB = {"zh-en": 4000, "en": 2000}  # Chinese needs characters of its own besid
 ZH_SENTENCES_PER_DOC = 10
 LINE_RULES = ("gopher_repetition", "gopher_quality", "c4", "fineweb")  # the stages with `prose_only`
 TECH = "-tech"  # the evaluation sets of held-out technical articles: `zh-tech`, `en-tech`
+CODE = "code"  # and of their code blocks
 
 
 def technical_articles() -> tuple[list[Any], list[Any]]:
@@ -177,6 +180,30 @@ def build_tech_eval(out: Path, lang: str) -> int:
             current = f"{current}\n{paragraph}" if current else paragraph
         docs.append(current)
     out.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs if d), encoding="utf-8")
+    return len(docs)
+
+
+def build_code_eval(out: Path) -> int:
+    """Held-out code: the fenced code blocks of the held-out articles (both languages; a block the translation
+    repeats counted once), in documents of about EVAL_CHARS characters: what a model that should read code
+    (the recipes keep code blocks for it) learns from the pages that hold code."""
+    blocks: dict[str, None] = {}
+    for article in technical_articles()[1]:
+        current: list[str] = []
+        for fenced, line in articles_data.outside_code(article.text):
+            if fenced and not line.lstrip().startswith(("```", "~~~")):
+                current.append(line)
+            elif current:
+                blocks.setdefault("\n".join(current))
+                current = []
+    docs, current = [], ""
+    for block in blocks:
+        if current and len(current) + len(block) > EVAL_CHARS:
+            docs.append(current)
+            current = ""
+        current = f"{current}\n\n{block}" if current else block
+    docs.append(current)
+    out.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs if d), encoding="utf-8")
     return len(docs)
 
 
@@ -351,15 +378,16 @@ def main(argv: list[str] | None = None) -> int:
             work.mkdir(parents=True, exist_ok=True)
             load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
             print(f"ablate_zh_en benchmark at {code_version()}; {os.cpu_count()} CPUs, load average {load}")
-            sets = {lang: work / f"eval-{lang}.jsonl" for lang in ("en", "zh", "en" + TECH, "zh" + TECH)}
+            sets = {lang: work / f"eval-{lang}.jsonl" for lang in ("en", "zh", "en" + TECH, "zh" + TECH, CODE)}
             print(f"    evaluation sets: en {build_eval(sets['en'], data)} readability articles, zh "
                   f"{build_zh_eval(sets['zh'], data)} documents (Leipzig sentences, newspaper's article); en{TECH} "
                   f"{build_tech_eval(sets['en' + TECH], 'en')} and zh{TECH} {build_tech_eval(sets['zh' + TECH], 'zh')} "
-                  "documents of held-out technical prose")
+                  f"documents of held-out technical prose; {CODE} {build_code_eval(sets[CODE])} documents of their "
+                  "code blocks")
             pages = build_pages(work / "pages", data, args.pages)
             figures = []
             for which in args.recipes.split(","):
-                mine = sets if which == "zh-en" else {k: v for k, v in sets.items() if k.startswith("en")}
+                mine = sets if which == "zh-en" else {k: v for k, v in sets.items() if not k.startswith("zh")}
                 figures += ablate(work, which, pages, mine, args)
         write_results("ablate_zh_en", figures)
     except DataMissing as exc:

@@ -187,8 +187,11 @@ def build_code_eval(out: Path) -> int:
     """Held-out code: the fenced code blocks of the held-out articles (both languages; a block the translation
     repeats counted once), in documents of about EVAL_CHARS characters: what a model that should read code
     (the recipes keep code blocks for it) learns from the pages that hold code."""
+    from curation.dedup.decontam import NgramIndex
+
+    crawled, held_out = technical_articles()
     blocks: dict[str, None] = {}
-    for article in technical_articles()[1]:
+    for article in held_out:
         current: list[str] = []
         for fenced, line in articles_data.outside_code(article.text):
             if fenced and not line.lstrip().startswith(("```", "~~~")):
@@ -196,8 +199,10 @@ def build_code_eval(out: Path) -> int:
             elif current:
                 blocks.setdefault("\n".join(current))
                 current = []
+    # a block the crawled articles hold too (Colossal-AI's launch boilerplate) is not held out
+    seen = NgramIndex.from_texts({"crawled": [a.text for a in crawled]}).hit_matrix(list(blocks)).sum(axis=1)
     docs, current = [], ""
-    for block in blocks:
+    for block in (b for b, hits in zip(blocks, seen.tolist(), strict=True) if not hits):
         if current and len(current) + len(block) > EVAL_CHARS:
             docs.append(current)
             current = ""

@@ -49,7 +49,7 @@ def test_our_shares_are_the_recipes_gopher_quality_on_every_page_that_reached_it
         pq.write_table(pa.table({"url": [url], "text": [text]}), folder / "part-0.parquet")
     recipe = bench.RECIPE.format(cpus=1, executor="local", output=tmp_path / "out", seed=1, corpus=tmp_path, timeout=2,
                                  lang=0.65, perm=112, verify="none", model=tmp_path / "sp.model", seq_len=16,
-                                 engine="trafilatura", second="false", gate="", **bench.MINHASH)
+                                 engine="trafilatura", second="false", gate="", prose="true", **bench.MINHASH)
     shares = bench.alpha_shares(recipe, job)
     assert sorted(shares) == ["kept", "late", "numbers"]  # gopher_repetition's drops never reached gopher_quality
     assert shares["kept"] == pytest.approx(1.0)  # whitespace words: "dog," and "(really)" have letters

@@ -125,7 +125,8 @@ class GopherQuality(LanguageFilter):
         alpha_ratio = _ratio(segment_sum(words.feature("alpha"), offsets), n_words)
         if self.params.prose_only:
             alpha_ratio = self._spaced_alpha_ratio(batch, judged, alpha_ratio)
-        hashes = pc.count_substring(text, "#").to_numpy(zero_copy_only=False)
+        # Markdown's heading marks (`- #### title`, with prose_only) are markup, no hashtags
+        hashes = pc.count_substring(judged, "#").to_numpy(zero_copy_only=False)
         ellipses = (pc.count_substring(text, "...").to_numpy(zero_copy_only=False)
                     + pc.count_substring(text, "…").to_numpy(zero_copy_only=False))
         lines = pc.split_pattern_regex(text, LINE_BREAK_RE2)

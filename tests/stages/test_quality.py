@@ -115,6 +115,15 @@ def test_quoted_tokens_are_no_words_without_letters_in_prose_and_a_menus_bars_ar
     assert reasons(GopherQuality(), [tutorial, menu]) == [None, "too_few_alpha_words"]
 
 
+
+def test_markdown_heading_marks_are_no_hashes_in_prose_and_hashtags_are():
+    """Trafilatura's Markdown writes a listing page's titles as `- #### title`: Gopher's hash rule is about
+    hashtags, and its marks are markup (as a heading's own line is, which the prose leaves out)."""
+    titles = "\n".join(f"- #### [{line.split(',')[0]}](https://example.com/a#{i})" for i, line in enumerate(LINES))
+    listing = GOOD + "\n" + titles
+    assert reasons(GopherQuality(prose_only=False), [listing]) == ["too_many_hashes"]
+    assert reasons(GopherQuality(), [listing, listing + " #tag" * 40]) == [None, "too_many_hashes"]
+
 # --- Gopher repetition ----------------------------------------------------------------------------
 
 

@@ -22,8 +22,8 @@ same cores, in one run:
               =False), FineWebQualityFilter, each filter with its exclusion writer, JsonlWriter; the four
               MinHash stages; then DocumentTokenizer) with LocalPipelineExecutor, 1 and 2 tasks on as
               many workers (`benchmarks/_datatrove_fineweb.py`), with our trafilatura (installed beside its
-             venv; `--datatrove-trafilatura own`: the version its venv pins, <1.12, whose extracted texts differ
-             from ours on many pages, so that the agreement then measures extractors as much as filters).
+              venv; `--datatrove-trafilatura own`: the version its venv pins, <1.12, whose extracted texts
+              differ from ours on many pages, so that the agreement measures extractors as much as filters).
 
 Same thresholds: every filter default is datatrove's (see quality_agreement.py); trafilatura's
 per-page time limit is `--timeout-s` on both sides; MinHash is datatrove's FineWeb configuration
@@ -66,11 +66,12 @@ workers and trafilatura sandboxes):
     stage and rule on each side that dropped the documents they disagree on (datatrove's step and its
     filter's reason), counted per rule, and why (the other copy of a near-duplicate pair kept; same
     text, different decision; different text, i.e. extraction); how many documents kept by both have
-    identical text; Gopher's share of words with a letter, each side's count on its own text of every
-    page both quality filters judged (scored after the run, outside the measured processes): how many
-    pages one side's count passes and the other's fails, how many of them ours kept and datatrove
-    dropped for it, and a few examples with both shares (ours counts whitespace words of the prose, as
-    Gopher did; datatrove counts its word tokenizer's tokens, each punctuation mark one);
+    identical text; for the run with our shipped rules, Gopher's share of words with a letter, each
+    side's count on its own text of every page both quality filters judged (scored after the run,
+    outside the measured processes): how many pages one side's count passes and the other's fails,
+    how many of them ours kept and datatrove dropped for it, and a few examples with both shares (ours
+    counts whitespace words of the prose, as Gopher did; datatrove counts its word tokenizer's tokens,
+    each punctuation mark one);
   - our parallel efficiency: docs/s with 2 workers / (2 x docs/s with 1 worker).
 The printout says which figures are below the issue's targets (issue 10): end to end at least 3x
 datatrove's docs/s per core, agreement at least 97%, peak memory no higher, parallel efficiency at

@@ -35,13 +35,19 @@ relative to the project root (the script exits 0 with a message when neither exi
    pages with output, recall over all pages, and F1 is the harmonic mean of the two averages (the
    benchmark's formulas). These pages have no real URL, so the extractors get `url=None`.
 
+3. Markdown, what the web recipes extract (`markdown: true`): `Extract(markdown=True)` against plain trafilatura's
+   Markdown (`output_format="markdown", include_formatting=True`) on both corpora, scored as above. Markdown's
+   marks (list bullets, heading hashes) cost both sides alike; trafilatura's escapes (`api\\_key`, `\\[sic\\]`)
+   and inline `<sup>` tags cost plain trafilatura, which `Extract` turns back into the page's text
+   (`curation.extract.trafilatura.tidy_markdown`). `--no-markdown` leaves this part out.
+
 Targets (issue 10): the fast engine's F1 within 0.01 of `Extract`'s with engine trafilatura on both
 corpora (a larger drop is flagged `BELOW TARGET`), at about 10x its pages per CPU-second.
 
 Run from the project root:
 
     .venv/bin/python benchmarks/extraction_quality.py [--limit N] [--show-diffs N]
-        [--favor balanced|precision|recall] [--no-comments] [--no-tables]
+        [--favor balanced|precision|recall] [--no-comments] [--no-tables] [--no-markdown]
 """
 
 from __future__ import annotations
@@ -381,6 +387,44 @@ def report_fast_losses(pages: list[Page], show: int, score: Callable[[Page, str]
         print(f"    - {drop:.3f}  {page.name[:90]}  (output chars: trafilatura {chars[0]}, fast {chars[1]})")
 
 
+def markdown_figures(settings: dict[str, object], pages: list[Page], annotations: dict[str, dict], rpages: list[Page],
+                     expected: dict[str, str], on: str) -> list[dict]:
+    """Part 3: `Extract(markdown=True)` against plain trafilatura's Markdown on both corpora; its figures."""
+    stage = Extract(timeout_s=None, markdown=True, **settings)
+    stage.setup()
+    peer_kwargs = {"favor_precision": settings["favor"] == "precision", "favor_recall": settings["favor"] == "recall",
+                   "include_comments": settings["include_comments"], "include_tables": settings["include_tables"],
+                   "output_format": "markdown", "include_formatting": True}
+    runners = {PEER: lambda p: trafilatura.extract(p.body, url=p.url, **peer_kwargs),
+               OURS: lambda p: stage.extract_one(p.body, p.url, None)[0]}
+    texts = {who: {p.name: runners[who](p) for p in pages + rpages} for who in runners}
+    evaldata = {}
+    for who in runners:
+        confusion = Confusion()
+        for page in pages:
+            confusion.add(annotations[page.name], texts[who][page.name])
+        evaldata[who] = confusion.metrics()["F1"]
+    readability = {who: overlap_scores([tp_fp_fn(expected[p.name], texts[who][p.name] or "", 1) for p in rpages])[2]
+                   for who in runners}
+    escaped = {who: sum(bool(re.search(r"\\[*_`~\[\]<]|</?su[pb]>", t or "")) for t in texts[who].values())
+               for who in runners}
+    print(f"\n3. Markdown (markdown: true, the web recipes' extraction) against plain trafilatura's Markdown, "
+          f"{len(pages)} + {len(rpages)} pages")
+    print(f"  evaldata F1: Extract {evaldata[OURS]:.4f}, trafilatura {evaldata[PEER]:.4f} "
+          f"(ratio {ratio(evaldata[OURS], evaldata[PEER])}); readability token F1: Extract {readability[OURS]:.4f}, "
+          f"trafilatura {readability[PEER]:.4f} (ratio {ratio(readability[OURS], readability[PEER])})")
+    print(f"  pages whose text holds an escape or a <sup>/<sub> tag (inside code too): Extract {escaped[OURS]}, "
+          f"trafilatura {escaped[PEER]}")
+    note = f"pages with an escape or <sup>/<sub> tag: ours {escaped[OURS]}, trafilatura's {escaped[PEER]}"
+    return [
+        figure(f"evaldata F1, Extract trafilatura, Markdown {on}", evaldata[OURS], "", "plain trafilatura, Markdown",
+               evaldata[PEER], target=">= plain trafilatura", met=evaldata[OURS] >= evaldata[PEER], note=note),
+        figure(f"readability token F1, Extract trafilatura, Markdown {on}", readability[OURS], "",
+               "plain trafilatura, Markdown", readability[PEER], target=">= plain trafilatura",
+               met=readability[OURS] >= readability[PEER]),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--limit", type=int, default=None, help="at most N pages from each corpus")
@@ -389,6 +433,7 @@ def main() -> int:
                         help="trafilatura's trade-off, for all three extractors")
     parser.add_argument("--no-comments", action="store_true", help="include_comments=False for all three")
     parser.add_argument("--no-tables", action="store_true", help="include_tables=False for all three")
+    parser.add_argument("--no-markdown", action="store_true", help="leave out part 3, Markdown against trafilatura's")
     args = parser.parse_args()
 
     root = data_root()
@@ -523,9 +568,11 @@ def main() -> int:
         f"({engine / len(everything) * 1000:.2f} ms/page); Extract's attribute scan before it: "
         f"{scan / len(everything) * 1000:.2f} ms/page"
     )
-    print(f"runtime {time.perf_counter() - started:.1f} s; load average {os.getloadavg()[0]:.2f} at the end")
     on = f"({args.favor}{', no comments' if args.no_comments else ''}{', no tables' if args.no_tables else ''})"
     peer = "Extract trafilatura"
+    markdown = [] if args.no_markdown else markdown_figures(settings, pages, annotations, rpages, expected, on)
+    print(f"runtime {time.perf_counter() - started:.1f} s; load average {os.getloadavg()[0]:.2f} at the end")
+
     write_results("extraction_quality", [
         figure(f"evaldata F1, fast engine {on}, {len(pages)} pages", metrics[FAST]["F1"], "", peer,
                metrics[OURS]["F1"], target=f"at most {F1_TOLERANCE} below", met=drops["evaldata"] <= F1_TOLERANCE),
@@ -537,6 +584,7 @@ def main() -> int:
                scores[PEER, 1][2], target=">= plain trafilatura", met=f1_read >= 1.0),
         figure(f"fast engine alone, {len(everything)} pages", alone[FAST], "pages/s per core", f"{peer} alone",
                alone[OURS], target=f"~{SPEED_TARGET:g}x", met=alone[FAST] / alone[OURS] >= SPEED_TARGET),
+        *markdown,
     ])
     return 0
 

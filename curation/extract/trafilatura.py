@@ -18,20 +18,48 @@ if TYPE_CHECKING:
 
 # Markdown's emphasis (`**bold**`, `*italic*`, `__bold__`), outside inline code: marks without structure, which
 # the quality rules do not need and a model trained on them reads as noise beside plain text
-_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=\S)\*(?![\w*])")
-_INLINE_CODE = re.compile(r"(`[^`\n]+`)")
+# (an escaped mark, `\*`, is the page's own character)
+_EMPHASIS = re.compile(r"(?<!\\)(\*\*|__)(?=\S)(.+?)(?<=[^\s\\])\1"
+                       r"|(?<![\w*\\])\*(?=[^\s*])([^*\n]+?)(?<=[^\s\\])\*(?![\w*])")
+_INLINE_CODE = re.compile(r"((?<!\\)`[^`\n]+`)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+# trafilatura's inline HTML for what Markdown cannot write (`19<sup>th</sup>`, a footnote's `<sup>[2]</sup>`):
+# the text it holds, as plain-text extraction gives it
+_INLINE_HTML = re.compile(r"</?(?:sup|sub|u)>")
+# CommonMark escapes trafilatura puts before prose characters (`api\_key`, `\[sic\]`, `\<name>`; `\#`, `\-`,
+# `1\.` where a line would start a heading, a list or a quote): the page said `api_key`. A run of 2k + 1
+# backslashes before such a character was k of the page's own; `\|` stays, it keeps a table cell's pipe.
+_ESCAPED = re.compile(r"(\\+)([*_`~\[\]<])")
+_ESCAPED_LINE_START = re.compile(r"^( {0,3})(?:\\([#>+-])|(\d{1,9})\\([.)]))")
 
 
-def without_emphasis(markdown: str) -> str:
-    """`markdown` without emphasis marks; fenced code and inline code are left as they are."""
+def _unescaped(prose: str) -> str:
+    def run(match: re.Match[str]) -> str:
+        slashes = len(match.group(1))
+        return match.group() if slashes % 2 == 0 else "\\" * (slashes // 2) + match.group(2)
+
+    return _ESCAPED.sub(run, prose) if "\\" in prose else prose
+
+
+def _plain_prose(part: str) -> str:
+    """A piece of a Markdown line outside code, as the page wrote it: no emphasis marks, inline HTML or escapes."""
+    if "*" in part or "__" in part:
+        part = _EMPHASIS.sub(lambda m: m.group(2) or m.group(3), part)
+    if "<" in part:
+        part = _INLINE_HTML.sub("", part)
+    return _unescaped(part)
+
+
+def tidy_markdown(markdown: str) -> str:
+    """trafilatura's Markdown with its structure (headings, lists, tables, fenced and inline code) and the prose as
+    the page wrote it: emphasis marks, inline HTML tags and CommonMark's escapes dropped outside code."""
     out, fenced = [], False
     for line in markdown.split("\n"):
         if _FENCE.match(line):
             fenced = not fenced
-        elif not fenced and ("*" in line or "__" in line):
-            line = "".join(part if part.startswith("`") else _EMPHASIS.sub(lambda m: m.group(2) or m.group(3), part)
-                           for part in _INLINE_CODE.split(line))
+        elif not fenced:
+            line = _ESCAPED_LINE_START.sub(lambda m: m.group(1) + (m.group(2) or m.group(3) + m.group(4)), line)
+            line = "".join(part if part.startswith("`") else _plain_prose(part) for part in _INLINE_CODE.split(line))
         out.append(line)
     return "\n".join(out)
 
@@ -48,8 +76,8 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
                         include_comments: bool, include_tables: bool, markdown: bool,
                         seen: LRUCache | None) -> tuple[str | None, str | None]:
     """(text, title) of a page; `seen`: the paragraphs met before, whose repeats are dropped (None: keep all);
-    `markdown`: trafilatura's Markdown (headings, lists, tables and fenced code; emphasis marks dropped) instead of
-    plain text."""
+    `markdown`: trafilatura's Markdown (headings, lists, tables and fenced code; `tidy_markdown`) instead of plain
+    text."""
     from trafilatura import extract
     from trafilatura.metadata import extract_title
     from trafilatura.utils import load_html
@@ -70,4 +98,4 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
         output_format="markdown" if markdown else "txt",
         include_formatting=markdown,
     )
-    return (without_emphasis(text) if markdown and text else text), title
+    return (tidy_markdown(text) if markdown and text else text), title

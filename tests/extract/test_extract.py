@@ -14,6 +14,7 @@ from curation import schema
 from curation.apply import run_stage
 from curation.extract.html import decode_html, opened_raw_text_tags
 from curation.extract.timeout import TimeLimitExceeded, time_limit
+from curation.extract.trafilatura import tidy_markdown
 from curation.readers import WarcReader, read_shard
 from curation.stages import Extract
 from tests.conftest import SAMPLE
@@ -164,6 +165,25 @@ def test_markdown_fences_code_and_marks_headings_without_emphasis():
     assert "The loop below runs one step per batch" in text and "**" not in text.replace("(**batch)", "")
     plain = run_stage(Extract(timeout_s=None), batch).column("text")[0].as_py()
     assert "```" not in plain and "#" not in plain
+
+
+
+def test_markdown_prose_reads_as_the_page_wrote_it():
+    """trafilatura's Markdown escapes prose characters CommonMark would read as syntax (`api\\_key`, `\\[sic\\]`) and
+    writes superscripts as inline HTML: text a model would learn as noise. The page's words come out; code keeps
+    every backslash."""
+    page = (b"<html><body><article><h2>Keys</h2><p>Set the api_key option [sic] in the 19<sup>th</sup> file, "
+            b"as the manual<sup>[2]</sup> says for every release of the library since the first one.</p>"
+            b"<p>A path like C:\\temp\\_x stays, and *stars* too; the rest of this paragraph is prose of the "
+            b"page, long enough to be kept by the extractor as the main text.</p>"
+            b"<pre><code>key = cfg[\"api_key\"]  # \\_ stays</code></pre></article></body></html>")
+    batch = schema.documents_table([None], source="web").append_column(schema.HTML, pa.array([page], pa.binary()))
+    text = run_stage(Extract(markdown=True, timeout_s=None), batch).column("text")[0].as_py()
+    assert "Set the api_key option [sic] in the 19th file, as the manual[2] says" in text
+    assert "C:\\temp\\_x stays, and *stars* too" in text
+    assert '`key = cfg["api_key"]  # \\_ stays`' in text  # code as written, its backslash too
+    assert tidy_markdown("\\# no heading\n1\\. no list\nx \\- y\n| a \\| b |\n`a\\_b` c\\_d") == (
+        "# no heading\n1. no list\nx \\- y\n| a \\| b |\n`a\\_b` c_d")
 
 
 def test_markdown_needs_trafilatura():

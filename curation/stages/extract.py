@@ -52,7 +52,8 @@ class ExtractParams(StageParams):
     include_tables: bool = Field(True, description="Keep text inside tables (trafilatura's default).")
     markdown: bool = Field(
         False, description="Write the text as Markdown (trafilatura's): headings, list items and tables marked, code "
-        "blocks fenced with their indentation kept; bold and italic marks left out. Then the quality rules "
+        "blocks fenced with their indentation kept; bold and italic marks, Markdown's escapes and inline HTML tags "
+        "left out of the prose (`api_key`, not `api\\_key`). Then the quality rules "
         "(`prose_only`) know a page's code, tables and headings for what they are, where plain text leaves code as "
         "lines of prose; and the text a model reads keeps its code blocks. trafilatura only (`engine: trafilatura`).")
     deduplicate: bool = Field(False, description="trafilatura's `deduplicate`: drop text already seen more than "

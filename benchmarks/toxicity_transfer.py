@@ -59,6 +59,7 @@ from curation.classifier_training import (
     Corpus,
     read_csv_labelled,
     roc_auc,
+    toxicity_ngrams,
     train_classifier,
     train_toxicity,
 )
@@ -155,7 +156,7 @@ def plain_fasttext(pos: Corpus, neg: Corpus, output: str, seed: int, lang: str |
 
 
 def ours(folder: Path, lang: str, pos: Corpus, neg: Corpus, seed: int) -> Toxicity:
-    car = train_toxicity(pos, neg, str(folder / f"{lang}.ftz"), lang, seed)
+    car = train_toxicity(pos, neg, str(folder / f"{lang}.ftz"), lang, seed, ngrams=toxicity_ngrams(lang, data_root()))
     print(f"  trained {folder / lang}.ftz: {car['model_bytes'] / 1e6:.1f} MB, {car['train_seconds']:.0f} s, "
           f"own held-out F1 {car['heldout_metrics']['f1']:.3f}, calibrated threshold {car['calibrated_threshold']:.3f}")
     return Toxicity(languages=[lang], classifier=str(folder))

@@ -300,6 +300,7 @@ def _train_classifier(args: argparse.Namespace) -> int:
         format_report,
         read_csv_labelled,
         read_jsonl_texts,
+        read_ngram_lexicon,
         recipe_texts,
         train_classifier,
         train_toxicity_preset,
@@ -370,6 +371,7 @@ def _train_classifier(args: argparse.Namespace) -> int:
             words=not args.whitespace,
             social=args.social,
             lexicon=args.lexicon,
+            ngrams=read_ngram_lexicon(args.ngram_lexicon) if args.ngram_lexicon else (),
             lang=args.lang,
             quantize=args.quantize,
             balance=args.balance,
@@ -585,6 +587,8 @@ def _add_train_classifier(sub: Commands) -> None:
                        "hashtag signs, HTML entities, emoji (for training on tweets)")
     train.add_argument("--lexicon", action="store_true", help="add a token per flagged word (the toxicity "
                        "stage's lists, by language)")
+    train.add_argument("--ngram-lexicon", metavar="CSV", help="add a token per phrase of this lexicon found (first "
+                       "column, after a header: Davidson's refined_ngram_dict.csv); the phrases go in the sidecar")
     _add_training_options(train)
     train.set_defaults(func=_train_classifier)
 

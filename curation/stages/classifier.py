@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import atexit
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -74,7 +76,10 @@ class Preprocessing:
     language's; at most `LEXICON_CAP`), a feature shared by every source. `simplified`: Chinese documents (`zh`)
     in Traditional characters are read in Simplified (OpenCC's `t2s`, `curation.lang.han_script`): a model
     trained on one script sees the other's words as unknown (COLD's model, Simplified, scored its test set
-    converted to Traditional at macro F1 0.718 against 0.795).
+    converted to Traditional at macro F1 0.718 against 0.795). `ngrams`: a lexicon of phrases (Davidson's hate
+    n-grams for English, `classifier_training.read_ngram_lexicon`): one `NGRAM_TOKEN` per occurrence (whole words,
+    any case; at most `LEXICON_CAP`). The phrases themselves are recorded in the sidecar, so that a model scores
+    as trained wherever it runs, without the file it was trained with.
     """
 
     lowercase: bool
@@ -82,13 +87,15 @@ class Preprocessing:
     social: bool = False
     lexicon: bool = False
     simplified: bool = False
+    ngrams: tuple[str, ...] = ()
 
     @classmethod
     def of_sidecar(cls, sidecar: dict[str, Any] | None, lowercase: bool) -> Preprocessing:
         """The preprocessing a model was trained with; a sidecar without these keys: whitespace (older models)."""
         recorded = (sidecar or {}).get("preprocess", {})
         return cls(lowercase=lowercase, words=bool(recorded.get("words")), social=bool(recorded.get("social")),
-                   lexicon=bool(recorded.get("lexicon")), simplified=bool(recorded.get("simplified")))
+                   lexicon=bool(recorded.get("lexicon")), simplified=bool(recorded.get("simplified")),
+                   ngrams=tuple(recorded.get("ngrams") or ()))
 
     def describe(self) -> dict[str, Any]:
         """The sidecar's `preprocess` entry."""
@@ -100,6 +107,7 @@ class Preprocessing:
             "lexicon": f"{FLAGGED_TOKEN} per flagged word (toxicity stage lists, at most {LEXICON_CAP})"
             if self.lexicon else False,
             "simplified": f"OpenCC {TO_SIMPLIFIED} for {CHINESE} texts" if self.simplified else False,
+            "ngrams": list(self.ngrams) if self.ngrams else False,  # {NGRAM_TOKEN} per occurrence of one
         }
 
     def lines(self, texts: pa.Array | pa.ChunkedArray | Sequence[str | None],
@@ -115,12 +123,14 @@ class Preprocessing:
                 array = pc.replace_substring_regex(array, pattern, replacement)
         array = pc.utf8_trim_whitespace(pc.replace_substring_regex(array, _BREAKS, " "))
         flagged = _flagged_suffixes(array, langs) if self.lexicon else None  # on the words as written
+        ngrams = _ngram_suffixes(array, self.ngrams) if self.ngrams else None
         if self.lowercase:
             array = pc.utf8_lower(array)
         if self.words:
             array = _joined_words(array, langs)
-        if flagged is not None:
-            array = pc.binary_join_element_wise(array, flagged, "")
+        for suffix in (ngrams, flagged):
+            if suffix is not None:
+                array = pc.binary_join_element_wise(array, suffix, "")
         return array.to_pylist()
 
 
@@ -170,6 +180,23 @@ def _flagged_suffixes(texts: pa.Array, langs: pa.Array | pa.ChunkedArray | Seque
     """`FLAGGED_TOKEN` once per flagged word of each text (at most `LEXICON_CAP`), to append to its line."""
     counts = np.minimum(_LEXICON[0](texts, langs), LEXICON_CAP)
     return pa.array(np.array(["", *(f" {FLAGGED_TOKEN}" * k for k in range(1, LEXICON_CAP + 1))])[counts])
+
+
+NGRAM_TOKEN = "__ngram__"
+
+
+@lru_cache(maxsize=4)
+def _ngram_pattern(phrases: tuple[str, ...]) -> str:
+    """RE2: any of the phrases, longest first, as whole words (ASCII word boundaries: the lexicons are English)."""
+    alternatives = "|".join(re.escape(p) for p in sorted(set(phrases), key=lambda p: (-len(p), p)))
+    return rf"\b(?:{alternatives})\b"
+
+
+def _ngram_suffixes(texts: pa.Array | pa.ChunkedArray, phrases: tuple[str, ...]) -> pa.Array:
+    """`NGRAM_TOKEN` once per occurrence of a lexicon phrase in each text (at most `LEXICON_CAP`), to append."""
+    counts = pc.count_substring_regex(texts, _ngram_pattern(phrases), ignore_case=True)
+    counts = np.minimum(np.asarray(counts.to_numpy(zero_copy_only=False), np.int64), LEXICON_CAP)
+    return pa.array(np.array(["", *(f" {NGRAM_TOKEN}" * k for k in range(1, LEXICON_CAP + 1))])[counts])
 
 
 def preprocess(texts: pa.Array | pa.ChunkedArray | Sequence[str | None], *, lowercase: bool) -> list[str]:

@@ -26,9 +26,10 @@ counted per language (`judged:<lang>`).
 With `classifier`, each language is judged by a trained fastText model instead (issue 34: word lists and
 bag-of-words models trained on one source miss another's toxicity): `make toxicity-models` trains the shipped
 English and Chinese ones with `curate train-classifier --toxicity-preset` (each language's words, their
-character n-grams, word bigrams, this stage's lists as a feature, social-media quirks dropped, the threshold
-calibrated on a held-out split: best macro F1 among those flagging at most 10 % of its clean texts, as the web's
-toxic share is small); `benchmarks/toxicity_transfer.py` measures them on other sources.
+character n-grams, word bigrams, this stage's lists as a feature, for English Davidson's hate n-grams too,
+social-media quirks dropped, the threshold calibrated on a held-out split: best macro F1 among those flagging at
+most 10 % of its clean texts, as the web's toxic share is small); `benchmarks/toxicity_transfer.py` measures them
+on other sources.
 """
 
 from __future__ import annotations

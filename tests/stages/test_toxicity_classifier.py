@@ -21,11 +21,13 @@ from curation.classifier_training import (
     Hyperparameters,
     macro_f1_threshold,
     read_csv_labelled,
+    read_ngram_lexicon,
+    toxicity_ngrams,
     train_classifier,
 )
 from curation.schema import documents_table
 from curation.stages import toxicity
-from curation.stages.classifier import FLAGGED_TOKEN, FastTextClassifier, Preprocessing
+from curation.stages.classifier import FLAGGED_TOKEN, NGRAM_TOKEN, FastTextClassifier, Preprocessing
 from curation.stages.toxicity import Toxicity
 from tests.conftest import ROOT
 
@@ -75,6 +77,49 @@ def test_social_quirks_go_and_the_lexicon_adds_a_token_per_flagged_word():
     assert line.split()[:4] == ["look", "at", "this", "fucking"]
     assert line.split().count(FLAGGED_TOKEN) == 1  # "fucking" is on the English list
     assert FLAGGED_TOKEN not in Preprocessing(lowercase=True, lexicon=True).lines(["a calm sentence"])[0]
+
+
+def test_the_ngram_lexicon_adds_a_token_per_phrase_as_whole_words_in_any_case():
+    prep = Preprocessing(lowercase=True, words=True, social=True, lexicon=True, ngrams=("kill all", "savages"))
+    line = prep.lines(["They want to KILL ALL of us, the Savages!", "killall savagesx skill all"], ["en", "en"])
+    assert line[0].split().count(NGRAM_TOKEN) == 2 and NGRAM_TOKEN not in line[1]
+    assert prep.lines(["savages " * 10], ["en"])[0].split().count(NGRAM_TOKEN) == 3  # at most LEXICON_CAP
+    assert NGRAM_TOKEN not in Preprocessing(lowercase=True).lines(["kill all the savages"])[0]
+    # the sidecar holds the phrases: a model is scored as trained without the lexicon's file
+    assert Preprocessing.of_sidecar({"preprocess": prep.describe()}, True) == prep
+    assert Preprocessing.of_sidecar({"preprocess": {"words": True}}, True).ngrams == ()
+
+
+def test_an_ngram_lexicon_is_read_whatever_its_line_ends(tmp_path: Path):
+    """Davidson's `refined_ngram_dict.csv` ends its lines with a carriage return alone."""
+    path = tmp_path / "ngrams.csv"
+    path.write_bytes(b"ngram,prob\rAll Niggers,0.859\rkill all,0.667\rkill all,0.5\r\r")
+    assert read_ngram_lexicon(str(path)) == ("all niggers", "kill all")
+    assert toxicity_ngrams("zh", tmp_path) == ()  # no lexicon in Chinese's preset
+
+
+def test_the_english_preset_reads_davidsons_hate_ngrams(testdata: Path):
+    path = testdata / "toxicity" / "davidson" / "refined_ngram_dict.csv"
+    if not path.is_file():
+        pytest.skip(f"Davidson's lexicon not found at {path}")
+    phrases = toxicity_ngrams("en", testdata)
+    assert len(phrases) > 150 and "kill all" in phrases and all(p == p.lower().strip() for p in phrases)
+
+
+@pytest.mark.subprocess
+def test_a_model_trained_with_an_ngram_lexicon_scores_with_it(tmp_path: Path):
+    rng = random.Random(2)
+    calm = ["the weather is nice", "we met at the library", "the train leaves at noon", "she planted tomatoes"]
+    pos = Corpus([f"{rng.choice(calm)} and kill all of them" for _ in range(150)])
+    neg = Corpus([f"{rng.choice(calm)} and {rng.choice(calm)}" for _ in range(150)])
+    model = tmp_path / "en.bin"
+    car = train_classifier(pos, neg, str(model), label="toxic", negative_label="ok", lang="en",
+                           ngrams=["Kill all", "kill all"], hyperparameters=SMALL)
+    assert car["preprocess"]["ngrams"] == ["kill all"]
+    stage = FastTextClassifier(model=str(model), threshold=0.5, score_column="toxic").ready()
+    assert stage.preprocessing.ngrams == ("kill all",)
+    scores = stage.score(_table(["kill all of them", "the weather is nice"], ["en", "en"]))["toxic"]
+    assert scores[0] > 0.5 > scores[1]
 
 
 def _cold_csv(testdata: Path, split: str) -> Path:

@@ -581,10 +581,8 @@ class ToxicityPreset:
 
 TOXICITY_PRESETS = {
     # Davidson et al. 2017 (MIT): tweets; class 0 hate speech, 1 offensive language, 2 neither.
-    # Its hate n-gram lexicon (`refined_ngram_dict.csv`, 178 phrases: "all niggers", "kill all", "savages") is a
-    # feature (issue 34): on Stormfront's forum sentences F1 0.209 -> 0.242 and AUC 0.655 -> 0.670 (seeds 42, 1, 2:
-    # F1 0.202 -> 0.230, AUC 0.630 -> 0.648, better at each seed), Davidson's held-out best macro F1 0.915 -> 0.916
-    # and the clean documents dropped (0 of 123) as before.
+    # Its hate n-gram lexicon (`refined_ngram_dict.csv`, 178 phrases) is a feature: hate speech of other sources
+    # shares its phrases more than its tweets' words (benchmarks/toxicity_transfer.py, Stormfront's forum).
     "en": ToxicityPreset(("toxicity/davidson/labeled_data.csv",), "tweet", "class", ("0", "1"),
                          ngrams="toxicity/davidson/refined_ngram_dict.csv"),
     # COLD, Deng et al. 2022 (Apache-2.0): Weibo and Zhihu comments on race, gender, region; 1 offensive.

@@ -178,8 +178,7 @@ def use_lexicon(count: Lexicon) -> None:
 
 def _flagged_suffixes(texts: pa.Array, langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None) -> pa.Array:
     """`FLAGGED_TOKEN` once per flagged word of each text (at most `LEXICON_CAP`), to append to its line."""
-    counts = np.minimum(_LEXICON[0](texts, langs), LEXICON_CAP)
-    return pa.array(np.array(["", *(f" {FLAGGED_TOKEN}" * k for k in range(1, LEXICON_CAP + 1))])[counts])
+    return _repeated(FLAGGED_TOKEN, _LEXICON[0](texts, langs))
 
 
 NGRAM_TOKEN = "__ngram__"
@@ -195,8 +194,13 @@ def _ngram_pattern(phrases: tuple[str, ...]) -> str:
 def _ngram_suffixes(texts: pa.Array | pa.ChunkedArray, phrases: tuple[str, ...]) -> pa.Array:
     """`NGRAM_TOKEN` once per occurrence of a lexicon phrase in each text (at most `LEXICON_CAP`), to append."""
     counts = pc.count_substring_regex(texts, _ngram_pattern(phrases), ignore_case=True)
-    counts = np.minimum(np.asarray(counts.to_numpy(zero_copy_only=False), np.int64), LEXICON_CAP)
-    return pa.array(np.array(["", *(f" {NGRAM_TOKEN}" * k for k in range(1, LEXICON_CAP + 1))])[counts])
+    return _repeated(NGRAM_TOKEN, np.asarray(counts.to_numpy(zero_copy_only=False), np.int64))
+
+
+def _repeated(token: str, counts: np.ndarray) -> pa.Array:
+    """` token` as many times as each count (at most `LEXICON_CAP`): suffixes to append to the texts' lines."""
+    suffixes = np.array(["", *(f" {token}" * k for k in range(1, LEXICON_CAP + 1))])
+    return pa.array(suffixes[np.minimum(counts, LEXICON_CAP)])
 
 
 def preprocess(texts: pa.Array | pa.ChunkedArray | Sequence[str | None], *, lowercase: bool) -> list[str]:

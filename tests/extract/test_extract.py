@@ -156,16 +156,20 @@ def test_markdown_fences_code_and_marks_headings_without_emphasis():
             b"<ul><li>first, the data is cleaned and deduplicated</li><li>then the model is trained</li></ul>"
             b"<p>Every step is written down, so that a stopped run resumes where it was, with its optimizer.</p>"
             b"</article></body></html>")
-    batch = schema.documents_table([None], source="web").append_column(schema.HTML, pa.array([page], pa.binary()))
-    text = run_stage(Extract(markdown=True, timeout_s=None), batch).column("text")[0].as_py()
+    text = extracted(page, markdown=True)
     lines = text.split("\n")
     assert "## Training loop" in lines and "- then the model is trained" in lines
     fence = lines.index(next(line for line in lines if line.startswith("```")))
     assert lines[fence + 1:fence + 4] == ["for batch in data:", "    loss = model(**batch)", "    loss.backward()"]
     assert "The loop below runs one step per batch" in text and "**" not in text.replace("(**batch)", "")
-    plain = run_stage(Extract(timeout_s=None), batch).column("text")[0].as_py()
+    plain = extracted(page)
     assert "```" not in plain and "#" not in plain
 
+
+def extracted(page: bytes, **params: object) -> str:
+    """The text `Extract` (no time limit, `params`) writes of one page."""
+    batch = schema.documents_table([None], source="web").append_column(schema.HTML, pa.array([page], pa.binary()))
+    return run_stage(Extract(timeout_s=None, **params), batch).column("text")[0].as_py()
 
 
 def test_markdown_prose_reads_as_the_page_wrote_it():
@@ -177,8 +181,7 @@ def test_markdown_prose_reads_as_the_page_wrote_it():
             b"<p>A path like C:\\temp\\_x stays, and *stars* too; the rest of this paragraph is prose of the "
             b"page, long enough to be kept by the extractor as the main text.</p>"
             b"<pre><code>key = cfg[\"api_key\"]  # \\_ stays</code></pre></article></body></html>")
-    batch = schema.documents_table([None], source="web").append_column(schema.HTML, pa.array([page], pa.binary()))
-    text = run_stage(Extract(markdown=True, timeout_s=None), batch).column("text")[0].as_py()
+    text = extracted(page, markdown=True)
     assert "Set the api_key option [sic] in the 19th file, as the manual[2] says" in text
     assert "C:\\temp\\_x stays, and *stars* too" in text
     assert '`key = cfg["api_key"]  # \\_ stays`' in text  # code as written, its backslash too

@@ -115,7 +115,6 @@ def test_quoted_tokens_are_no_words_without_letters_in_prose_and_a_menus_bars_ar
     assert reasons(GopherQuality(), [tutorial, menu]) == [None, "too_few_alpha_words"]
 
 
-
 def test_markdown_heading_marks_are_no_hashes_in_prose_and_hashtags_are():
     """Trafilatura's Markdown writes a listing page's titles as `- #### title`: Gopher's hash rule is about
     hashtags, and its marks are markup (as a heading's own line is, which the prose leaves out)."""
@@ -123,6 +122,7 @@ def test_markdown_heading_marks_are_no_hashes_in_prose_and_hashtags_are():
     listing = GOOD + "\n" + titles
     assert reasons(GopherQuality(prose_only=False), [listing]) == ["too_many_hashes"]
     assert reasons(GopherQuality(), [listing, listing + " #tag" * 40]) == [None, "too_many_hashes"]
+
 
 # --- Gopher repetition ----------------------------------------------------------------------------
 

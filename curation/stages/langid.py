@@ -153,6 +153,7 @@ MARKER_LOG_ODDS = math.log(10)  # log-odds one word of `curation.lang.close_word
 #                                  naive Bayes at the least frequency ratio a word needed to be listed (set, not tuned)
 FINALIST_RATIO_MIN = 0.2  # the unsure route's runner-up, relative to its leader, from which the two are re-judged
 FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone)
+PARAGRAPH_LETTERS_MIN = 20  # letters from which a paragraph's own label counts (`LangId.paragraphs`)
 TOP_K = 10  # fastText labels kept per text for pooling: beyond 10 the probabilities are negligible
 FASTTEXT_MAX_CHARS = 100_000  # bounds the cost of a pathological document; labels settle long before
 LINGUA_MAX_CHARS = 1000  # lingua reads at most this much of a text: cost grows with length, accuracy saturates
@@ -507,7 +508,9 @@ class LangIdParams(DocumentFilter.Params):
         False,
         description="Also label each paragraph (each non-blank line of `text`, as extractors such as trafilatura "
         "write one paragraph per line) into `lang_paragraphs`: a list of {start, end, lang, score}, with start "
-        "and end character offsets into `text`. A document whose paragraphs hold two languages or more, each at "
+        "and end character offsets into `text`; a line of fewer than 20 letters, mostly digits and symbols, or "
+        "scored under its label's `min_score` takes the whole text's label. A document whose paragraphs hold two "
+        "languages or more, each at "
         "least 20% of their characters, is mixed (`curation.stages.parts`): its `lang` is the language of most "
         "of them, its `lang_score` its paragraphs' scores weighed by their characters, it is kept when every one "
         "of its languages is (`keep`), and the filters after it judge each language's paragraphs by that "
@@ -857,8 +860,14 @@ class LangId(DocumentFilter):
                 and pooled[leaders[1]] >= FINALIST_RATIO_MIN * pooled[leaders[0]]):
             pooled.update(self._resplit(text, frozenset(leaders), pooled, FINALIST_EXPONENT))
 
-    def paragraphs(self, texts: pa.Array | pa.ChunkedArray) -> pa.Array:
-        """`lang_paragraphs`: each non-blank line of each text but its code and tables, with offsets and label."""
+    def paragraphs(self, texts: pa.Array | pa.ChunkedArray, lang: np.ndarray, score: np.ndarray) -> pa.Array:
+        """`lang_paragraphs`: each non-blank line of each text but its code and tables, with offsets and label.
+
+        A line whose own label cannot be trusted takes its document's (`lang`, `score`: the whole texts'): one of
+        fewer than `PARAGRAPH_LETTERS_MIN` letters, or mostly digits and symbols, or scored under its label's
+        `min_score`. A calendar read as Yoruba or a copyright line read as Irish would otherwise make an
+        English page "mixed", and drop it where the recipe keeps only some languages.
+        """
         spans: list[tuple[int, int, int]] = []  # (document, start, end)
         pieces: list[str] = []
         values = as_array(texts)
@@ -872,10 +881,16 @@ class LangId(DocumentFilter):
                     spans.append((doc, start, end))
                     pieces.append(line)
                 start = end + 1
-        opinion = self.identify(pa.array(pieces, pa.string()), scripts=False)
+        lines = pa.array(pieces, pa.string())
+        opinion = self.identify(lines, scripts=False)
+        letters = pc.count_substring_regex(lines, r"\pL").to_numpy(zero_copy_only=False)
+        visible = pc.count_substring_regex(lines, r"\S").to_numpy(zero_copy_only=False)
+        trusted = ((letters >= PARAGRAPH_LETTERS_MIN) & (2 * letters >= visible)
+                   & (opinion.score >= self.min_scores(opinion.lang)))
         out: list[list[dict[str, Any]]] = [[] for _ in range(len(texts))]
         for j, (doc, start, end) in enumerate(spans):
-            out[doc].append({"start": start, "end": end, "lang": opinion.lang[j], "score": float(opinion.score[j])})
+            label, confidence = (opinion.lang[j], opinion.score[j]) if trusted[j] else (lang[doc], score[doc])
+            out[doc].append({"start": start, "end": end, "lang": label, "score": float(confidence)})
         return pa.array(out, self.paragraph_type)
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
@@ -937,7 +952,7 @@ class LangId(DocumentFilter):
         scores = self._scores(opinion)
         mixed: dict[int, list[str]] = {}
         if self.params.per_paragraph:
-            scores["_paragraphs"] = paragraphs = self.paragraphs(batch.column("text"))
+            scores["_paragraphs"] = paragraphs = self.paragraphs(batch.column("text"), opinion.lang, opinion.score)
             mixed = self._label_mixed(scores, paragraphs.to_pylist())
         text = self._to_simplified(batch, scores) if self.params.to_simplified else None
         mask, reasons = self.keep(scores)
@@ -997,6 +1012,7 @@ class LangId(DocumentFilter):
     def added_columns(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
         """`output_columns`: the label whatever `keep_scores` says (later stages read it)."""
         paragraphs = scores.get("_paragraphs")
-        return {column: (self.paragraphs(batch.column("text")) if paragraphs is None else paragraphs)
-                if column == "lang_paragraphs"
-                else pa.array(scores[column], type=dtype) for column, dtype in self.output_columns.items()}
+        if paragraphs is None and "lang_paragraphs" in self.output_columns:
+            paragraphs = self.paragraphs(batch.column("text"), scores["lang"], scores["lang_score"])
+        return {column: paragraphs if column == "lang_paragraphs" else pa.array(scores[column], type=dtype)
+                for column, dtype in self.output_columns.items()}

@@ -98,3 +98,18 @@ def test_a_chinese_article_with_a_list_of_english_titles_is_not_a_page_of_bullet
     # the same list alone is a page of bullets
     alone = LangId(keep=["en"]).ready().process(pa.table({"text": ["\n".join(titles * 3)]})).table
     assert _reasons(GopherQuality(min_words=0), alone) == ["too_many_bullet_lines"]
+
+
+def test_a_line_too_short_or_too_bare_for_its_own_label_takes_its_documents():
+    """A calendar, a copyright line, a line of URLs: read alone, lid.176 names some language (Yoruba, Irish...);
+    counted as such they made English pages "mixed", dropped where a recipe keeps zh and en only."""
+    calendar = "Oktober 2020 Mo Di Mi Do Fr Sa So " + " ".join(f"{d:02}" for d in range(1, 32))
+    noise = [calendar, "© 1994-2020 Wordsmith", "- www.heise.de via heise online News https://www.heise.de/"]
+    text = "\n".join([EN[0], *noise, EN[1], *noise])
+    out = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(pa.table({"text": [text]}))
+    spans = out.table.column("lang_paragraphs")[0].as_py()
+    assert [s["lang"] for s in spans] == ["en"] * 8
+    assert out.reasons.to_pylist() == [None]
+    # a paragraph long enough keeps its own label, however short the document's others are
+    labelled = LangId(per_paragraph=True).ready().process(pa.table({"text": ["\n".join([EN[0], ZH[1]])]})).table
+    assert [s["lang"] for s in labelled.column("lang_paragraphs")[0].as_py()] == ["en", "zh"]

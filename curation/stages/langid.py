@@ -153,7 +153,8 @@ MARKER_LOG_ODDS = math.log(10)  # log-odds one word of `curation.lang.close_word
 #                                  naive Bayes at the least frequency ratio a word needed to be listed (set, not tuned)
 FINALIST_RATIO_MIN = 0.2  # the unsure route's runner-up, relative to its leader, from which the two are re-judged
 FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone)
-PARAGRAPH_LETTERS_MIN = 20  # letters from which a paragraph's own label counts (`LangId.paragraphs`)
+PARAGRAPH_LETTERS_MIN = 20  # letters (combining marks included) from which a paragraph's own label counts...
+SHORT_PARAGRAPH_SCORE_MIN = 0.9  # ... and the score from which a shorter one's does (`LangId.paragraphs`)
 TOP_K = 10  # fastText labels kept per text for pooling: beyond 10 the probabilities are negligible
 FASTTEXT_MAX_CHARS = 100_000  # bounds the cost of a pathological document; labels settle long before
 LINGUA_MAX_CHARS = 1000  # lingua reads at most this much of a text: cost grows with length, accuracy saturates
@@ -508,13 +509,13 @@ class LangIdParams(DocumentFilter.Params):
         False,
         description="Also label each paragraph (each non-blank line of `text`, as extractors such as trafilatura "
         "write one paragraph per line) into `lang_paragraphs`: a list of {start, end, lang, score}, with start "
-        "and end character offsets into `text`; a line of fewer than 20 letters, mostly digits and symbols, or "
-        "scored under its label's `min_score` takes the whole text's label. A document whose paragraphs hold two "
-        "languages or more, each at "
-        "least 20% of their characters, is mixed (`curation.stages.parts`): its `lang` is the language of most "
-        "of them, its `lang_score` its paragraphs' scores weighed by their characters, it is kept when every one "
-        "of its languages is (`keep`), and the filters after it judge each language's paragraphs by that "
-        "language's rules. Otherwise `lang` stays the whole text's label.",
+        "and end character offsets into `text`; a line of fewer than 20 letters scored under 0.9, one mostly of "
+        "digits and symbols, or one scored under its label's `min_score` takes the whole text's label. A document "
+        "whose paragraphs hold two languages or more, each at least 20% of their characters, is mixed "
+        "(`curation.stages.parts`): its `lang` is the language of most of them, its `lang_score` its paragraphs' "
+        "scores weighed by their characters, it is kept when every one of its languages is (`keep`), and the "
+        "filters after it judge each language's paragraphs by that language's rules. Otherwise `lang` stays the "
+        "whole text's label.",
     )
     mixed_documents: Literal["keep", "drop"] = Field(
         "keep",
@@ -864,9 +865,9 @@ class LangId(DocumentFilter):
         """`lang_paragraphs`: each non-blank line of each text but its code and tables, with offsets and label.
 
         A line whose own label cannot be trusted takes its document's (`lang`, `score`: the whole texts'): one of
-        fewer than `PARAGRAPH_LETTERS_MIN` letters, or mostly digits and symbols, or scored under its label's
-        `min_score`. A calendar read as Yoruba or a copyright line read as Irish would otherwise make an
-        English page "mixed", and drop it where the recipe keeps only some languages.
+        fewer than `PARAGRAPH_LETTERS_MIN` letters scored under `SHORT_PARAGRAPH_SCORE_MIN`, one mostly of digits
+        and symbols, or one scored under its label's `min_score`. A calendar read as Yoruba or a copyright line
+        read as Irish would otherwise make an English page "mixed", and drop it where a recipe keeps some languages.
         """
         spans: list[tuple[int, int, int]] = []  # (document, start, end)
         pieces: list[str] = []
@@ -883,10 +884,10 @@ class LangId(DocumentFilter):
                 start = end + 1
         lines = pa.array(pieces, pa.string())
         opinion = self.identify(lines, scripts=False)
-        letters = pc.count_substring_regex(lines, r"\pL").to_numpy(zero_copy_only=False)
+        letters = pc.count_substring_regex(lines, r"[\pL\pM]").to_numpy(zero_copy_only=False)
         visible = pc.count_substring_regex(lines, r"\S").to_numpy(zero_copy_only=False)
-        trusted = ((letters >= PARAGRAPH_LETTERS_MIN) & (2 * letters >= visible)
-                   & (opinion.score >= self.min_scores(opinion.lang)))
+        sure = (letters >= PARAGRAPH_LETTERS_MIN) | (opinion.score >= SHORT_PARAGRAPH_SCORE_MIN)
+        trusted = sure & (2 * letters >= visible) & (opinion.score >= self.min_scores(opinion.lang))
         out: list[list[dict[str, Any]]] = [[] for _ in range(len(texts))]
         for j, (doc, start, end) in enumerate(spans):
             label, confidence = (opinion.lang[j], opinion.score[j]) if trusted[j] else (lang[doc], score[doc])

@@ -113,3 +113,17 @@ def test_a_line_too_short_or_too_bare_for_its_own_label_takes_its_documents():
     # a paragraph long enough keeps its own label, however short the document's others are
     labelled = LangId(per_paragraph=True).ready().process(pa.table({"text": ["\n".join([EN[0], ZH[1]])]})).table
     assert [s["lang"] for s in labelled.column("lang_paragraphs")[0].as_py()] == ["en", "zh"]
+
+
+@pytest.mark.parametrize("lang", ["te", "mr", "gu", "ta", "hi", "th", "ar", "ru", "ja", "ko", "zh", "ka", "de"])
+def test_real_sentences_among_english_paragraphs_are_each_labelled_their_own_language(testdata, lang):
+    """Scripts that write vowels as combining marks (Telugu, Tamil, Marathi: under half of a sentence's characters
+    are letters) count the marks as letters: their sentences keep their own label, not the English page's."""
+    lines = (testdata / "langid" / "sentences" / f"{lang}.txt").read_text(encoding="utf-8").splitlines()
+    own = [line for line in lines if line.strip()][:8]
+    text = "\n".join(p for line in own for p in (line, *EN[:3]))  # English holds most of the text
+    spans = LangId(per_paragraph=True).ready().process(pa.table({"text": [text]})).table.column(
+        "lang_paragraphs")[0].as_py()
+    labels = {text[s["start"]:s["end"]]: s["lang"] for s in spans}
+    assert [labels[line] for line in own] == [lang] * len(own)
+    assert {labels[line] for line in EN[:3]} == {"en"}

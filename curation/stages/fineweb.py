@@ -38,7 +38,7 @@ from curation.text.repetition import duplicate_parts
 from curation.text.splitter import SENTENCE_TERMINALS
 
 _ENDS_SENTENCE = re2_class(SENTENCE_TERMINALS) + "$"
-_CUT_SHORT = r"(\.\.\.|…)\s*$"
+_CUT_SHORT = r"(\.\.|…)\s*$"  # two dots too: a Chinese portal truncates its headlines so
 
 
 class FineWeb(LanguageFilter):
@@ -100,7 +100,7 @@ class FineWeb(LanguageFilter):
         if p.prose_only:  # a list item that reads as a sentence counts as one, whatever it ends in
             kinds = line_kinds(flat, offsets)
             sentences = sentence_like(flat, kinds, short_length)
-            # a line cut short with an ellipsis (a headline of a link list, "...") ends no sentence, as in C4
+            # a line cut short with an ellipsis (a headline of a link list, "...", "..") ends no sentence, as in C4
             ends &= ~pc.match_substring_regex(flat, _CUT_SHORT).to_numpy(zero_copy_only=False)
             ends |= sentences
             short &= ~sentences

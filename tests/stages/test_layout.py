@@ -84,6 +84,16 @@ def test_bullet_lists_that_read_as_sentences_pass_line_punctuation_and_link_list
     assert _judge(FineWeb(), [article, links]) == [None, "line_punct_ratio"]
 
 
+def test_headlines_cut_short_by_two_dots_or_more_end_no_sentence():
+    """A news portal's list of headlines, each cut at a width (banyuetan.org, in the test data's pages)."""
+    cut = ["习近平向克罗地亚新任总统米拉诺维..", "李克强主持常务会 多措并举稳企业..",
+           "国务院联防联控机制印发意见 分区..."]
+    headlines = "\n".join([*cut, "民族品牌工程", "学习贯彻十九大精神", "理论达人 | 国家安全就是你的安全（微视频）",
+                           "习近平同英国首相约翰逊通电话", "时事大事库", "中国食品辟谣联盟官网正式上线"])
+    assert _judge(FineWeb(), [headlines], lang="zh") == ["line_punct_ratio"]
+    assert _judge(FineWeb(prose_only=False), [headlines], lang="zh") == [None]  # datatrove's: "..": 3 of 9 end one
+
+
 def test_headings_code_and_tables_do_not_count_as_short_lines():
     article = "\n".join(["# Training", PROSE_EN[0], "## Data", PROSE_EN[1], *CODE_BLOCK, "## Results", PROSE_EN[2],
                          *TABLE_ROWS, "## Notes", PROSE_EN[3]])

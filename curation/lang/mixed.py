@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 PARAGRAPHS = "lang_paragraphs"
 MIXED_SHARE_MIN = 0.2
 """Least share of a document's labelled paragraph characters each of its languages holds for it to be mixed."""
@@ -38,3 +40,28 @@ def language_parts(text: str, spans: list[dict[str, Any]] | None) -> dict[str, s
         return {}
     return {lang: "\n".join(text[s["start"]:s["end"]] for s in spans if s.get("lang") == lang)
             for lang in mixed_languages(spans)}
+
+
+def carried(spans: list[dict[str, Any]], old: str, new: str) -> list[dict[str, Any]]:
+    """`spans` (the labelled paragraphs of `old`) moved onto `new`, the same document rewritten by a later stage,
+    so that their offsets stay offsets into the text that is kept.
+
+    A rewrite within lines (PII redacted, Traditional Chinese made Simplified) keeps the document's lines: line i's
+    label goes to its line i. One that removes lines (C4's) leaves the others as they were: each line of `new` takes
+    the label of the next line of `old` it equals; a line that equals none has no label.
+    """
+    old_lines, new_lines = old.split("\n"), new.split("\n")
+    starts = np.cumsum([0] + [len(line) + 1 for line in old_lines[:-1]])
+    label_of = {int(np.searchsorted(starts, span["start"], side="right")) - 1: span for span in spans}
+    new_starts = np.cumsum([0] + [len(line) + 1 for line in new_lines[:-1]]).tolist()
+    if len(old_lines) == len(new_lines):
+        pairs = [(i, i) for i in range(len(new_lines))]
+    else:
+        pairs, at = [], 0
+        for i, line in enumerate(new_lines):
+            j = next((j for j in range(at, len(old_lines)) if old_lines[j] == line), None)
+            if j is not None:
+                pairs.append((i, j))
+                at = j + 1
+    return [{**label_of[j], "start": new_starts[i], "end": new_starts[i] + len(new_lines[i])}
+            for i, j in pairs if j in label_of and new_lines[i].strip()]

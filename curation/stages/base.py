@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
+from curation.lang.mixed import PARAGRAPHS, carried
+
 
 class StageParams(BaseModel):
     """Keys every stage accepts besides its own."""
@@ -137,19 +139,33 @@ class DocumentFilter(Stage):
 
     def judged(self, batch: pa.Table, scores: dict[str, np.ndarray], mask: np.ndarray, reasons: np.ndarray, *,
                text: pa.Array | None = None, details: pa.Array | None = None) -> Processed:
-        """The batch judged: `text`, if given, replacing the text of the kept rows (dropped rows keep their
-        original text for `rejects/`), then this filter's `added_columns`; a reason per dropped row, `details`, and
-        the `count_keys` tallies."""
+        """The batch judged: this filter's `added_columns`, then `text`, if given, replacing the text of the kept
+        rows (dropped rows keep their original text for `rejects/`; `with_text`); a reason per dropped row,
+        `details`, and the `count_keys` tallies."""
         table = batch
-        if text is not None:
-            column = batch.column("text")
-            original = column.combine_chunks().cast(pa.string())
-            kept_text = pc.if_else(pa.array(mask, pa.bool_()), text.cast(pa.string()), original)
-            table = table.set_column(table.schema.get_field_index("text"), "text", kept_text)
         for column, values in self.added_columns(batch, scores).items():
             table = table.append_column(column, values)
+        if text is not None:  # after the columns: those of the text read (langid's paragraphs) move onto the new one
+            original = batch.column("text").combine_chunks().cast(pa.string())
+            table = with_text(table, pc.if_else(pa.array(mask, pa.bool_()), text.cast(pa.string()), original))
         counts = {key: scores[f"_{key}"] for key in self.count_keys if f"_{key}" in scores}
         return Processed(table, pa.array(np.where(mask, None, reasons), type=pa.string()), details, counts or None)
+
+
+def with_text(table: pa.Table, text: pa.Array) -> pa.Table:
+    """`table` with `text` as its text column, the one way a stage rewrites documents: where langid labelled their
+    paragraphs (`lang_paragraphs`, offsets into the text), the labels are moved onto the new text
+    (`curation.lang.mixed.carried`)."""
+    if PARAGRAPHS in table.column_names:
+        old, spans = table.column("text").combine_chunks(), table.column(PARAGRAPHS).combine_chunks()
+        changed = pc.fill_null(pc.not_equal(old, text.cast(old.type)), False).to_numpy(zero_copy_only=False)
+        if changed.any():
+            moved = spans.to_pylist()
+            for i in np.flatnonzero(changed).tolist():
+                moved[i] = carried(moved[i] or [], old[i].as_py() or "", text[i].as_py() or "")
+            table = table.set_column(table.schema.get_field_index(PARAGRAPHS), PARAGRAPHS,
+                                     pa.array(moved, spans.type))
+    return table.set_column(table.schema.get_field_index("text"), "text", text)
 
 
 def first_reason(n: int, rules: list[tuple[np.ndarray, str]]) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curation.code.secrets import KEYWORD_HINT, KINDS, TOKEN_HINT, find_secrets
-from curation.stages.base import Processed, Resources, Stage, StageParams
+from curation.stages.base import Processed, Resources, Stage, StageParams, with_text
 
 Kind = Literal["private_key", "aws", "github", "gitlab", "slack", "jwt", "password", "api_key"]
 
@@ -81,7 +81,7 @@ class CodeSecrets(Stage):
                                                keywords=bool(keywords[i]))
             for kind, count in found.items():
                 counts[kind][i] = count
-        table = batch.set_column(batch.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+        table = with_text(batch, pa.array(texts, pa.string()))
         reasons = pa.nulls(n, pa.string())
         if self.params.max_secrets is not None:
             total = sum(counts.values())

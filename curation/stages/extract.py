@@ -21,7 +21,7 @@ from curation.extract.html import (
 )
 from curation.extract.timeout import TimeLimitExceeded, can_interrupt, time_limit
 from curation.extract.trafilatura import paragraph_memory, trafilatura_extract
-from curation.stages.base import Processed, Resources, Stage, StageParams
+from curation.stages.base import Processed, Resources, Stage, StageParams, with_text
 
 if TYPE_CHECKING:
     from trafilatura.deduplication import LRUCache
@@ -156,6 +156,6 @@ class Extract(Stage):
                 continue
             texts[i], titles[i] = text, titles[i] or title
         table = batch.drop_columns(["html"])
-        table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+        table = with_text(table, pa.array(texts, pa.string()))
         table = table.set_column(table.schema.get_field_index("title"), "title", pa.array(titles, pa.string()))
         return Processed(table, pa.array(reasons, pa.string()), pa.array(details, pa.string()))

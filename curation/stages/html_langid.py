@@ -39,7 +39,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
 from curation.extract.html import NOT_HTML, decode_html, html_rows, too_many_attributes
-from curation.stages.base import DocumentFilter, Processed
+from curation.stages.base import DocumentFilter, Processed, with_text
 from curation.stages.extract import ExtractParams
 from curation.stages.langid import bundled_outputs, check_keep, expand_keep, keep_codes, load_model, normalize_label
 
@@ -203,7 +203,7 @@ class HtmlLangId(DocumentFilter):
         for i in np.flatnonzero(~mask):
             top, texts[i] = read[i]
             details[i] = f"before extraction: {top} first, {kept} {scores[i]:.3f}"
-        table = batch.set_column(batch.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+        table = with_text(batch, pa.array(texts, pa.string()))
         return self.judged(table, {"html_lang_score": scores}, mask, reasons, details=pa.array(details, pa.string()))
 
     def added_columns(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from curation.stages.base import Processed, Resources, Stage, StageParams
+from curation.stages.base import Processed, Resources, Stage, StageParams, with_text
 
 
 @functools.cache
@@ -115,7 +115,7 @@ class Normalize(Stage):
         text = pc.utf8_trim_whitespace(text)
         empty = pc.equal(pc.utf8_length(text), 0).to_numpy(zero_copy_only=False)
         changed = pc.invert(pc.equal(text, before)).to_numpy(zero_copy_only=False).astype(np.int64)
-        table = batch.set_column(batch.schema.get_field_index("text"), "text", text)
+        table = with_text(batch, text)
         reasons = pa.array(np.where(empty, "empty", np.where(zawgyi, "zawgyi", None)), pa.string())
         return Processed(table, reasons, counts={"encoding_fixed": fixed, "changed": changed})
 

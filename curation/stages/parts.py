@@ -131,7 +131,7 @@ def fold(batch: pa.Table, parts: Parts, judged: Processed) -> Processed:
     keeps = np.where(parts.mixed, kept_chars >= KEPT_SHARE_MIN * np.maximum(total, 1), reasons[first] == None)  # noqa: E711
     chosen = np.where(keeps | (largest_dropped < 0), first, largest_dropped)
     table = judged.table.take(pa.array(chosen))
-    for name in ("text", LANG):  # a mixed document keeps its own text and label
+    for name in ("text", LANG, PARAGRAPHS):  # a mixed document keeps its own text, label and paragraphs
         index = table.schema.get_field_index(name)
         table = table.set_column(index, name, pc.if_else(pa.array(parts.mixed), batch.column(name).combine_chunks()
                                                          .cast(table.schema.field(name).type), table.column(name)))

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from curation.stages.base import Processed, Resources, Stage, StageParams
+from curation.stages.base import Processed, Resources, Stage, StageParams, with_text
 
 Kind = Literal["email", "ip", "phone"]
 KINDS: tuple[Kind, ...] = ("email", "ip", "phone")
@@ -260,7 +260,7 @@ class PiiRedaction(Stage):
                 at = end
                 counts[kind][i] += 1
             texts[i] = "".join(parts) + text[at:]
-        table = batch.set_column(batch.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+        table = with_text(batch, pa.array(texts, pa.string()))
         reasons = pa.nulls(batch.num_rows, pa.string())
         if p.max_redactions is not None:
             total = sum(counts.values())

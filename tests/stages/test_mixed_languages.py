@@ -127,3 +127,32 @@ def test_real_sentences_among_english_paragraphs_are_each_labelled_their_own_lan
     labels = {text[s["start"]:s["end"]]: s["lang"] for s in spans}
     assert [labels[line] for line in own] == [lang] * len(own)
     assert {labels[line] for line in EN[:3]} == {"en"}
+
+
+def _slices(table: pa.Table) -> list[tuple[str, str]]:
+    text = table.column("text")[0].as_py()
+    return [(s["lang"], text[s["start"]:s["end"]]) for s in table.column("lang_paragraphs")[0].as_py()]
+
+
+def test_paragraph_offsets_stay_offsets_into_the_text_a_later_stage_rewrites():
+    from curation.stages.pii import PiiRedaction
+
+    german = "Die Qualität der Daten bestimmt, was ein Modell lernen kann, und deshalb werden Webseiten gereinigt."
+    short = ["Share this", "Read more"]  # lines of fewer than three words: C4 removes them
+    text = "\n".join([short[0], EN[0] + " Mail: ann.lee@example.com", german, short[1], EN[1], EN[2], EN[3]])
+    labelled = LangId(keep=["en", "de"], per_paragraph=True).ready().process(pa.table({"text": [text]})).table
+    before = _slices(labelled)
+    assert ("de", german) in before and len(before) == 7
+    cut = C4(terminal_punct=False).ready().process(labelled).table
+    assert cut.column("text")[0].as_py().split("\n")[0].startswith(EN[0])  # the short lines are gone...
+    assert _slices(cut) == [pair for pair in before if pair[1] not in short]  # ...and every label is on its line
+    redacted = PiiRedaction(redact=["email"]).ready().process(cut).table
+    lines = redacted.column("text")[0].as_py().split("\n")
+    assert "ann.lee@example.com" not in lines[0]  # a line shorter or longer: the offsets after it move
+    assert _slices(redacted) == [(lang, line) for (lang, _), line in zip(_slices(cut), lines, strict=True)]
+
+
+def test_a_mixed_documents_text_and_paragraphs_pass_a_rewriting_filter_as_they_were(labelled):
+    kept = C4(terminal_punct=False, min_words_per_line=30).ready().process(labelled).table
+    assert kept.column("text").to_pylist() == [MIXED]
+    assert kept.column("lang_paragraphs").to_pylist() == labelled.column("lang_paragraphs").to_pylist()

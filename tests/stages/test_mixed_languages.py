@@ -156,3 +156,14 @@ def test_a_mixed_documents_text_and_paragraphs_pass_a_rewriting_filter_as_they_w
     kept = C4(terminal_punct=False, min_words_per_line=30).ready().process(labelled).table
     assert kept.column("text").to_pylist() == [MIXED]
     assert kept.column("lang_paragraphs").to_pylist() == labelled.column("lang_paragraphs").to_pylist()
+
+
+def test_paragraph_offsets_follow_traditional_chinese_made_simplified():
+    """Taiwan's words become the mainland's, not always as long (乙太網路 -> 以太网): the lines after move."""
+    hant = ["我們在乙太網路上把訓練資料分發給每一台機器，再用軟體檢查資料庫裡的重複網頁與廣告內容。",
+            "資料清洗完成以後，我們才開始訓練分詞器，並且確認每一種語言都有足夠的詞彙覆蓋率。"]
+    text = "\n".join([hant[0], "The web pages are cleaned before training.", hant[1]])
+    out = LangId(per_paragraph=True, to_simplified="tw2sp").ready().process(pa.table({"text": [text]})).table
+    converted = out.column("text")[0].as_py()
+    assert "以太网" in converted and len(converted) < len(text)
+    assert _slices(out) == list(zip(["zh", "en", "zh"], converted.split("\n"), strict=True))

@@ -33,13 +33,16 @@ def mixed_languages(spans: list[dict[str, Any]] | None) -> list[str]:
     return major if len(major) > 1 else []
 
 
-def language_parts(text: str, spans: list[dict[str, Any]] | None) -> dict[str, str]:
+def language_parts(text: str, spans: list[dict[str, Any]] | None, *, every: bool = False) -> dict[str, str]:
     """A mixed document's paragraphs joined by language, in their order ({} for a document in one language, or
-    whose offsets do not fit its text)."""
+    whose offsets do not fit its text); `every`: any document's whose paragraphs carry two labels or more, each
+    language however little of it there is."""
     if not spans or not all(0 <= int(s["start"]) <= int(s["end"]) <= len(text) for s in spans):
         return {}
-    return {lang: "\n".join(text[s["start"]:s["end"]] for s in spans if s.get("lang") == lang)
-            for lang in mixed_languages(spans)}
+    languages = mixed_languages(spans) if not every else list(paragraph_languages(spans))
+    if len(languages) < 2:
+        return {}
+    return {lang: "\n".join(text[s["start"]:s["end"]] for s in spans if s.get("lang") == lang) for lang in languages}
 
 
 def carried(spans: list[dict[str, Any]], old: str, new: str) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from curation.lang.settings import LanguageSettings, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, Processed, StageParams
 from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, expand_keep
-from curation.stages.parts import document_ratios, document_totals, fold, split_parts
+from curation.stages.parts import judged_in_parts
 from curation.text.columns import as_array, re2_class
 from curation.text.layout import bare_words, prose_text
 from curation.text.splitter import WORDS, Words, warm_up
@@ -174,14 +174,8 @@ class LanguageFilter(DocumentFilter):
 
     def process(self, batch: pa.Table) -> Processed:
         """Judged as every filter is; a document in several languages part by part (`curation.stages.parts`)."""
-        parts = split_parts(batch)
-        if parts is None:
-            return super().process(batch)
-        scores, text = self.scores_and_text(parts.table)
-        document_ratios(scores, parts, self.document_ratios)
-        document_totals(scores, parts, self.size_scores)
-        judged = self.judged(parts.table, scores, *self.keep(scores), text=text)
-        return fold(batch, parts, judged)
+        judged = judged_in_parts(self, batch, self.document_ratios, self.size_scores)
+        return super().process(batch) if judged is None else judged
 
     def judged_text(self, batch: pa.Table) -> pa.Array:
         """The text the rules judge: with `prose_only`, each document without the layout lines it sets aside

@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.lang.mixed import PARAGRAPHS, language_parts
-from curation.stages.base import Processed
+from curation.lang.mixed import PARAGRAPHS, language_parts, paragraph_languages
+from curation.stages.base import DocumentFilter, Processed
 
 LANG = "lang"
 KEPT_SHARE_MIN = 0.5
@@ -41,8 +41,9 @@ class Parts:
     mixed: np.ndarray  # bool per document
 
 
-def split_parts(batch: pa.Table) -> Parts | None:
-    """The batch split into language parts, or None where no document of it is mixed."""
+def split_parts(batch: pa.Table, *, every: bool = False) -> Parts | None:
+    """The batch split into language parts, or None where no document of it is mixed (`every`: holds two labelled
+    languages, however little of one: `curation.lang.mixed.language_parts`)."""
     if PARAGRAPHS not in batch.column_names or LANG not in batch.column_names:
         return None
     candidates = _several_labels(batch.column(PARAGRAPHS))
@@ -56,7 +57,7 @@ def split_parts(batch: pa.Table) -> Parts | None:
     chars: list[int] = []
     mixed = np.zeros(batch.num_rows, bool)
     for doc, (spans, text) in enumerate(zip(spans_of, texts, strict=True)):
-        by_language = language_parts(text, spans) if candidates[doc] and text is not None else {}
+        by_language = language_parts(text, spans, every=every) if candidates[doc] and text is not None else {}
         if not by_language:
             rows.append(doc)
             part_text.append(None)
@@ -81,6 +82,30 @@ def split_parts(batch: pa.Table) -> Parts | None:
     return Parts(table, doc_index, np.array(chars, np.int64), mixed)
 
 
+def judged_in_parts(stage: DocumentFilter, batch: pa.Table, ratios: dict[str, tuple[str, str]],
+                    totals: tuple[str, ...], *, every: bool = False) -> Processed | None:
+    """`batch` judged by `stage`, its mixed documents (`split_parts`) part by part (None where none is mixed): the
+    `ratios` (`document_ratios`) and `totals` (`document_totals`) of each part are its document's, then each part is
+    kept or dropped and the parts are folded back into their documents (`fold`)."""
+    parts = split_parts(batch, every=every)
+    if parts is None:
+        return None
+    scores, text = stage.scores_and_text(parts.table)
+    document_ratios(scores, parts, ratios)
+    document_totals(scores, parts, totals)
+    return fold(batch, parts, stage.judged(parts.table, scores, *stage.keep(scores), text=text))
+
+
+def labelled_languages(batch: pa.Table) -> list[set[str]]:
+    """The languages of each document's labelled paragraphs, where they are two or more (an empty set for the
+    others, and without paragraph labels)."""
+    if PARAGRAPHS not in batch.column_names:
+        return [set() for _ in range(batch.num_rows)]
+    candidates = _several_labels(batch.column(PARAGRAPHS))
+    spans_of = batch.column(PARAGRAPHS).to_pylist() if candidates.any() else []
+    return [set(paragraph_languages(spans_of[i])) if candidates[i] else set() for i in range(batch.num_rows)]
+
+
 def _several_labels(paragraphs: pa.ChunkedArray) -> np.ndarray:
     """Documents whose paragraphs carry two labels or more (bool per document), counted columnar: only those
     can be mixed, and only those are read row by row."""
@@ -97,6 +122,8 @@ def _several_labels(paragraphs: pa.ChunkedArray) -> np.ndarray:
 def document_totals(scores: dict[str, np.ndarray], parts: Parts, names: tuple[str, ...]) -> None:
     """Each of the `names` scores of every part replaced by its document's total (in place)."""
     for name in names:
+        if name not in scores:  # a total of another of the filter's ways to score
+            continue
         values = np.asarray(scores[name])
         scores[name] = _sum_by(values, parts.doc, len(parts.mixed))[parts.doc].astype(values.dtype)
 
@@ -106,6 +133,8 @@ def document_ratios(scores: dict[str, np.ndarray], parts: Parts, ratios: dict[st
     document's: the sum of its parts' numerators over the sum of their denominators (in place)."""
     n = len(parts.mixed)
     for name, (numerator, denominator) in ratios.items():
+        if numerator not in scores:  # a ratio of another of the filter's ways to score (toxicity: lists or models)
+            continue
         top = _sum_by(np.asarray(scores[numerator], np.float64), parts.doc, n)
         bottom = _sum_by(np.asarray(scores[denominator], np.float64), parts.doc, n)
         whole = np.full(n, np.nan)

@@ -21,7 +21,9 @@ word matches such a word (乳 is not flagged inside 牛乳), and an entry the se
 words is matched as a substring (each occurrence one flagged word). A document whose language is not
 judged passes unjudged, counted as `bypassed: language`; a listed language the stage cannot judge (no list of
 its own and no `wordlist`; no model with `classifier`) is refused when the recipe is read. Documents judged are
-counted per language (`judged:<lang>`).
+counted per language (`judged:<lang>`). Where langid labelled paragraphs (`per_paragraph`), each language's
+paragraphs are judged by that language's list or model, however few of them (`Toxicity.process`): abuse in a
+page's Chinese lines is not read with the English list because most of the page is English.
 
 With `classifier`, each language is judged by a trained fastText model instead (issue 34: word lists and
 bag-of-words models trained on one source miss another's toxicity): `make toxicity-models` trains the shipped
@@ -51,9 +53,10 @@ from pydantic import Field, field_validator, model_validator
 from curation import storage
 from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
-from curation.stages.base import DocumentFilter, Resources
+from curation.stages.base import DocumentFilter, Processed, Resources
 from curation.stages.classifier import CALIBRATED, FastTextClassifier, use_lexicon
 from curation.stages.langid import judged_codes
+from curation.stages.parts import judged_in_parts, labelled_languages
 from curation.text.columns import as_array, segment_sum
 
 # A word is a run of letters, combining marks, digits or underscore; everything else separates words.
@@ -375,9 +378,21 @@ class Toxicity(DocumentFilter):
             return None
         lang = batch.column("lang")
         listed = pc.is_in(lang, value_set=pa.array(judged, pa.string()))
+        # a document labelled with a language not judged may hold paragraphs in one that is
+        listed = pc.or_(listed, pa.array([bool(langs & set(judged)) for langs in labelled_languages(batch)]))
         if self.params.classifier is not None and ENGLISH not in judged:
             return listed
         return pc.or_(pc.is_null(lang), listed)
+
+    def process(self, batch: pa.Table) -> Processed:
+        """A document whose paragraphs langid labelled in two languages or more, however little of one (a toxic
+        paragraph is not the less toxic for being short), part by part (`curation.stages.parts`), each by its
+        language's list or model: with the lists, by the document's share of flagged words (all its parts' words);
+        with models, dropped when the parts its models find toxic hold half its characters or more, as a document
+        in one language is by its lines' scores."""
+        judged = judged_in_parts(self, batch, {"flagged_words_ratio": ("flagged_words", "_words")},
+                                 ("flagged_words",), every=True)
+        return super().process(batch) if judged is None else judged
 
     def setup(self) -> None:
         p = self.params
@@ -470,15 +485,19 @@ class Toxicity(DocumentFilter):
         texts = as_array(batch.column("text")) if n else pa.array([], pa.string())
         flagged = np.zeros(n, np.int64)
         total = np.zeros(n, np.int64)
+        judged = self._judged()
         for lang, rows in groups:
             part = texts if rows is None else texts.take(pa.array(rows))
             counts = self._matcher(lang).count(part)
+            if judged is not None and lang and lang not in judged:  # a mixed document's part in another language
+                counts = (np.zeros_like(counts[0]), counts[1])
             if rows is None:
                 flagged, total = counts
             else:
                 flagged[rows], total[rows] = counts
         ratio = np.where(total > 0, flagged / np.maximum(total, 1), 0.0)
-        return {"flagged_words": flagged.astype(np.int64), "flagged_words_ratio": ratio.astype(np.float32)}
+        return {"flagged_words": flagged.astype(np.int64), "flagged_words_ratio": ratio.astype(np.float32),
+                "_words": total}
 
     def _classifier_scores(self, batch: pa.Table, groups: list[tuple[str | None, np.ndarray | None]]
                            ) -> dict[str, np.ndarray]:
@@ -486,7 +505,9 @@ class Toxicity(DocumentFilter):
         n = batch.num_rows
         score, threshold = np.zeros(n, np.float32), np.ones(n, np.float32)
         for lang, rows in groups:
-            model = self._models[lang or ENGLISH]  # `applies` let through only languages with a model
+            model = self._models.get(lang or ENGLISH)  # none: a mixed document's part in a language not judged
+            if model is None:
+                continue
             texts = as_array(batch.column("text"))
             part = texts if rows is None else texts.take(pa.array(rows))
             where = slice(None) if rows is None else rows

@@ -167,3 +167,28 @@ def test_paragraph_offsets_follow_traditional_chinese_made_simplified():
     converted = out.column("text")[0].as_py()
     assert "以太网" in converted and len(converted) < len(text)
     assert _slices(out) == list(zip(["zh", "en", "zh"], converted.split("\n"), strict=True))
+
+
+ABUSE_ZH = ["你这个二逼，下贱的东西，他奶奶的，滚开吧你这个下三烂的家伙。",
+            "他奶奶的二逼，下贱，下三烂，仆街，你个老子的。"]
+
+
+def test_toxicity_judges_each_labelled_language_by_its_own_list_however_little_of_it_there_is():
+    """Two abusive Chinese lines in an English page (a tenth of it: not mixed) were read by the English list alone."""
+    from curation.stages.toxicity import Toxicity
+
+    abusive = "\n".join([EN[0], EN[1], ABUSE_ZH[0], EN[2], EN[3], ABUSE_ZH[1]])
+    clean = "\n".join([EN[0], EN[1], ZH[0], EN[2], EN[3], ZH[1]])
+    labelled = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(pa.table({"text": [abusive, clean]}))
+    assert labelled.table.column("lang").to_pylist() == ["en", "en"]
+    both = Toxicity(languages=["en", "zh"]).ready().process(labelled.table)
+    assert both.reasons.to_pylist() == ["flagged_words", None]
+    assert both.counts["judged:zh"].tolist() == [1, 1] and both.counts["judged:en"].tolist() == [1, 1]
+    assert both.table.column("text").to_pylist() == labelled.table.column("text").to_pylist()
+    chinese = Toxicity(languages=["zh"])  # an English document with Chinese paragraphs is judged on those
+    assert chinese.ready().applies(labelled.table).to_pylist() == [True, True]
+    assert chinese.process(labelled.table).reasons.to_pylist() == ["flagged_words", None]
+    english = Toxicity(languages=["en"]).ready()  # Chinese not asked for: its words are not flagged
+    assert english.process(labelled.table).reasons.to_pylist() == [None, None]
+    unlabelled = Toxicity(languages=["en", "zh"]).ready().process(labelled.table.drop_columns(["lang_paragraphs"]))
+    assert unlabelled.reasons.to_pylist() == [None, None]  # as before: the English list over the whole text

@@ -28,6 +28,7 @@ from curation.classifier_training import (
 from curation.schema import documents_table
 from curation.stages import toxicity
 from curation.stages.classifier import FLAGGED_TOKEN, NGRAM_TOKEN, FastTextClassifier, Preprocessing
+from curation.stages.langid import LangId
 from curation.stages.toxicity import Toxicity
 from tests.conftest import ROOT
 
@@ -299,3 +300,20 @@ def test_a_page_is_judged_by_the_share_of_its_lines_that_are_toxic(models: Path)
     line, page_score, _, empty, clean = out.column("toxicity_score").to_pylist()
     t, c = len(toxic_line), len(clean_line)
     assert page_score == pytest.approx((t * line + 9 * c * clean) / (t + 9 * c), abs=1e-5) and empty == 0.0
+
+
+@pytest.mark.subprocess
+def test_a_page_in_two_languages_is_judged_by_each_languages_model(models: Path):
+    """An English page whose Chinese paragraphs (labelled so by langid) are abuse: the Chinese model finds them."""
+    lines = ["the weather is nice.", "你这个垃圾蠢货，滚开傻逼，恶心的废物，去死吧混蛋",
+             "恶心的废物，滚开傻逼，你这个垃圾蠢货", "we met."]
+    text, spans, start = "\n".join(lines), [], 0
+    for line, lang in zip(lines, ["en", "zh", "zh", "en"], strict=True):
+        spans.append({"start": start, "end": start + len(line), "lang": lang, "score": 0.99})
+        start += len(line) + 1
+    table = _table([text, text], ["en", "en"]).append_column(
+        "lang_paragraphs", pa.array([spans, [{**s, "lang": "en"} for s in spans]], LangId.paragraph_type))
+    both = run_stage(Toxicity(languages=["en", "zh"], classifier=str(models)), table).sort_by("pos")
+    assert both.column(schema.REASON).to_pylist() == ["toxic", None]  # its Chinese part, 62% of it
+    english_only = run_stage(Toxicity(languages=["en"], classifier=str(models)), table).sort_by("pos")
+    assert english_only.column(schema.REASON).to_pylist() == [None, None]  # no Chinese model asked for

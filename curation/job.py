@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from curation import schema, storage
 from curation.apply import BYPASSED, sampled
+from curation.stages.base import with_text
 
 if TYPE_CHECKING:
     from curation.dedup.corpus_stage import AddedColumns
@@ -467,7 +468,7 @@ def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, remove
         if mine.num_rows:
             index = pc.index_in(table.column("id"), mine.column("id"))
             text = pc.if_else(pc.is_valid(index), mine.column("text").take(index), table.column("text"))
-            table = table.set_column(table.schema.get_field_index("text"), "text", text)
+            table = with_text(table, text)  # langid's paragraph labels follow (Bloom's removed paragraphs)
     gone = pc.is_in(table.column("id"), removed.column("id"))
     kept = table.filter(pc.invert(gone))
     for columns in added:

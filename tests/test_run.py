@@ -244,6 +244,26 @@ stages: [{{exact_dedup: {{}}}}, {{bloom_dedup: {{shards: 4, capacity: 10000}}}}]
     assert stage(again.stats, "bloom_dedup")["bloom"] == bloom["bloom"]
 
 
+def test_paragraph_labels_follow_the_paragraphs_bloom_dedup_removes(tmp_path):
+    boiler = "Subscribe to our newsletter to get more stories like this one every single week."
+    rows = [{"text": f"This is article {i} and its body has enough words of its own to be worth keeping.\n{boiler}\n"
+                     f"Closing words of article {i}, written just for it and for nobody else."} for i in range(4)]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recipe = parse_recipe(f"""
+name: bloom-paragraphs
+executor: local
+sources: [{{name: docs, format: jsonl, paths: ["{tmp_path}/docs.jsonl"]}}]
+stages: [{{langid: {{per_paragraph: true}}}}, {{bloom_dedup: {{shards: 2, capacity: 1000}}}}]
+""")
+    result = run(recipe, output=str(tmp_path / "out"), quiet=True)
+    assert stage(result.stats, "bloom_dedup")["counts"] == {"rewritten": 3}
+    table = pq.read_table(Path(result.job_dir, "documents"))
+    for text, spans in zip(table.column("text").to_pylist(), table.column("lang_paragraphs").to_pylist(),
+                           strict=True):
+        assert [text[s["start"]:s["end"]] for s in spans] == text.split("\n")  # each label on its paragraph
+    assert sum(len(spans) for spans in table.column("lang_paragraphs").to_pylist()) == 4 * 3 - 3
+
+
 class Recording(LocalExecutor):
     """In-process, and keeps the order in which shards were handed over to run."""
 

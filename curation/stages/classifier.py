@@ -35,7 +35,9 @@ from pydantic import Field, model_validator
 
 from curation import storage
 from curation.lang.han_script import TO_SIMPLIFIED, to_simplified
+from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenter_of
 from curation.stages.base import DocumentFilter
+from curation.stages.parts import labelled_languages
 
 SIDECAR_FORMAT = "curation.classifier/1"
 CHINESE = "zh"
@@ -111,8 +113,10 @@ class Preprocessing:
         }
 
     def lines(self, texts: pa.Array | pa.ChunkedArray | Sequence[str | None],
-              langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None = None) -> list[str]:
-        """One fastText line per text; `langs`: each text's language code (null or None: by its script)."""
+              langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None = None, *,
+              words_as: pa.Array | pa.ChunkedArray | Sequence[str | None] | None = None) -> list[str]:
+        """One fastText line per text; `langs`: each text's language code (null or None: by its script);
+        `words_as`: the language whose words each text is split into, where it is not its own."""
         array = texts if isinstance(texts, pa.Array | pa.ChunkedArray) else pa.array(list(texts), pa.string())
         array = pc.fill_null(array, "")
         if self.simplified and langs is not None:
@@ -127,7 +131,7 @@ class Preprocessing:
         if self.lowercase:
             array = pc.utf8_lower(array)
         if self.words:
-            array = _joined_words(array, langs)
+            array = _joined_words(array, langs if words_as is None else words_as)
         for suffix in (ngrams, flagged):
             if suffix is not None:
                 array = pc.binary_join_element_wise(array, suffix, "")
@@ -154,8 +158,6 @@ LEXICON_CAP = 3  # a fourth flagged word says little more than a third
 def _joined_words(texts: pa.Array | pa.ChunkedArray,
                   langs: pa.Array | pa.ChunkedArray | Sequence[str | None] | None) -> pa.Array:
     """Each text as its words (`curation.lang.words`) joined by one space; columnar past the segmenter."""
-    from curation.lang.words import LANGUAGE_WORDS
-
     words = LANGUAGE_WORDS.split(texts, langs)
     # only the batch's own words: the shared vocabulary grows to millions of entries
     present, inverse = np.unique(words.ids, return_inverse=True)
@@ -399,7 +401,8 @@ class FastTextClassifier(DocumentFilter):
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         self.ready()  # also scored outside a run (a notebook): the model is loaded once
-        lines = self.preprocessing.lines(batch.column("text"), self.languages(batch))
+        langs = self.languages(batch)
+        lines = self.preprocessing.lines(batch.column("text"), langs, words_as=self.words_as(batch, langs))
         return {self.params.score_column: positive_scores(self.model, lines, self.label)}
 
     def languages(self, batch: pa.Table) -> pa.ChunkedArray | list[str | None] | None:
@@ -410,6 +413,19 @@ class FastTextClassifier(DocumentFilter):
             return pc.fill_null(batch.column("lang").cast(pa.string()), self.language) if self.language \
                 else batch.column("lang")
         return [self.language] * batch.num_rows if self.language else None
+
+    @staticmethod
+    def words_as(batch: pa.Table, langs: pa.ChunkedArray | list[str | None] | None
+                 ) -> pa.ChunkedArray | list[str | None] | None:
+        """The language each document's words are split as: its own (`langs`), but where langid labelled some of
+        its paragraphs in a language written without spaces (Chinese lines in an English page), that one: its
+        segmenter splits the other languages' words as the English rules do, and the English rules would leave
+        each run of Chinese characters one word."""
+        unspaced = [next((c for c in codes if segmenter_of(c) != SPACES), None) for codes in labelled_languages(batch)]
+        if langs is None or not any(unspaced):
+            return langs
+        values = langs if isinstance(langs, list) else langs.to_pylist()
+        return [own or lang for own, lang in zip(unspaced, values, strict=True)]
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         values = scores[self.params.score_column]

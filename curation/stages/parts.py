@@ -96,14 +96,14 @@ def judged_in_parts(stage: DocumentFilter, batch: pa.Table, ratios: dict[str, tu
     return fold(batch, parts, stage.judged(parts.table, scores, *stage.keep(scores), text=text))
 
 
-def labelled_languages(batch: pa.Table) -> list[set[str]]:
-    """The languages of each document's labelled paragraphs, where they are two or more (an empty set for the
-    others, and without paragraph labels)."""
+def labelled_languages(batch: pa.Table) -> list[list[str]]:
+    """The languages of each document's labelled paragraphs, most characters first, where they are two or more
+    ([] for the others, and without paragraph labels)."""
     if PARAGRAPHS not in batch.column_names:
-        return [set() for _ in range(batch.num_rows)]
+        return [[] for _ in range(batch.num_rows)]
     candidates = _several_labels(batch.column(PARAGRAPHS))
     spans_of = batch.column(PARAGRAPHS).to_pylist() if candidates.any() else []
-    return [set(paragraph_languages(spans_of[i])) if candidates[i] else set() for i in range(batch.num_rows)]
+    return [list(paragraph_languages(spans_of[i])) if candidates[i] else [] for i in range(batch.num_rows)]
 
 
 def _several_labels(paragraphs: pa.ChunkedArray) -> np.ndarray:

@@ -379,7 +379,7 @@ class Toxicity(DocumentFilter):
         lang = batch.column("lang")
         listed = pc.is_in(lang, value_set=pa.array(judged, pa.string()))
         # a document labelled with a language not judged may hold paragraphs in one that is
-        listed = pc.or_(listed, pa.array([bool(langs & set(judged)) for langs in labelled_languages(batch)]))
+        listed = pc.or_(listed, pa.array([bool(set(langs) & set(judged)) for langs in labelled_languages(batch)]))
         if self.params.classifier is not None and ENGLISH not in judged:
             return listed
         return pc.or_(pc.is_null(lang), listed)

@@ -317,3 +317,21 @@ def test_a_page_in_two_languages_is_judged_by_each_languages_model(models: Path)
     assert both.column(schema.REASON).to_pylist() == ["toxic", None]  # its Chinese part, 62% of it
     english_only = run_stage(Toxicity(languages=["en"], classifier=str(models)), table).sort_by("pos")
     assert english_only.column(schema.REASON).to_pylist() == [None, None]  # no Chinese model asked for
+
+
+@pytest.mark.subprocess
+def test_a_page_with_chinese_paragraphs_is_read_in_chinese_words_whatever_its_label(models: Path):
+    """A page labelled English whose Chinese paragraphs langid labelled: its words are Chinese's segmenter's, which
+    splits English words as the English rules do; by English's rules a Chinese sentence was one token."""
+    text = "the weather is nice today.\n你这个垃圾蠢货，滚开傻逼"
+    spans = [{"start": 0, "end": 26, "lang": "en", "score": 0.99},
+             {"start": 27, "end": 39, "lang": "zh", "score": 0.99}]
+    table = _table([text, text], ["en", "en"]).append_column(
+        "lang_paragraphs", pa.array([spans, [{**s, "lang": "en"} for s in spans]], LangId.paragraph_type))
+    classifier = FastTextClassifier(model=str(models / "en.ftz"), threshold=0.5).ready()
+    langs = classifier.languages(table)
+    assert classifier.words_as(table, langs) == ["zh", "en"]  # its flagged words still counted by English's list
+    chinese, english = (line.split() for line in classifier.preprocessing.lines(
+        table.column("text"), langs, words_as=classifier.words_as(table, langs)))
+    assert chinese[:5] == ["the", "weather", "is", "nice", "today"] and "垃圾" in chinese
+    assert "你这个垃圾蠢货，滚开傻逼" in english  # the run of Chinese characters, whole

@@ -94,8 +94,9 @@ def roc_auc(scores: np.ndarray, truth: np.ndarray) -> float:
 
 def macro_f1_threshold(scores: np.ndarray, truth: np.ndarray,
                        max_false_positive_rate: float | None = None) -> tuple[float, float]:
-    """The threshold (`score >= t` is positive) of best macro F1 (both classes' F1, averaged), and that F1;
-    with `max_false_positive_rate`, the best of the thresholds that flag at most that share of the negatives.
+    """The threshold (`score >= t` is positive) of best macro F1 (both classes' F1, averaged), and its macro F1;
+    with `max_false_positive_rate`, for a pool where positives are rare: among the thresholds that flag at most
+    that share of the negatives, the one flagging fewest whose macro F1 is within one standard error of the best.
 
     The cut lies midway between two neighbouring distinct scores, not on the lowest positive: a threshold
     set on one held-out score keeps a copy of that very document on the knife's edge. Macro F1 rather than
@@ -103,7 +104,11 @@ def macro_f1_threshold(scores: np.ndarray, truth: np.ndarray,
     threshold that flags nearly everything, which a source with fewer positives pays for in precision. The
     bound is for a pool whose positives are rare (the web, for toxicity): a labelled set of balanced classes
     prices a flagged negative as it prices a missed positive, and a filter that drops one clean document in
-    eight loses far more clean text than it removes toxic text where one in a hundred is toxic.
+    eight loses far more clean text than it removes toxic text where one in a hundred is toxic. For the same
+    reason such a pool takes the highest of the cuts the held-out split cannot tell from the best (Breiman's
+    one-standard-error rule; the error of a proportion, sqrt(F1 (1 - F1) / n), which a bootstrap of COLD's and
+    Davidson's splits matches): macro F1 is flat near its peak, and where the peak falls there is noise (COLD's
+    cut moved from 0.53 to 0.65 between seeds; within one error, 0.66 to 0.73).
     """
     truth = truth.astype(bool)
     if len(scores) == 0 or truth.all() or not truth.any():
@@ -124,6 +129,9 @@ def macro_f1_threshold(scores: np.ndarray, truth: np.ndarray,
             return float(np.nextafter(ranked[0], np.inf)), negatives / (2 * negatives + int(truth.sum()))
     macro = np.where(cut, (f1_pos + f1_neg) / 2, -1.0)
     i = int(np.argmax(macro))
+    if max_false_positive_rate is not None:
+        error = np.sqrt(macro[i] * (1 - macro[i]) / len(scores))
+        i = int(np.argmax(macro >= macro[i] - error))  # the first such cut: the fewest flagged
     below = ranked[i + 1] if i + 1 < len(ranked) else 0.0
     return float((ranked[i] + below) / 2), float(macro[i])
 
@@ -382,7 +390,8 @@ def _evaluate(model: Any, pos: _Examples, neg: _Examples, pos_label: str, max_fa
     metrics = binary_metrics(held_scores, held_truth) if len(held_lines) else None
     calibrated = None
     if metrics:
-        calibrated, metrics["best_macro_f1"] = macro_f1_threshold(held_scores, held_truth, max_false_positive_rate)
+        bound = max_false_positive_rate
+        calibrated, metrics["calibrated_macro_f1"] = macro_f1_threshold(held_scores, held_truth, bound)
         metrics["calibrated_false_positive_rate"] = float(np.mean(held_scores[~held_truth] >= calibrated))
     quantiles = {
         "heldout": _quantiles(held_scores),
@@ -441,8 +450,8 @@ def train_classifier(
     Chinese texts are read in Simplified characters (`simplified`). `quantize`: keep
     this many words and n-grams, quantized (fastText's `.ftz`; a few MB).
     The held-out split also calibrates a threshold: that of best macro F1 there (`calibrated_threshold`,
-    `macro_f1_threshold`), with `max_false_positive_rate` among those that flag at most that share of the held-out
-    negatives.
+    `macro_f1_threshold`); with `max_false_positive_rate`, among those that flag at most that share of the held-out
+    negatives, the one flagging fewest within one standard error of the best.
     """
     import fasttext
 
@@ -550,11 +559,11 @@ def format_report(sidecar: dict[str, Any], output: str) -> str:
             f"held-out   positive label {sidecar['positive_label']} at score >= {m['threshold']}:",
             f"           precision {m['precision']:.3f}  recall {m['recall']:.3f}  F1 {m['f1']:.3f}  "
             f"accuracy {m['accuracy']:.3f}  AUC {m['auc']:.3f}",
-            f"           best F1 {m['best_f1']:.3f} at score >= {m['best_f1_threshold']:.3f}; best macro F1 "
-            f"{m['best_macro_f1']:.3f} at score >= {sidecar['calibrated_threshold']:.3f} (`threshold: calibrated`"
-            + (f"; held-out negatives flagged {m['calibrated_false_positive_rate']:.1%}, at most "
-               f"{sidecar['max_false_positive_rate']:.0%}" if sidecar.get("max_false_positive_rate") is not None
-               else "") + ")",
+            f"           best F1 {m['best_f1']:.3f} at score >= {m['best_f1_threshold']:.3f}; macro F1 "
+            f"{m['calibrated_macro_f1']:.3f} at score >= {sidecar['calibrated_threshold']:.3f} (`threshold: calibrated`"
+            + (f": held-out negatives flagged {m['calibrated_false_positive_rate']:.1%}, at most "
+               f"{sidecar['max_false_positive_rate']:.0%}, the fewest within one standard error of the best macro F1"
+               if sidecar.get("max_false_positive_rate") is not None else ": the best macro F1") + ")",
         ]
     else:
         lines.append("held-out   none (holdout 0): no metrics, no held-out quantiles")
@@ -589,10 +598,10 @@ TOXICITY_PRESETS = {
     "zh": ToxicityPreset(("toxicity/cold/train.csv", "toxicity/cold/dev.csv"), "TEXT", "label", ("1",)),
 }
 
-# The threshold: best macro F1 on the held-out split among those flagging at most 10 % of its clean texts. COLD's
-# best cut flags 11 % of its clean comments, and on clean web text it flagged 14 % of the UDHR's and Leipzig's
-# Chinese sentences: the web's toxic share is small, a flagged clean text costs more there than on a balanced
-# set. Davidson's best cut flags 9 % and stays (benchmarks/toxicity_transfer.py).
+# The threshold: among the held-out split's cuts flagging at most 10 % of its clean texts, the one flagging fewest
+# within one standard error of the best macro F1 (`macro_f1_threshold`). COLD's best cut flags 11 % of its clean
+# comments, and on clean web text it flagged 14 % of the UDHR's and Leipzig's Chinese sentences: the web's toxic
+# share is small, a flagged clean text costs more there than on a balanced set (benchmarks/toxicity_transfer.py).
 TOXICITY_MAX_FALSE_POSITIVES = 0.10
 # Features and training that carry across sources (benchmarks/toxicity_transfer.py): each language's words,
 # their character n-grams (a misspelt or new slur shares most of them with a known one), word bigrams, the

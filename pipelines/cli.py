@@ -608,8 +608,9 @@ def _add_training_options(train: argparse.ArgumentParser) -> None:
     train.add_argument("--max-docs", type=int, default=None, help="read at most this many documents per input group")
     train.add_argument("--balance", action="store_true", help="down-sample the larger class in training")
     train.add_argument("--max-false-positive-rate", type=float, default=None, metavar="SHARE",
-                       help="calibrate the threshold of best macro F1 among those flagging at most this share of "
-                       "the held-out negatives (a filter for a pool where positives are rare; toxicity presets: 0.1)")
+                       help="for a pool where positives are rare (toxicity presets: 0.1): calibrate the threshold "
+                       "among those flagging at most this share of the held-out negatives, the one flagging fewest "
+                       "within one standard error of the best macro F1")
     train.add_argument("--keep-case", action="store_true", help="do not lowercase (DCLM's own models keep case)")
     train.add_argument("--lr", type=float, default=0.1, help="learning rate (default: 0.1)")
     train.add_argument("--dim", type=int, default=100, help="vector size (default: 100)")

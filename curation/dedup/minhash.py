@@ -34,7 +34,7 @@ import xxhash
 
 from curation.dedup.exact import SEPARATORS, WHITESPACE, TextColumn, as_string_array, fmix64
 from curation.lang.words import SPACES, segmenters, split
-from curation.text.columns import combined
+from curation.text.columns import code_points, combined
 
 Unit = Literal["word", "char"]
 FALSE_NEGATIVE_WEIGHT = 0.9  # measured in benchmarks/dedup_quality.py: recall first, verification restores precision
@@ -191,8 +191,7 @@ def char_tokens(texts: TextColumn, *, lowercase: bool = True) -> tuple[np.ndarra
     if lowercase:
         texts = pc.utf8_lower(texts)
     texts = pc.utf8_trim_whitespace(pc.replace_substring_regex(texts, WHITESPACE, " "))
-    lengths = pc.utf8_length(texts).to_numpy(zero_copy_only=False).astype(np.int64)
-    points = np.frombuffer("".join(texts.to_pylist()).encode("utf-32-le"), dtype=np.uint32)
+    points, lengths = code_points(texts)
     return points, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 

@@ -81,6 +81,22 @@ def script_ids(codepoints: np.ndarray) -> np.ndarray:
     return table[np.minimum(codepoints, _LIMIT)].astype(np.int64)
 
 
+# The scripts a language's letters are in, where there are several: Japanese writes kana and kanji, Korean hangul
+# and hanja (`curation.lang.settings.script_of_language` names Jpan and Hang).
+_WRITTEN_IN = {"Jpan": ("Hira", "Kana", "Hani"), "Hang": ("Hang", "Hani")}
+
+
+def in_script(codepoints: np.ndarray, script: str | None) -> np.ndarray:
+    """Whether each code point is a letter (or combining mark) of `script`, a language's ISO 15924 code (Jpan:
+    kana and kanji; Hang: hangul and hanja); None: of any script."""
+    ids = script_ids(codepoints)
+    if script is None:
+        return ids > 0
+    names = script_table()[1]
+    wanted = [names.index(s) for s in _WRITTEN_IN.get(script, (script,)) if s in names]
+    return np.isin(ids, wanted)
+
+
 CJK_SCRIPTS = frozenset({"Hani", "Jpan", "Hang"})
 """Scripts of thousands of characters (Han, Japanese kana with kanji, Hangul syllables), where a text's
 alphabet is large and its rarest characters are many: what a tokenizer's character coverage depends on."""

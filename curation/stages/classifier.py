@@ -269,8 +269,9 @@ class ClassifierParams(DocumentFilter.Params):
     )
     threshold: Annotated[float, Field(ge=0, le=1)] | Literal["calibrated"] | None = Field(
         None, description="Keep documents with score >= threshold (< threshold with keep_below); `calibrated`: "
-        "the threshold of best macro F1 on the model's held-out split (its sidecar's `calibrated_threshold`; among "
-        "those flagging at most its `max_false_positive_rate` of the negatives, where it has one)."
+        "the threshold of best macro F1 on the model's held-out split (its sidecar's `calibrated_threshold`; where "
+        "it has a `max_false_positive_rate`, among the cuts flagging at most that share of the negatives the one "
+        "flagging fewest within one standard error of the best)."
     )
     top_fraction: float | None = Field(
         None,

@@ -124,7 +124,7 @@ from curation.lang.mixed import mixed_languages, paragraph_languages
 from curation.lang.scripts import script_ids, script_table
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, first_reason
-from curation.text.columns import as_array, combined, list_offsets
+from curation.text.columns import as_array, code_points, list_offsets
 from curation.text.layout import CODE, TABLE, line_kinds, prose_text
 
 
@@ -296,12 +296,8 @@ def dominant_scripts(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.
     once, mapped through `script_table` and counted per text with one `bincount`.
     """
     _, names = script_table()
-    head = pc.fill_null(pc.utf8_slice_codeunits(texts, 0, SCRIPT_MAX_CHARS), "")
-    head = combined(head)
-    n = len(head)
-    lengths = pc.utf8_length(head).to_numpy(zero_copy_only=False).astype(np.int64)
-    joined = "".join(head.to_pylist())
-    codepoints = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    codepoints, lengths = code_points(pc.utf8_slice_codeunits(texts, 0, SCRIPT_MAX_CHARS))
+    n = len(lengths)
     ids = script_ids(codepoints)
     k = len(names)
     owner = np.repeat(np.arange(n, dtype=np.int64), lengths)

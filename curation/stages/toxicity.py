@@ -29,9 +29,10 @@ With `classifier`, each language is judged by a trained fastText model instead (
 bag-of-words models trained on one source miss another's toxicity): `make toxicity-models` trains the shipped
 English and Chinese ones with `curate train-classifier --toxicity-preset` (each language's words, their
 character n-grams, word bigrams, this stage's lists as a feature, for English Davidson's hate n-grams too,
-social-media quirks dropped, the threshold calibrated on a held-out split: best macro F1 among those flagging at
-most 10 % of its clean texts, as the web's toxic share is small); `benchmarks/toxicity_transfer.py` measures them
-on other sources.
+social-media quirks dropped, the threshold calibrated on a held-out split: among the cuts flagging at most 10 % of
+its clean texts, the one flagging fewest within one standard error of the best macro F1, as the web's toxic share is
+small); `benchmarks/toxicity_transfer.py` measures them on other sources. A model reads its language's prose only
+(`_by_lines`).
 """
 
 from __future__ import annotations
@@ -52,12 +53,15 @@ from pydantic import Field, field_validator, model_validator
 
 from curation import storage
 from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
+from curation.lang.scripts import in_script
+from curation.lang.settings import script_of_language
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
 from curation.stages.base import DocumentFilter, Processed, Resources
 from curation.stages.classifier import CALIBRATED, FastTextClassifier, use_lexicon
 from curation.stages.langid import judged_codes
 from curation.stages.parts import judged_in_parts, labelled_languages
-from curation.text.columns import as_array, segment_sum
+from curation.text.columns import as_array, code_points, segment_sum
+from curation.text.layout import prose_text, without_inline_code
 
 # A word is a run of letters, combining marks, digits or underscore; everything else separates words.
 _SEPARATORS = r"[^\p{L}\p{M}\p{N}_]+"
@@ -161,7 +165,8 @@ class ToxicityParams(DocumentFilter.Params):
         "per language, `<lang>.ftz` (or `.bin`) and its sidecar (`curate train-classifier`), or `shipped`: the "
         "English and Chinese models `make toxicity-models` trains from Davidson's tweets and COLD. A document is "
         "dropped when its language's model scores it at or above `classifier_threshold` (a document's score: "
-        "its lines' scores, weighted by their characters); every language in "
+        "its prose lines' scores, each weighed by its letters in the language's script: code blocks, tables, inline "
+        "code and lines in another script weigh nothing); every language in "
         "`languages` needs a model (`all`: the languages of the folder's models). Score column: "
         "`toxicity_score` (instead of the word-list counts, which are among the model's features).",
     )
@@ -242,16 +247,21 @@ def model_file(folder: Path | str, lang: str) -> str:
 
 
 def _by_lines(model: FastTextClassifier, texts: pa.Array, lang: str | None) -> np.ndarray:
-    """Each document's score: the mean of its lines' scores, weighted by their characters.
+    """Each document's score: the mean of its prose lines' scores, each weighed by its letters in `lang`'s script.
 
     The models learn from comments and tweets, a line or two each; a whole page scored at once is a text
     unlike any they saw, and one line on crime or slavery in it (the UDHR's Chinese) can tip it. Scored line
-    by line, a comment is judged as in training and a page by the share of it that is toxic.
+    by line, a comment is judged as in training and a page by the share of it that is toxic. A model reads only
+    its language: code blocks, tables and inline code are set aside (`curation.text.layout`), and a line weighs
+    by its letters in the language's script, so `("u", "g") -> "ug"` in a Chinese tutorial, which COLD's model
+    (it never saw a line without Chinese) scores 1.0, weighs nothing there.
     """
-    lines = pc.split_pattern(pc.fill_null(texts, ""), "\n")
-    flat = pc.utf8_trim_whitespace(pc.list_flatten(lines))
+    lines = pc.split_pattern(prose_text(texts), "\n")
+    flat = without_inline_code(pc.utf8_trim_whitespace(pc.list_flatten(lines)))
     parents = pc.list_parent_indices(lines).to_numpy(zero_copy_only=False)
-    weights = pc.utf8_length(flat).to_numpy(zero_copy_only=False).astype(np.float64)
+    points, lengths = code_points(flat)
+    letters = in_script(points, script_of_language(lang) if lang else None)
+    weights = np.bincount(np.repeat(np.arange(len(flat)), lengths), letters, minlength=len(flat))
     real = weights > 0
     flat = flat.filter(pa.array(real))
     langs = pa.array([lang] * len(flat), pa.string())

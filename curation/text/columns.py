@@ -29,6 +29,14 @@ def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return cs[offsets[1:]] - cs[offsets[:-1]]
 
 
+def code_points(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """All texts' code points, one flat uint32 array (nulls as empty texts), and each text's length in them."""
+    texts = pc.fill_null(combined(texts), "")
+    lengths = pc.utf8_length(texts).to_numpy(zero_copy_only=False).astype(np.int64)
+    points = np.frombuffer("".join(texts.to_pylist()).encode("utf-32-le"), dtype=np.uint32)
+    return points, lengths
+
+
 def list_offsets(lists: pa.ListArray | pa.LargeListArray) -> np.ndarray:
     """Offsets of a list array's values, rebased to 0 (int64)."""
     offsets = lists.offsets.to_numpy(zero_copy_only=False).astype(np.int64)

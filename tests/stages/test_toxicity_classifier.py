@@ -215,14 +215,27 @@ def test_the_calibrated_threshold_flags_at_most_the_share_of_negatives_it_is_giv
     scores = np.round(rng.random(400), 2)
     truth = rng.random(400) < scores
     free = macro_f1_threshold(scores, truth)
-    threshold, best = macro_f1_threshold(scores, truth, 0.05)
+    threshold, macro = macro_f1_threshold(scores, truth, 0.05)
     assert np.mean(scores[~truth] >= threshold) <= 0.05 < np.mean(scores[~truth] >= free[0])
-    brute = {cut: _macro_f1(scores >= cut, truth) for cut in np.unique(scores)
-             if np.mean(scores[~truth] >= cut) <= 0.05}
-    assert best == pytest.approx(max(brute.values()))
-    assert macro_f1_threshold(scores, truth, 1.0) == free  # a bound the best cut meets changes nothing
+    assert macro == pytest.approx(_macro_f1(scores >= threshold, truth))
     nothing = macro_f1_threshold(np.array([0.9, 0.8, 0.2]), np.array([False, True, False]), 0.0)
     assert nothing[0] > 0.9  # no cut within the bound: none flagged
+
+
+def test_with_a_bound_the_cut_flags_fewest_within_one_standard_error_of_the_best():
+    rng = np.random.default_rng(1)
+    scores = np.round(rng.random(2000), 3)
+    truth = rng.random(2000) < scores
+    within = {cut: _macro_f1(scores >= cut, truth) for cut in np.unique(scores)
+              if np.mean(scores[~truth] >= cut) <= 0.5}
+    best = max(within.values())
+    error = np.sqrt(best * (1 - best) / len(scores))
+    threshold, macro = macro_f1_threshold(scores, truth, 0.5)
+    assert macro >= best - error
+    # no cut flagging fewer (a higher one) is as good, and the best cut itself flags more
+    lowest_flagged = scores[scores >= threshold].min()
+    assert all(f1 < best - error for cut, f1 in within.items() if cut > lowest_flagged)
+    assert threshold > macro_f1_threshold(scores, truth)[0]
 
 
 # ------------------------------------------------------------------------------- toxicity stage
@@ -298,8 +311,20 @@ def test_a_page_is_judged_by_the_share_of_its_lines_that_are_toxic(models: Path)
     out = run_stage(stage, _table([toxic_line, page, thread, "\n\n", clean_line], ["en"] * 5)).sort_by("pos")
     assert out.column(schema.REASON).to_pylist() == ["toxic", None, "toxic", None, None]
     line, page_score, _, empty, clean = out.column("toxicity_score").to_pylist()
-    t, c = len(toxic_line), len(clean_line)
+    t, c = (sum(ch.isalpha() for ch in x) for x in (toxic_line, clean_line))  # a line weighs by its letters
     assert page_score == pytest.approx((t * line + 9 * c * clean) / (t + 9 * c), abs=1e-5) and empty == 0.0
+
+
+@pytest.mark.subprocess
+def test_a_model_reads_only_its_languages_prose(models: Path):
+    """A Chinese tutorial's code block, inline code and lines without Chinese are nothing the Chinese model was
+    trained on (its scores there are noise): they weigh nothing; its Chinese lines are judged as they are alone."""
+    prose = ["今天天气很好，我们在公园散步", "图书馆明天开门，火车中午出发"]
+    code = ["```", 'vocab = ["b", "g", "h", "ug"]', "```"]
+    page = "\n".join([prose[0], *code, "(\"h\", \"ug\") -> \"hug\"", f"{prose[1]} `merge(\"u\", \"g\")`"])
+    stage = Toxicity(languages=["zh"], classifier=str(models), keep_scores=True)
+    scores = stage.score(_table([page, "\n".join(prose), "`x = 1`\n```\nfoo()\n```"], ["zh"] * 3))["toxicity_score"]
+    assert scores[0] == pytest.approx(scores[1], abs=1e-6) and scores[2] == 0.0
 
 
 @pytest.mark.subprocess

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from curation import schema, storage
 from curation.apply import run_shard
+from curation.lang.scripts import written_scripts
 from curation.readers import JsonlReader
 from curation.recipe import load_recipe
 from curation.shards import list_shards
@@ -505,6 +506,7 @@ def train_classifier(
         "negative_label": neg_label,
         "preprocess": prep.describe(),
         "lang": lang,
+        "scripts": written_scripts([*positives.texts, *negatives.texts]),
         "quantized": quantize,
         "calibrated_threshold": calibrated,
         "max_false_positive_rate": max_false_positive_rate,

@@ -9,6 +9,7 @@ letters and combining marks vote: digits, punctuation and symbols inside a scrip
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Collection, Iterable
 from functools import cache
 
 import numpy as np
@@ -86,15 +87,27 @@ def script_ids(codepoints: np.ndarray) -> np.ndarray:
 _WRITTEN_IN = {"Jpan": ("Hira", "Kana", "Hani"), "Hang": ("Hang", "Hani")}
 
 
-def in_script(codepoints: np.ndarray, script: str | None) -> np.ndarray:
-    """Whether each code point is a letter (or combining mark) of `script`, a language's ISO 15924 code (Jpan:
-    kana and kanji; Hang: hangul and hanja); None: of any script."""
+def in_scripts(codepoints: np.ndarray, scripts: Collection[str] | None) -> np.ndarray:
+    """Whether each code point is a letter (or combining mark) of one of `scripts`, ISO 15924 codes as
+    `script_of_text` gives them (Jpan: kana and kanji; Hang: hangul and hanja); None: of any script."""
     ids = script_ids(codepoints)
-    if script is None:
+    if scripts is None:
         return ids > 0
     names = script_table()[1]
-    wanted = [names.index(s) for s in _WRITTEN_IN.get(script, (script,)) if s in names]
+    wanted = [names.index(s) for script in scripts for s in _WRITTEN_IN.get(script, (script,)) if s in names]
     return np.isin(ids, wanted)
+
+
+def written_scripts(texts: Iterable[str], min_share: float = 0.05) -> list[str]:
+    """The scripts a body of text is written in: each the script of at least `min_share` of the texts
+    (`script_of_text`). Serbian or Uzbek texts may be in Cyrillic, Latin or both; Hindi on social media in Latin."""
+    counts: dict[str, int] = {}
+    n = 0
+    for text in texts:
+        n += 1
+        if (script := script_of_text(text)) is not None:
+            counts[script] = counts.get(script, 0) + 1
+    return sorted(s for s, k in counts.items() if k >= min_share * n)
 
 
 CJK_SCRIPTS = frozenset({"Hani", "Jpan", "Hang"})

@@ -343,6 +343,8 @@ class FastTextClassifier(DocumentFilter):
         self.lowercase = bool(trained_lower if trained_lower is not None else p.lowercase)
         self.preprocessing = Preprocessing.of_sidecar(sidecar, self.lowercase)
         self.language = (sidecar or {}).get("lang")  # segments a document without `lang` as in training
+        scripts = (sidecar or {}).get("scripts")
+        self.scripts = tuple(scripts) if scripts else None  # what its training texts were written in
         if p.threshold == CALIBRATED:
             self.threshold = self._threshold_of_heldout(sidecar)
         elif p.threshold is not None:

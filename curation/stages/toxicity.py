@@ -53,7 +53,7 @@ from pydantic import Field, field_validator, model_validator
 
 from curation import storage
 from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
-from curation.lang.scripts import in_script
+from curation.lang.scripts import in_scripts
 from curation.lang.settings import script_of_language
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
 from curation.stages.base import DocumentFilter, Processed, Resources
@@ -247,20 +247,23 @@ def model_file(folder: Path | str, lang: str) -> str:
 
 
 def _by_lines(model: FastTextClassifier, texts: pa.Array, lang: str | None) -> np.ndarray:
-    """Each document's score: the mean of its prose lines' scores, each weighed by its letters in `lang`'s script.
+    """Each document's score: the mean of its prose lines' scores, each weighed by its letters in the scripts the
+    model was trained on (its sidecar's `scripts`; else `lang`'s script).
 
     The models learn from comments and tweets, a line or two each; a whole page scored at once is a text
     unlike any they saw, and one line on crime or slavery in it (the UDHR's Chinese) can tip it. Scored line
     by line, a comment is judged as in training and a page by the share of it that is toxic. A model reads only
     its language: code blocks, tables and inline code are set aside (`curation.text.layout`), and a line weighs
-    by its letters in the language's script, so `("u", "g") -> "ug"` in a Chinese tutorial, which COLD's model
-    (it never saw a line without Chinese) scores 1.0, weighs nothing there.
+    by its letters in the scripts of the model's training texts, so `("u", "g") -> "ug"` in a Chinese tutorial,
+    which COLD's model (it never saw a line without Chinese) scores 1.0, weighs nothing there, while a model of
+    Serbian trained on Latin and Cyrillic texts reads both.
     """
     lines = pc.split_pattern(prose_text(texts), "\n")
     flat = without_inline_code(pc.utf8_trim_whitespace(pc.list_flatten(lines)))
     parents = pc.list_parent_indices(lines).to_numpy(zero_copy_only=False)
     points, lengths = code_points(flat)
-    letters = in_script(points, script_of_language(lang) if lang else None)
+    scripts = model.scripts or ((script,) if lang and (script := script_of_language(lang)) else None)
+    letters = in_scripts(points, scripts)
     weights = np.bincount(np.repeat(np.arange(len(flat)), lengths), letters, minlength=len(flat))
     real = weights > 0
     flat = flat.filter(pa.array(real))

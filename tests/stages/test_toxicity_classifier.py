@@ -25,6 +25,7 @@ from curation.classifier_training import (
     toxicity_ngrams,
     train_classifier,
 )
+from curation.lang.scripts import in_scripts, written_scripts
 from curation.schema import documents_table
 from curation.stages import toxicity
 from curation.stages.classifier import FLAGGED_TOKEN, NGRAM_TOKEN, FastTextClassifier, Preprocessing
@@ -360,3 +361,27 @@ def test_a_page_with_chinese_paragraphs_is_read_in_chinese_words_whatever_its_la
         table.column("text"), langs, words_as=classifier.words_as(table, langs)))
     assert chinese[:5] == ["the", "weather", "is", "nice", "today"] and "垃圾" in chinese
     assert "你这个垃圾蠢货，滚开傻逼" in english  # the run of Chinese characters, whole
+
+
+@pytest.mark.subprocess
+def test_a_model_reads_the_scripts_it_was_trained_on(tmp_path: Path):
+    """Serbian is written in Cyrillic and in Latin: a model trained on Latin Serbian judges Latin pages, though
+    Serbian's script (FineWeb-2's) is Cyrillic; its sidecar records what its training texts were written in."""
+    toxic = ["jebem ti mater", "idi u kurac", "glupa kurvo jedna"]
+    clean = ["lepo vreme danas", "idemo u školu", "čitam knjigu"]
+    rng = random.Random(0)
+    car = train_classifier(Corpus(_variants(rng, toxic, ". ")), Corpus(_variants(rng, clean, ". ")),
+                           str(tmp_path / "sr.ftz"), label="toxic", negative_label="ok", lang="sr",
+                           hyperparameters=SMALL)
+    assert car["scripts"] == ["Latn"]
+    out = run_stage(Toxicity(languages=["sr"], classifier=str(tmp_path)), _table(
+        ["jebem ti mater. idi u kurac", "lepo vreme danas. idemo u školu"], ["sr", "sr"])).sort_by("pos")
+    assert out.column(schema.REASON).to_pylist() == ["toxic", None]
+
+
+def test_the_scripts_of_a_body_of_text_are_those_of_a_twentieth_of_its_texts():
+    texts = ["Добар дан"] * 10 + ["Dobar dan"] * 9 + ["今天天气很好"] + ["これは日本語です"] * 2
+    assert written_scripts(texts) == ["Cyrl", "Jpan", "Latn"] and written_scripts(texts, 0.5) == []
+    points = np.frombuffer("ab中かア".encode("utf-32-le"), np.uint32)
+    assert in_scripts(points, ["Jpan"]).tolist() == [False, False, True, True, True]
+    assert in_scripts(points, ["Latn", "Hani"]).tolist() == [True, True, True, False, False]

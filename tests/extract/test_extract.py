@@ -14,7 +14,7 @@ from curation import schema
 from curation.apply import run_stage
 from curation.extract.html import decode_html, opened_raw_text_tags
 from curation.extract.timeout import TimeLimitExceeded, time_limit
-from curation.extract.trafilatura import tidy_markdown
+from curation.extract.trafilatura import tidy_markdown, unwrap_layout_tables
 from curation.readers import WarcReader, read_shard
 from curation.stages import Extract
 from tests.conftest import SAMPLE
@@ -185,7 +185,7 @@ def test_markdown_prose_reads_as_the_page_wrote_it():
     assert "Set the api_key option [sic] in the 19th file, as the manual[2] says" in text
     assert "C:\\temp\\_x stays, and *stars* too" in text
     assert '`key = cfg["api_key"]  # \\_ stays`' in text  # code as written, its backslash too
-    assert tidy_markdown("\\# no heading\n1\\. no list\nx \\- y\n| a \\| b |\n`a\\_b` c\\_d") == (
+    assert tidy_markdown("\\# no heading\n1\\. no list\nx \\- y\n| a \\| b |\n|  |  | \n`a\\_b` c\\_d") == (
         "# no heading\n1. no list\nx \\- y\n| a \\| b |\n`a\\_b` c_d")
 
 
@@ -218,3 +218,41 @@ def test_self_closed_tags_are_found_in_one_pass_over_a_hostile_page():
     assert opened_raw_text_tags("<script/>" * 500_000) == "<script>" * 500_000
     for hostile in ('<script x="' + "a" * 5_000_000, "<style " * 500_000, '<script x="a>' * 500_000):
         assert opened_raw_text_tags(hostile) == hostile
+
+
+def test_an_article_laid_out_in_a_table_comes_out_as_paragraphs(testdata: Path):
+    """A page set in a layout table (no header cells, a cell holding a page's column) was written as one table row:
+    its paragraphs run together in one line the quality rules set aside. Data tables stay tables."""
+    paragraph = ("The council met on Tuesday and agreed to rebuild the bridge over the river before winter, "
+                 "after two years of closures that cut the village off from the market town. ")
+    article = "".join(f"<p>{paragraph * 2}</p>" for _ in range(4))
+    data = "".join(f"<tr><td>{year}</td><td>{1000 + year % 7 * 100:,}</td></tr>" for year in range(2015, 2023))
+    page = (f"<html><body><table><tr><td><a href='/'>Home</a> <a href='/news'>News</a></td><td>{article}"
+            f"<table><tr><th>year</th><th>visitors</th></tr>{data}</table></td></tr></table></body></html>").encode()
+    lines = extracted(page, markdown=True).split("\n")
+    prose = [line for line in lines if "rebuild the bridge" in line]
+    assert len(prose) == 4 and not any(line.startswith("|") for line in prose)
+    assert "| 2019 | 1,300 | " in lines  # the data table in it stays a table
+    # a real one: Xinhua's archived article, its paragraphs in one 2,300-character table row before
+    xinhua = gzip.decompress((testdata / "html/trafilatura/eval/archive.org.he.xinhuanet.com.25340717.html.gz")
+                             .read_bytes())
+    lines = [line for line in extracted(xinhua, markdown=True).split("\n") if line.strip()]
+    prose = [line for line in lines if not line.startswith("|")]  # its byline stays a row: | 作者： 记者王敬照 |
+    assert len(prose) >= 5 and max(map(len, lines)) < 1000 and "张家口" in prose[0]
+
+
+def test_only_tables_holding_a_column_of_prose_are_unwrapped():
+    from lxml.html import fromstring
+
+    prose = "<p>" + "A long sentence of the page's own running text, set in a table for its layout. " * 8 + "</p>"
+    awards = "".join(f"<li>{year} Golden Melody Award, best album (nominated)</li>" for year in range(2000, 2020))
+
+    def unwrapped(table: str) -> int:
+        return unwrap_layout_tables(fromstring(f"<html><body>{table}</body></html>"))
+
+    assert unwrapped(f"<table><tr><td>menu</td><td>{prose}</td></tr></table>") == 1
+    nested = f"<table><tr><td>{prose}</td></tr></table>"
+    assert unwrapped(f"<table><tbody><tr><td>{prose}{nested}</td></tr></tbody></table>") == 2
+    assert unwrapped(f"<table><tr><th>notes</th></tr><tr><td>{prose}</td></tr></table>") == 0  # a data table
+    assert unwrapped(f"<table><tr><td>Music</td><td><ul>{awards}</ul></td></tr></table>") == 0  # a list by its name
+    assert unwrapped("<table><tr><td>2019</td><td>1,200</td></tr></table>") == 0

@@ -553,6 +553,7 @@ def format_report(sidecar: dict[str, Any], output: str) -> str:
         + f"; lowercase {sidecar['preprocess']['lowercase']}, words {bool(sidecar['preprocess'].get('words'))}, "
         f"social {sidecar['preprocess'].get('social', False)}, lexicon {bool(sidecar['preprocess'].get('lexicon'))}"
         + (f", lang {sidecar['lang']}" if sidecar.get("lang") else "")
+        + (f", written in {'+'.join(sidecar['scripts'])}" if sidecar.get("scripts") else "")
         + (f", quantized (cutoff {sidecar['quantized']:,})" if sidecar.get("quantized") else ""),
         f"trained    in {sidecar['train_seconds']:.1f} s, vocabulary {sidecar['vocabulary']:,} words",
     ]

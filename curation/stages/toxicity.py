@@ -165,8 +165,8 @@ class ToxicityParams(DocumentFilter.Params):
         "per language, `<lang>.ftz` (or `.bin`) and its sidecar (`curate train-classifier`), or `shipped`: the "
         "English and Chinese models `make toxicity-models` trains from Davidson's tweets and COLD. A document is "
         "dropped when its language's model scores it at or above `classifier_threshold` (a document's score: "
-        "its prose lines' scores, each weighed by its letters in the language's script: code blocks, tables, inline "
-        "code and lines in another script weigh nothing); every language in "
+        "its prose lines' scores, each weighed by its letters in the scripts of the model's training texts: code "
+        "blocks, tables, inline code and lines in another script weigh nothing); every language in "
         "`languages` needs a model (`all`: the languages of the folder's models). Score column: "
         "`toxicity_score` (instead of the word-list counts, which are among the model's features).",
     )

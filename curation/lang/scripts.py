@@ -9,7 +9,7 @@ letters and combining marks vote: digits, punctuation and symbols inside a scrip
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Sequence
 from functools import cache
 
 import numpy as np
@@ -98,16 +98,16 @@ def in_scripts(codepoints: np.ndarray, scripts: Collection[str] | None) -> np.nd
     return np.isin(ids, wanted)
 
 
-def written_scripts(texts: Iterable[str], min_share: float = 0.05) -> list[str]:
+def written_scripts(texts: Sequence[str], min_share: float = 0.05, sample: int = 100_000) -> list[str]:
     """The scripts a body of text is written in: each the script of at least `min_share` of the texts
-    (`script_of_text`). Serbian or Uzbek texts may be in Cyrillic, Latin or both; Hindi on social media in Latin."""
+    (`script_of_text`; of `sample` texts evenly spread, in a larger body). Serbian or Uzbek texts may be in
+    Cyrillic, Latin or both; Hindi on social media in Latin."""
+    spread = texts[:: max(1, len(texts) // sample)]
     counts: dict[str, int] = {}
-    n = 0
-    for text in texts:
-        n += 1
+    for text in spread:
         if (script := script_of_text(text)) is not None:
             counts[script] = counts.get(script, 0) + 1
-    return sorted(s for s, k in counts.items() if k >= min_share * n)
+    return sorted(s for s, k in counts.items() if k >= min_share * len(spread))
 
 
 CJK_SCRIPTS = frozenset({"Hani", "Jpan", "Hang"})

@@ -382,6 +382,7 @@ def test_a_model_reads_the_scripts_it_was_trained_on(tmp_path: Path):
 def test_the_scripts_of_a_body_of_text_are_those_of_a_twentieth_of_its_texts():
     texts = ["Добар дан"] * 10 + ["Dobar dan"] * 9 + ["今天天气很好"] + ["これは日本語です"] * 2
     assert written_scripts(texts) == ["Cyrl", "Jpan", "Latn"] and written_scripts(texts, 0.5) == []
+    assert written_scripts(["Dobar dan"] * 900 + ["Добар дан"] * 100, sample=10) == ["Cyrl", "Latn"]  # 9 + 1 read
     points = np.frombuffer("ab中かア".encode("utf-32-le"), np.uint32)
     assert in_scripts(points, ["Jpan"]).tolist() == [False, False, True, True, True]
     assert in_scripts(points, ["Latn", "Hani"]).tolist() == [True, True, True, False, False]

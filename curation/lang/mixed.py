@@ -10,6 +10,7 @@ import numpy as np
 
 PARAGRAPHS = "lang_paragraphs"
 MIXED_SHARE_MIN = 0.2
+_SAME_START = 20  # characters a rewritten line and its original begin with alike (C4 drops citations at the end)
 """Least share of a document's labelled paragraph characters each of its languages holds for it to be mixed."""
 
 
@@ -50,8 +51,11 @@ def carried(spans: list[dict[str, Any]], old: str, new: str) -> list[dict[str, A
     so that their offsets stay offsets into the text that is kept.
 
     A rewrite within lines (PII redacted, Traditional Chinese made Simplified) keeps the document's lines: line i's
-    label goes to its line i. One that removes lines (C4's) leaves the others as they were: each line of `new` takes
-    the label of the next line of `old` it equals; a line that equals none has no label.
+    label goes to its line i. One that removes lines (C4's) may also rewrite those it keeps (C4 strips them, a list
+    item's indent with it, and drops their citation marks): each line of `new` takes the label of the next line of
+    `old` that, stripped, it equals, else that it begins as (`_SAME_START` characters); a line matching none has
+    no label. Left without labels, the rewritten lines of a page's main language made its few lines in another
+    look like a fifth of it: a "mixed" page, judged by parts.
     """
     old_lines, new_lines = old.split("\n"), new.split("\n")
     starts = np.cumsum([0] + [len(line) + 1 for line in old_lines[:-1]])
@@ -61,10 +65,14 @@ def carried(spans: list[dict[str, Any]], old: str, new: str) -> list[dict[str, A
         pairs = [(i, i) for i in range(len(new_lines))]
     else:
         pairs, at = [], 0
+        olds = [line.strip() for line in old_lines]
         for i, line in enumerate(new_lines):
-            j = next((j for j in range(at, len(old_lines)) if old_lines[j] == line), None)
-            if j is not None:
-                pairs.append((i, j))
-                at = j + 1
+            line = line.strip()
+            same = next((j for j in range(at, len(olds)) if olds[j] == line), None)
+            if same is None and len(line) >= _SAME_START:
+                same = next((j for j in range(at, len(olds)) if olds[j].startswith(line[:_SAME_START])), None)
+            if same is not None:
+                pairs.append((i, same))
+                at = same + 1
     return [{**label_of[j], "start": new_starts[i], "end": new_starts[i] + len(new_lines[i])}
             for i, j in pairs if j in label_of and new_lines[i].strip()]

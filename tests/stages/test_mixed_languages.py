@@ -152,6 +152,20 @@ def test_paragraph_offsets_stay_offsets_into_the_text_a_later_stage_rewrites():
     assert _slices(redacted) == [(lang, line) for (lang, _), line in zip(_slices(cut), lines, strict=True)]
 
 
+def test_lines_c4_strips_keep_their_labels_and_a_page_stays_in_one_language():
+    """C4 writes the lines it keeps stripped, a nested list item's indent with it, and without citation marks. Those
+    lines lost their labels where C4 also removed a line; a page's one German line then made a fifth of what was left
+    labelled, and the English page was judged as a mixed one, by its few labelled lines (a real agenda page dropped)."""
+    german = "Gastgeber ist die Firma am Dammtor in Hamburg, der Eingang liegt im Hof."
+    text = "\n".join([german, "Agenda", f"- {EN[0]}", f"  - {EN[1]}", f"    - {EN[2]}[12]", f"  - {EN[3]}"])
+    labelled = LangId(per_paragraph=True).ready().process(pa.table({"text": [text]})).table
+    cut = C4(terminal_punct=False).ready().process(labelled).table
+    lines = cut.column("text")[0].as_py().split("\n")
+    assert "Agenda" not in lines and lines[3] == f"- {EN[2]}"  # removed; stripped and its citation dropped
+    assert [lang for lang, _ in _slices(cut)] == ["de", "en", "en", "en", "en"]
+    assert [line for _, line in _slices(cut)] == lines and cut.column("lang").to_pylist() == ["en"]
+
+
 def test_a_mixed_documents_text_and_paragraphs_pass_a_rewriting_filter_as_they_were(labelled):
     kept = C4(terminal_punct=False, min_words_per_line=30).ready().process(labelled).table
     assert kept.column("text").to_pylist() == [MIXED]

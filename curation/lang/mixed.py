@@ -4,6 +4,7 @@ part by part; `curation.tokens.fertility` counts its tokens by part)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 import numpy as np
@@ -65,14 +66,26 @@ def carried(spans: list[dict[str, Any]], old: str, new: str) -> list[dict[str, A
         pairs = [(i, i) for i in range(len(new_lines))]
     else:
         pairs, at = [], 0
-        olds = [line.strip() for line in old_lines]
-        for i, line in enumerate(new_lines):
-            line = line.strip()
-            same = next((j for j in range(at, len(olds)) if olds[j] == line), None)
+        whole: dict[str, list[int]] = {}  # an old line, stripped -> where it is (ascending)
+        start: dict[str, list[int]] = {}  # its first _SAME_START characters -> where
+        for j, line in enumerate(line.strip() for line in old_lines):
+            whole.setdefault(line, []).append(j)
+            if len(line) >= _SAME_START:
+                start.setdefault(line[:_SAME_START], []).append(j)
+        for i, line in enumerate(line.strip() for line in new_lines):
+            same = _next(whole.get(line), at)
             if same is None and len(line) >= _SAME_START:
-                same = next((j for j in range(at, len(olds)) if olds[j].startswith(line[:_SAME_START])), None)
+                same = _next(start.get(line[:_SAME_START]), at)
             if same is not None:
                 pairs.append((i, same))
                 at = same + 1
     return [{**label_of[j], "start": new_starts[i], "end": new_starts[i] + len(new_lines[i])}
             for i, j in pairs if j in label_of and new_lines[i].strip()]
+
+
+def _next(where: list[int] | None, at: int) -> int | None:
+    """The first of the ascending positions `where` at or after `at`."""
+    if not where:
+        return None
+    k = bisect_left(where, at)
+    return where[k] if k < len(where) else None

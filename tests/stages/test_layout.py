@@ -94,6 +94,20 @@ def test_headlines_cut_short_by_two_dots_or_more_end_no_sentence():
     assert _judge(FineWeb(prose_only=False), [headlines], lang="zh") == [None]  # datatrove's: "..": 3 of 9 end one
 
 
+def test_a_sentence_followed_by_its_citation_marks_ends_one():
+    """Wikipedia's `1850.[3]` and a lore article's `. [MP3 SP]` after every paragraph (Kotaku's Metroid story, in
+    readability's test pages, read as a page without sentences); a mark alone, or text cut short, is no sentence."""
+    paragraphs = [f"The expedition reached the blue planet in its {n}th year and found it alive, as foretold. [MP3 SP]"
+                  for n in range(5, 11)] + ["Its founders named it in 1850, after the river.[3][4]"]
+    article = "\n".join(paragraphs)
+    assert _judge(FineWeb(), [article]) == [None]
+    assert _judge(FineWeb(prose_only=False), [article]) == ["line_punct_ratio"]  # datatrove's: none end one
+    marks = "\n".join(f"Chapter {n} of the story of the planet [source] [{n}]" for n in range(7))
+    cut = "\n".join(f"Read the whole story of the planet and its {n} moons... [{n}]" for n in range(7))
+    assert _judge(FineWeb(), [marks]) == ["line_punct_ratio"]
+    assert _judge(FineWeb(), [cut]) == ["line_punct_ratio"]
+
+
 def test_headings_code_and_tables_do_not_count_as_short_lines():
     article = "\n".join(["# Training", PROSE_EN[0], "## Data", PROSE_EN[1], *CODE_BLOCK, "## Results", PROSE_EN[2],
                          *TABLE_ROWS, "## Notes", PROSE_EN[3]])

@@ -24,7 +24,9 @@ _EMPHASIS = re.compile(r"(?<!\\)(\*\*|__)(?=\S)(.+?)(?<=[^\s\\])\1"
                        r"|(?<![\w*\\])\*(?=[^\s*])([^*\n]+?)(?<=[^\s\\])\*(?![\w*])")
 _INLINE_CODE = re.compile(r"((?<!\\)`[^`\n]+`)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_EMPTY_ROW = re.compile(r"^\s*\|(?:\s*\|)+\s*$")  # a table row of empty cells: a spacer table's, nothing to read
+# a table row of empty cells (a spacer table's) or a list item with nothing in it (an item of images or links
+# trafilatura leaves out): nothing to read, and repeated, lines the repetition rules count
+_EMPTY = re.compile(r"^\s*(?:\|(?:\s*\|)+|[-*+])\s*$")
 # trafilatura's inline HTML for what Markdown cannot write (`19<sup>th</sup>`, a footnote's `<sup>[2]</sup>`):
 # the text it holds, as plain-text extraction gives it
 _INLINE_HTML = re.compile(r"</?(?:sup|sub|u)>")
@@ -55,13 +57,13 @@ def _plain_prose(part: str) -> str:
 def tidy_markdown(markdown: str) -> str:
     """trafilatura's Markdown with its structure (headings, lists, tables, fenced and inline code) and the prose as
     the page wrote it: emphasis marks, inline HTML tags and CommonMark's escapes dropped outside code, and table
-    rows of empty cells (`|  |  |`) left out."""
+    rows of empty cells (`|  |  |`) and empty list items (`- `) left out."""
     out, fenced = [], False
     for line in markdown.split("\n"):
         if _FENCE.match(line):
             fenced = not fenced
         elif not fenced:
-            if _EMPTY_ROW.match(line):
+            if _EMPTY.match(line):
                 continue
             line = _ESCAPED_LINE_START.sub(lambda m: m.group(1) + (m.group(2) or m.group(3) + m.group(4)), line)
             line = "".join(part if part.startswith("`") else _plain_prose(part) for part in _INLINE_CODE.split(line))

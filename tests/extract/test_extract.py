@@ -185,8 +185,9 @@ def test_markdown_prose_reads_as_the_page_wrote_it():
     assert "Set the api_key option [sic] in the 19th file, as the manual[2] says" in text
     assert "C:\\temp\\_x stays, and *stars* too" in text
     assert '`key = cfg["api_key"]  # \\_ stays`' in text  # code as written, its backslash too
-    assert tidy_markdown("\\# no heading\n1\\. no list\nx \\- y\n| a \\| b |\n|  |  | \n`a\\_b` c\\_d") == (
-        "# no heading\n1. no list\nx \\- y\n| a \\| b |\n`a\\_b` c_d")
+    empty = "|  |  | \n- \n"  # an empty table row and list item go; in code they stay
+    assert tidy_markdown(f"\\# no heading\n1\\. no list\nx \\- y\n| a \\| b |\n{empty}`a\\_b` c\\_d\n```\n-\n```") == (
+        "# no heading\n1. no list\nx \\- y\n| a \\| b |\n`a\\_b` c_d\n```\n-\n```")
 
 
 def test_markdown_needs_trafilatura():

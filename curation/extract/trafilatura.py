@@ -24,9 +24,10 @@ _EMPHASIS = re.compile(r"(?<!\\)(\*\*|__)(?=\S)(.+?)(?<=[^\s\\])\1"
                        r"|(?<![\w*\\])\*(?=[^\s*])([^*\n]+?)(?<=[^\s\\])\*(?![\w*])")
 _INLINE_CODE = re.compile(r"((?<!\\)`[^`\n]+`)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-# a table row of empty cells (a spacer table's) or a list item with nothing in it (an item of images or links
-# trafilatura leaves out): nothing to read, and repeated, lines the repetition rules count
-_EMPTY = re.compile(r"^\s*(?:\|(?:\s*\|)+|[-*+])\s*$")
+# a table row of empty cells (a spacer table's) or a list item's marker alone: nothing to read, and repeated, lines
+# the repetition rules count
+_EMPTY_ROW = re.compile(r"^\s*\|(?:\s*\|)+\s*$")
+_MARKER = re.compile(r"^\s*[-*+]\s*$")
 # trafilatura's inline HTML for what Markdown cannot write (`19<sup>th</sup>`, a footnote's `<sup>[2]</sup>`):
 # the text it holds, as plain-text extraction gives it
 _INLINE_HTML = re.compile(r"</?(?:sup|sub|u)>")
@@ -63,7 +64,7 @@ def tidy_markdown(markdown: str) -> str:
         if _FENCE.match(line):
             fenced = not fenced
         elif not fenced:
-            if _EMPTY.match(line):
+            if _EMPTY_ROW.match(line) or _MARKER.match(line):
                 continue
             line = _ESCAPED_LINE_START.sub(lambda m: m.group(1) + (m.group(2) or m.group(3) + m.group(4)), line)
             line = "".join(part if part.startswith("`") else _plain_prose(part) for part in _INLINE_CODE.split(line))
@@ -106,6 +107,23 @@ def unwrap_layout_tables(tree: HtmlElement) -> int:
     return unwrapped
 
 
+def tidy_text(text: str) -> str:
+    """trafilatura's plain text without table rows of empty cells, and with a list item's marker that it wrote alone on
+    a line (the item's text on the next, indented: `- ` then `    iPhone 14 (6,1 Zoll)`, where a `<p>` holds it) put
+    before that text; a marker with no text after it is left out."""
+    out: list[str] = []
+    marker = False
+    for line in text.split("\n"):
+        if _EMPTY_ROW.match(line):
+            continue
+        if marker and line.strip():
+            line = "- " + line.strip()
+        marker = bool(_MARKER.match(line))
+        if not marker:
+            out.append(line)
+    return "\n".join(out)
+
+
 def paragraph_memory() -> LRUCache:
     """An empty memory for trafilatura's `deduplicate` (the paragraphs seen, as many as trafilatura keeps)."""
     from trafilatura.deduplication import LRUCache
@@ -141,4 +159,6 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
         output_format="markdown" if markdown else "txt",
         include_formatting=markdown,
     )
-    return (tidy_markdown(text) if markdown and text else text), title
+    if not text:
+        return text, title
+    return (tidy_markdown(text) if markdown else tidy_text(text)), title

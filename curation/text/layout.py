@@ -14,7 +14,8 @@ Kinds are recognised per line, columnar (RE2 over every line of a batch at once)
   (`model = Foo(...)`, `trainer.train()`), a line or a list item of inline code alone (a bulleted list of
   names in backticks, the pipelines a library offers, is no list of sentences), or an indented line (four spaces or a
   tab beyond the document's margin, not a list item: Markdown's indented code block, and what plain-text
-  extraction leaves of a <pre> block);
+  extraction leaves of a <pre> block) unless it reads as a paragraph (long, punctuation inside, a sentence's end,
+  none of code's `;{}=<>`: the page's own indentation that trafilatura's plain text keeps);
 - table: a row of `|`-separated cells (Markdown's, trafilatura's) or of tab-separated ones, and Markdown's rule
   line under a table's header;
 - heading: a Markdown heading (`## 2.1 Data`);
@@ -78,6 +79,11 @@ INDENT = 4
 _ENDS_SENTENCE_RE2 = re2_class(SENTENCE_TERMINALS) + r"[\"'”’)\]]*\s*$"
 _PUNCT_INSIDE_RE2 = r"[,;:，、；：。.!?！？]"
 INLINE_CODE_RE2 = r"`[^`\n]+`"
+# An indented line that reads as a paragraph: it holds punctuation inside, ends a sentence, has no code's characters
+# and does not open a comment. trafilatura's plain text keeps the page's own indentation of a paragraph (a novel's
+# chapter indents every paragraph 56 spaces, a press release 5), which read as an indented code block.
+_INDENTED_PROSE_RE2 = (r"^\s*[^\s#/*;{}=<>\-][^;{}=<>]{" + str(WRAP_MIN) + r",}" + _PUNCT_INSIDE_RE2 + r".*"
+                       + _ENDS_SENTENCE_RE2)
 # Markdown's marks inside a line, and list markers: layout too, which word rules must not count as words that
 # hold no letter (a documentation page's `code`, [links](url) and **bold** took English prose under Gopher's 80%)
 MARKUP_RE2 = (
@@ -102,7 +108,7 @@ def line_kinds(lines: pa.Array, offsets: np.ndarray) -> np.ndarray:
         return kind
     listed = matches(LIST_RE2)
     kind[listed] = LIST
-    kind[matches(CODE_RE2) | (_indented(lines, offsets) & ~listed)] = CODE
+    kind[matches(CODE_RE2) | (_indented(lines, offsets) & ~listed & ~matches(_INDENTED_PROSE_RE2))] = CODE
     kind[matches(HEADING_RE2)] = HEADING
     kind[matches(TABLE_RE2)] = TABLE
     fence = matches(FENCE_RE2)

@@ -257,3 +257,16 @@ def test_only_tables_holding_a_column_of_prose_are_unwrapped():
     assert unwrapped(f"<table><tr><th>notes</th></tr><tr><td>{prose}</td></tr></table>") == 0  # a data table
     assert unwrapped(f"<table><tr><td>Music</td><td><ul>{awards}</ul></td></tr></table>") == 0  # a list by its name
     assert unwrapped("<table><tr><td>2019</td><td>1,200</td></tr></table>") == 0
+
+
+def test_a_list_items_marker_stays_with_its_text():
+    """An item holding a paragraph (macwelt.de's list of iPhones: `<li><p>` and the text on a new line) came out of
+    trafilatura's plain text as `- ` alone, then the text indented on the next line: four `- ` lines (repeated,
+    which Gopher counts) and four indented lines (code, to the layout rules). Markdown writes `- text`."""
+    sentence = "The council agreed to rebuild the old bridge before winter, after two years of closures. "
+    items = "".join(f"<li>\n <p>\n\n   Bridge number {n} (6,1 metres) \n\n <br>\n </p>\n</li>" for n in range(4))
+    page = f"<html><body><article><p>{sentence * 3}</p><ul>{items}</ul><p>{sentence * 2}</p></article></body></html>"
+    items = [f"- Bridge number {n} (6,1 metres)" for n in range(4)]
+    for markdown in (False, True):
+        lines = [line.strip() for line in extracted(page.encode(), markdown=markdown).split("\n")]
+        assert [line for line in lines if line.startswith("-")] == items

@@ -192,6 +192,17 @@ def test_a_document_indented_as_a_whole_has_its_prose_at_its_margin():
     assert _kinds("\n".join([*PROSE_EN, "    print(model)"]))[-1] == CODE
 
 
+def test_a_paragraph_the_page_indented_is_prose():
+    """trafilatura's plain text keeps a page's own indentation of its paragraphs (a press release's 5 spaces, a novel's
+    56) after a first line at the margin: they read as paragraphs, not as an indented code block, while indented
+    code and comments, and short indented lines, stay code."""
+    paragraphs = ["     " + line for line in PROSE_EN[1:]]
+    code = ["    x = compute(y)", "    # Compute the loss, then step the optimizer.", "    Returns the loss."]
+    page = "\n".join([PROSE_EN[0], *paragraphs, *code])
+    assert _kinds(page) == [PROSE] * len(PROSE_EN) + [CODE, CODE, CODE]
+    assert _judge(C4(terminal_punct=False), [page]) == [None]
+
+
 def test_inline_code_is_code_and_its_curly_brackets_drop_no_page():
     """A line of inline code alone is a code line; a bracket quoted as inline code in a sentence is no page of code."""
     assert _kinds("`wasm => function musl_writev(..) { .. console.log(..) .. }`") == [CODE]

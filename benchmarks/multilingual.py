@@ -26,9 +26,10 @@ Issue 20's figures, each beside its reference, in one run:
    reproduced: its GlotLID language-score gate (another model; our chain's langid step has lid.176
    scores), and C4, which FineWeb-2 does not apply. English has no FineWeb-2 config: its reference is
    FineWeb's English settings (datatrove's defaults). Printed: the share of the same keep/drop decisions per language.
-3. The real pages (`html/trafilatura`, `html/readability`, `html/newspaper`) extracted by the `extract`
-   stage and labelled by `langid` (cached as JSONL in a temporary folder, `--cache`): the non-English
-   ones through the chain and the reference, per language.
+3. The real pages (`html/trafilatura`, `html/readability`, `html/newspaper`) extracted as
+   `recipes/web-multilingual.yaml` extracts them (Markdown, `normalize`) and labelled by `langid` (cached as JSONL
+   in a temporary folder, `--cache`): the non-English ones through the chain, and their plain text (trafilatura's,
+   as FineWeb-2 extracts) through the reference, per language.
 4. Chinese: the whole chain's CPU seconds (process time of the stages, not of the command) per MB of text
    for zh against en, on 200 documents of 12 sentences drawn at random from each language's file, three
    to a line (about 300 KB each; fastest of several passes, the worker's memoised segmentations forgotten
@@ -108,6 +109,7 @@ class Doc:
     lang: str  # the gold language (the sentence file's name, or langid's label for a page)
     kind: str  # "clean", a junk kind, or "page"
     text: str
+    reference_text: str | None = None  # what the FineWeb-2 reference judges, where not `text` (a page's plain text)
 
 
 # A crawler's HTTP response header inside a "sentence" (38 of the 100 Urdu lines carry one): crawl debris.
@@ -426,16 +428,24 @@ def spread(items: list, limit: int | None) -> list:
     return [items[int(i * step)] for i in range(limit)]
 
 
-def labelled_pages(root: Path, cache_file: Path, limit: int | None) -> list[Doc]:
-    """The pages' text (the `extract` stage) and language (the `langid` stage), cached. With `limit`, an
-    evenly spread subset of about `limit` non-English pages (English is about a fifth of them)."""
+# The extraction of `recipes/web-multilingual.yaml` (Markdown, then `normalize`), and FineWeb-2's (trafilatura's
+# plain text: the `extract` stage's default), which its reference judges
+SHIPPED_EXTRACTION = (("extract", {"markdown": True}), ("normalize", {}))
+PLAIN_EXTRACTION = (("extract", {}),)
+
+
+def extracted_pages(root: Path, cache_file: Path, limit: int | None,
+                    extraction: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each page's text (the `extraction` stages) and language (the `langid` stage) by id, cached. With `limit`, an
+    evenly spread subset of about `limit * 5 / 4` pages."""
     if limit:
         cache_file = cache_file.with_name(f"{cache_file.stem}-{limit}{cache_file.suffix}")
     if not cache_file.is_file():
         started = time.time()
         paths = spread(page_paths(root), limit and limit * 5 // 4)
         # min_score 0: every page gets a label here; the chain's own langid applies the threshold later
-        extract, label = make_stage("extract", {}), make_stage("langid", {"min_score": 0.0})
+        stages = [make_stage(name, params) for name, params in extraction]
+        label = make_stage("langid", {"min_score": 0.0})
         rows = []
         for start in range(0, len(paths), 64):
             chunk = paths[start:start + 64]
@@ -443,14 +453,26 @@ def labelled_pages(root: Path, cache_file: Path, limit: int | None) -> list[Doc]
             table = table.set_column(0, "id", pa.array([str(p.relative_to(root)) for p in chunk], pa.string()))
             html = pa.array([gzip.decompress(p.read_bytes()) for p in chunk], pa.binary())
             table = table.add_column(table.schema.get_field_index("meta") + 1, schema.HTML, html)
-            table = run_stage(label, run_stage(extract, table))
+            for stage in [*stages, label]:
+                table = run_stage(stage, table)
             rows.extend(table.filter(pc.is_null(table.column(schema.REASON)))
                         .select(["id", "text", "lang"]).to_pylist())
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         cache_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         print(f"{len(rows)} pages extracted and labelled in {time.time() - started:.0f} s, cached in {cache_file}")
     rows = [json.loads(line) for line in cache_file.read_text(encoding="utf-8").splitlines()]
-    docs = [Doc(r["id"], r["lang"], "page", r["text"]) for r in rows if r["text"] and r["lang"] not in ("en", None)]
+    return {r["id"]: r for r in rows}
+
+
+def labelled_pages(root: Path, cache_file: Path, limit: int | None) -> list[Doc]:
+    """The non-English pages as web-multilingual extracts them (Markdown; labelled by langid on that text), each with
+    the plain text FineWeb-2 would judge (`reference_text`; a page whose plain text is empty is left out). Cached in
+    `cache_file` (plain text) and beside it (`-markdown`). With `limit`, an evenly spread subset of about `limit`."""
+    plain = extracted_pages(root, cache_file, limit, PLAIN_EXTRACTION)
+    shipped = extracted_pages(root, cache_file.with_name(f"{cache_file.stem}-markdown{cache_file.suffix}"), limit,
+                              SHIPPED_EXTRACTION)
+    docs = [Doc(r["id"], r["lang"], "page", r["text"], plain[r["id"]]["text"]) for r in shipped.values()
+            if r["text"] and r["lang"] not in ("en", None) and plain.get(r["id"], {}).get("text")]
     return spread(docs, limit)
 
 
@@ -496,7 +518,7 @@ def judge(lang: str, docs: list[Doc], verdicts: dict[str, Verdict]) -> LanguageR
                 result.junk_stages[d.kind, verdicts[d.id][0]] += 1
         if settings is None:
             continue
-        ref_reason = reference_verdict(d.text, lang, settings)
+        ref_reason = reference_verdict(d.reference_text or d.text, lang, settings)
         ref_dropped = ref_reason is not None
         result.judged_by_reference += 1
         result.same += ref_dropped == dropped
@@ -777,8 +799,9 @@ def main() -> int:
         page_results = sorted((judge(lang, docs, verdicts) for lang, docs in by_lang.items()),
                               key=lambda r: -r.clean)
         total = sum(r.clean for r in page_results)
-        print_languages(page_results, f"real non-English pages ({total}), by langid's label (chain: langid, "
-                                      "4 filters):", with_junk=False)
+        print_languages(page_results, f"real non-English pages ({total}), by langid's label (chain: web-multilingual's "
+                                      "Markdown extraction, langid, 4 filters; FW2 ref: the page's plain text):",
+                        with_junk=False)
         kept = sum(r.clean_kept for r in page_results)
         ref_kept = sum(r.ref_clean_kept for r in page_results)
         judged = sum(r.judged_by_reference for r in page_results)

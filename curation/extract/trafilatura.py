@@ -107,6 +107,81 @@ def unwrap_layout_tables(tree: HtmlElement) -> int:
     return unwrapped
 
 
+# A <pre> that a page marks as code (a <code> inside, a highlighter's class) is code whatever its text says.
+_CODE_CLASS = re.compile(r"code|highlight|brush|prettyprint|syntax|lang(uage)?-|hljs|shell|console", re.IGNORECASE)
+_BLANK_LINE = re.compile(r"\n[ \t\f\r]*\n")
+# a sentence's end, or a caption's colon ending the block ("... a response body:" before the example)
+_SENTENCE_END = re.compile(r"[.!?。！？](?=[\"')\]]*(\s|$))|[:：]\s*$")
+_COLUMNS = re.compile(r"\S {4,}\S")  # a line set in columns: a title page's, a table's
+_CODE_CHARS = frozenset("{}[]();=<>\"'_/\\|#$*&%@^~`")
+PROSE_PRE = {"words": 8, "words_per_line": 5, "letters": 0.85, "code_chars": 0.05, "column_lines": 0.2}
+"""A block of a <pre> (text between blank lines) is a paragraph when it has at least `words` words, `words_per_line`
+on average, a sentence's end (or a caption's colon at its end), letters making `letters` of its visible characters
+or more, code's characters (brackets, operators, quotes, `_`, `/`) at most `code_chars`, and at most `column_lines`
+of its lines set in columns."""
+
+
+def _prose_block(block: str) -> bool:
+    lines = [line for line in block.split("\n") if line.strip()]
+    visible = "".join(block.split())
+    words = len(block.split())
+    if not lines or words < PROSE_PRE["words"] or words / len(lines) < PROSE_PRE["words_per_line"]:
+        return False
+    letters = sum(c.isalpha() for c in visible) / len(visible)
+    code = sum(c in _CODE_CHARS for c in visible) / len(visible)
+    columns = sum(bool(_COLUMNS.search(line.strip())) for line in lines) / len(lines)
+    return (letters >= PROSE_PRE["letters"] and code <= PROSE_PRE["code_chars"]
+            and columns <= PROSE_PRE["column_lines"] and bool(_SENTENCE_END.search(block)))
+
+
+def _joined(block: str) -> str:
+    """A hard-wrapped paragraph's lines as one: a line ending in a hyphen after a letter goes on without a space
+    (`Internet-` `Drafts`)."""
+    out = ""
+    for line in (line.strip() for line in block.split("\n") if line.strip()):
+        out += line if not out or (out.endswith("-") and out[-2:-1].isalpha()) else " " + line
+    return out
+
+
+def unwrap_prose_pre(tree: HtmlElement) -> int:
+    """Paragraphs of text set in a <pre> made paragraphs (`p`, their hard-wrapped lines joined), the rest of it left
+    a <pre>: an IETF draft, a mailing list archive's message, a plain-text file served as a page. The number of
+    <pre> elements rewritten.
+
+    trafilatura writes a <pre> as a fenced code block: such a page came out as one page of code, which the quality
+    rules judge whole as code (an IETF draft's JSON examples made C4's curly bracket drop it). A <pre> holding a
+    <code> element or with a code highlighter's class is left as it is."""
+    rewritten = 0
+    for pre in list(tree.iter("pre")):
+        parent = pre.getparent()
+        if parent is None or pre.xpath(".//code") or _CODE_CLASS.search(f"{pre.get('class', '')} {pre.get('id', '')}"):
+            continue
+        blocks = [b for b in _BLANK_LINE.split(pre.text_content().expandtabs(8)) if b.strip()]
+        prose = [_prose_block(b) for b in blocks]
+        if not any(prose):
+            continue
+        replacement, code = [], []
+        for block, is_prose in zip(blocks, prose, strict=True):
+            if not is_prose:
+                code.append(block.strip("\n"))
+                continue
+            if code:
+                replacement.append(pre.makeelement("pre", {}))
+                replacement[-1].text, code = "\n\n".join(code), []
+            replacement.append(pre.makeelement("p", {}))
+            replacement[-1].text = _joined(block)
+        if code:
+            replacement.append(pre.makeelement("pre", {}))
+            replacement[-1].text = "\n\n".join(code)
+        replacement[-1].tail = pre.tail
+        at = parent.index(pre)
+        parent.remove(pre)
+        for offset, element in enumerate(replacement):
+            parent.insert(at + offset, element)
+        rewritten += 1
+    return rewritten
+
+
 def tidy_text(text: str) -> str:
     """trafilatura's plain text without table rows of empty cells, and with a list item's marker that it wrote alone on
     a line (the item's text on the next, indented: `- ` then `    iPhone 14 (6,1 Zoll)`, where a `<p>` holds it) put
@@ -147,6 +222,7 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
         return None, None
     title = extract_title(tree)
     unwrap_layout_tables(tree)
+    unwrap_prose_pre(tree)
     text = extract(
         tree,
         url=url,

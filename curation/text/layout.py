@@ -79,6 +79,11 @@ INDENT = 4
 _ENDS_SENTENCE_RE2 = re2_class(SENTENCE_TERMINALS) + r"[\"'”’)\]]*\s*$"
 _PUNCT_INSIDE_RE2 = r"[,;:，、；：。.!?！？]"
 INLINE_CODE_RE2 = r"`[^`\n]+`"
+# code quoted in a sentence without backticks: a short quoted span holding a curly bracket ("set to '{}'"), its
+# quotes opening after a space or bracket and closing before one (what is around it is kept: \1, \2)
+_QUOTED_CODE_RE2 = r"(^|[\s(\[:=,])(?:" + "|".join(
+    f"{a}(?:[^{b}\\s{{}}][^{b}\\n{{}}]{{0,39}})?[{{}}][^{b}\\n]{{0,40}}{b}" for a, b in ("''", '""', "“”")
+) + r")([^\w]|$)"
 # An indented line that reads as a paragraph: it holds punctuation inside, ends a sentence, has no code's characters
 # and does not open a comment. trafilatura's plain text keeps the page's own indentation of a paragraph (a novel's
 # chapter indents every paragraph 56 spaces, a press release 5), which read as an indented code block.
@@ -90,7 +95,9 @@ MARKUP_RE2 = (
     (r"!?\[([^\]\n]*)\]\([^)\n]*\)", r"\1"),  # [text](url), ![alt](url)
     (r"`([^`\n]+)`", r"\1"),
     (r"\*\*([^*\n]+)\*\*|__([^_\n]+)__", r"\1\2"),
-    (r"(?m)^(\s*(?:(?:[-*+•]|\d{1,3}[.)])\s+)?)#{1,6}\s+", r"\1"),  # a heading's marks, on a list item too
+    # a heading's marks, on a list item too, or inside one (`- 1 ###### Title`): a run of #s before a space is no
+    # hashtag (`#tag`, `#1`), which Gopher's hash ratio is for
+    (r"(^|\s)#{1,6}[ \t]+", r"\1"),
     (r"(?m)^(\s*)([-*+•·▪‣◦●○■□▶►–]|\d{1,3}[.)])\s+", r"\1"),
 )
 
@@ -237,8 +244,9 @@ def prose_text(texts: pa.Array | pa.ChunkedArray, *, captions: bool = False) -> 
 
 
 def without_inline_code(lines: pa.Array) -> pa.Array:
-    """`lines` without Markdown's inline code spans (`{}`): code quoted in a sentence, which no rule of prose reads."""
-    return pc.replace_substring_regex(lines, INLINE_CODE_RE2, "")
+    """`lines` without code quoted in a sentence, which no rule of prose reads: Markdown's inline code spans (`{}`),
+    and short quoted spans holding a curly bracket (`'{}'`, `"{name}"`)."""
+    return pc.replace_substring_regex(pc.replace_substring_regex(lines, INLINE_CODE_RE2, ""), _QUOTED_CODE_RE2, r"\1\2")
 
 
 def bare_words(texts: pa.Array) -> pa.Array:

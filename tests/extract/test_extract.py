@@ -270,3 +270,59 @@ def test_a_list_items_marker_stays_with_its_text():
     for markdown in (False, True):
         lines = [line.strip() for line in extracted(page.encode(), markdown=markdown).split("\n")]
         assert [line for line in lines if line.startswith("-")] == items
+
+
+RFC_PRE = """INTERNET DRAFT                                      A. Author
+Document: draft-example-protocol-01                        Example Org
+
+Abstract
+
+   This draft describes a protocol by which client-side applications
+   store documents on a server that is hosted on another domain.  The
+   protocol supports storing, retrieving and removing documents, and
+   access control is based on bearer tokens.
+
+   A folder description is sent as the response body, like this:
+
+       {"@context": "http://example.org/spec/folder",
+         "items": {"test": {"ETag": "1382694048000"}}}
+
+   Internet-Drafts are working documents of the Internet Engineering
+   Task Force (IETF).  Note that other groups may also distribute
+   working documents as Internet-Drafts.
+"""
+
+
+def test_prose_set_in_a_pre_comes_out_as_paragraphs_and_its_code_stays_code():
+    """An IETF draft (readability's `ietf-1`), a mailing list archive's message, a text file served as a page: a
+    <pre> of prose came out as one fenced block of code, and the page was judged as code (C4's curly bracket on its
+    JSON example). Its paragraphs are paragraphs now, their hard-wrapped lines joined; the example stays code."""
+    page = f"<html><body><article><pre>{RFC_PRE}</pre></article></body></html>".encode()
+    markdown = extracted(page, markdown=True)
+    assert ("This draft describes a protocol by which client-side applications store documents on a server that is "
+            "hosted on another domain.") in markdown.split("\n")[markdown.split("\n").index("Abstract") + 2]
+    assert "working documents as Internet-Drafts." in markdown and "Internet-\n" not in markdown
+    fenced = markdown.split("```")
+    assert len(fenced) >= 3 and any('"items": {"test"' in block for block in fenced[1::2])
+    assert all("This draft describes" not in block for block in fenced[1::2])
+    plain = extracted(page, markdown=False)
+    assert "like this: " not in plain and "A folder description is sent as the response body, like this:" in plain
+
+
+def test_a_pre_the_page_marks_as_code_or_that_reads_as_code_is_left_alone():
+    from lxml.html import fromstring
+
+    from curation.extract.trafilatura import unwrap_prose_pre
+
+    prose = "\n".join(RFC_PRE.split("\n")[4:8])
+
+    def rewritten(body: str) -> int:
+        return unwrap_prose_pre(fromstring(f"<html><body>{body}</body></html>"))
+
+    assert rewritten(f"<pre>{prose}</pre>") == 1
+    assert rewritten(f"<pre><code>{prose}</code></pre>") == 0
+    assert rewritten(f'<pre class="highlight python">{prose}</pre>') == 0
+    shell = "$ hg push ../dev-repo\npushing to ../dev-repo\nsearching for changes\nno changes found."
+    sql = "SELECT\n    status_code,\n    period,\n    entries\nFROM series\nWHERE alert = true;"
+    columns = "Name          Size      Modified\nreadme.txt    1 KB      2014-12-15\nnotes.txt     2 KB      2014-12-16."
+    assert [rewritten(f"<pre>{text}</pre>") for text in (shell, sql, columns)] == [0, 0, 0]

@@ -212,6 +212,28 @@ def test_inline_code_is_code_and_its_curly_brackets_drop_no_page():
     assert _judge(C4(terminal_punct=False), [article.replace("`{}`", "{}")]) == ["curly_bracket"]
 
 
+def test_a_curly_bracket_quoted_in_a_sentence_drops_no_page():
+    """An IETF draft says "the items field set to '{}'": code quoted in a sentence, as in backticks. A bracket outside
+    quotes, or between two quoted words, is still C4's."""
+    quoted = "\n".join([*PROSE_EN, "An empty folder is listed with the items field set to '{}' by the server."])
+    assert _judge(C4(terminal_punct=False), [quoted, quoted.replace("'{}'", '"{name}"')]) == [None, None]
+    assert _judge(C4(terminal_punct=False, prose_only=False), [quoted]) == ["curly_bracket"]
+    between = quoted.replace("'{}'", "'a' and {} 'b'")
+    assert _judge(C4(terminal_punct=False), [between, quoted.replace("'{}'", "it's {} won't")]) == [
+        "curly_bracket", "curly_bracket"]
+
+
+def test_heading_marks_inside_a_list_item_are_no_hashtags():
+    """trafilatura writes a numbered step holding a heading as `- 1 ###### Title text` (lidl.de's returns steps):
+    Gopher's hash ratio counted its marks as hashtags and dropped the page (0.103 > 0.1). Hashtags still count."""
+    steps = [f"- {n} ###### Step {n} Print the label and stick it on the parcel before you take it to the shop."
+             for n in range(1, 7)]
+    page = "\n".join([*PROSE_EN, *steps])
+    assert _judge(GopherQuality(), [page]) == [None]
+    tags = " ".join(f"#tag{n}" for n in range(40))
+    assert _judge(GopherQuality(), [page + "\n" + tags]) == ["too_many_hashes"]
+
+
 def _chinese_paragraphs() -> list[str]:
     """The long prose paragraphs of a real Chinese article (a fixture of tests/fixtures/zh_en)."""
     path = Path(__file__).resolve().parents[1] / "fixtures" / "zh_en" / "zh_paradigms_of_parallelism.md"

@@ -27,7 +27,8 @@ mostly does). English is judged exactly as without languages.
 
 Layout (`prose_only`, `curation.text.layout`): an article's code blocks, tables and headings are kept as they are
 (indentation too) and judged by no rule: no line of code is removed for its missing full stop, and its curly
-brackets drop no page, nor do those of inline code in a sentence (Markdown's `{}`); nor do they count as
+brackets drop no page, nor do those of code quoted in a sentence (Markdown's `{}`, or a short quoted span holding one:
+"the items field set to '{}'"); nor do they count as
 sentences, but for captions ("This is done with the `save()` method:"), which are sentences of the prose. A
 paragraph hard-wrapped at a width (`curation.text.layout.wrapped`) is judged as the one line it is: by all its
 words and by how its last line ends. A page that is mostly code or tables is judged whole.
@@ -161,7 +162,7 @@ class C4(LanguageFilter):
         eligible = ~long_word & ~no_punct & ~few & ~aside
         lorem = eligible & has("lorem ipsum") if p.lorem_ipsum else np.zeros_like(eligible)
         js = eligible & ~lorem & has("javascript") if p.javascript else np.zeros_like(eligible)
-        # a curly bracket in inline code (`{}`) is code quoted in a sentence, not a page of code
+        # a curly bracket in inline code (`{}`, '{}') is code quoted in a sentence, not a page of code
         prose_of_line = without_inline_code(line) if p.prose_only else line
         curly = (eligible & ~lorem & ~js & has("{", ignore_case=False, text=prose_of_line) if p.curly_bracket
                  else np.zeros_like(eligible))

@@ -7,8 +7,9 @@ files; and half of the technical articles of `tests/fixtures/zh_en` (Colossal-AI
 documentation, Chinese and English, with code, lists and tables) as web pages, the other half held out.
 Readability's pages (but its Chinese ones) and newspaper's Chinese page are left out: their expected texts are
 the evaluation sets. web-zh-en gets them as its two sources: `zh`, the Chinese pages
-(`recipes/sample/make_pages.py`'s `is_chinese`), and `en`, every other page (the junk the chain must remove:
-German, Japanese, menus...); web-en gets all of them as its one source.
+(`recipes/sample/make_pages.py`'s `is_chinese`), those of the Common Crawl file among them (11 pages, each spam
+or a listing: `_zh_en_data.CRAWL_DIRTY`, the Chinese junk a crawl holds), and `en`, every other page (the junk
+the chain must remove: German, Japanese, menus...); web-en gets all of them as its one source.
 
 Each ablation's base is the shipped recipe, its document stages exactly as shipped but for extraction's
 `timeout_s` (30 s instead of 2: on a loaded 2-core machine a 2-second budget drops pages by chance, and the
@@ -141,15 +142,41 @@ def build_pages(out: Path, data: Path, limit: int | None) -> dict[str, list[str]
         _write_warc(path, others[k::4])
     # copied beside the pages: a source's files below one folder get ids of their paths below it, the same
     # whatever the --work folder (ids spelled with /tmp/<random> picked other copies of repeated paragraphs
-    # and another tokenizer sample in every run)
-    crawled = []
-    for original in [data / "warc" / "dolma" / f"sample-000{k}.warc.gz" for k in (0, 1)] + [
-            data / "warc" / "resiliparse" / "warcfile.warc.gz"]:
+    # and another tokenizer sample in every run). The Common Crawl file's Chinese pages (all of them spam or
+    # listings) go with the Chinese pages, as a crawl split by language gives them to a Chinese source.
+    crawled, crawled_chinese = [], []
+    for original in [data / "warc" / "dolma" / f"sample-000{k}.warc.gz" for k in (0, 1)]:
         crawled.append(out / f"crawled-{original.parent.name}-{original.name}")
         shutil.copyfile(original, crawled[-1])
-    print(f"    pages: {len(chinese)} Chinese, {len(others)} others (with {len(crawled_articles)} technical articles, "
-          f"half of each language's), and {len(crawled)} crawled WARC files (dolma, resiliparse)")
-    return {"zh": [str(out / "zh.warc.gz")], "other": [*map(str, shards), *map(str, crawled)]}
+    common_crawl = data / "warc" / "resiliparse" / "warcfile.warc.gz"
+    crawled_chinese = split_warc(common_crawl, out / "crawled-resiliparse-zh.warc.gz",
+                                 out / "crawled-resiliparse-other.warc.gz", make_pages.is_chinese)
+    crawled.append(out / "crawled-resiliparse-other.warc.gz")
+    print(f"    pages: {len(chinese)} Chinese and {crawled_chinese} of Common Crawl's, {len(others)} others (with "
+          f"{len(crawled_articles)} technical articles, half of each language's), and {len(crawled)} crawled WARC "
+          "files (dolma's, resiliparse's other pages)")
+    return {"zh": [str(out / "zh.warc.gz"), str(out / "crawled-resiliparse-zh.warc.gz")],
+            "other": [*map(str, shards), *map(str, crawled)]}
+
+
+def split_warc(path: Path, chosen: Path, rest: Path, choose: Any) -> int:
+    """`path`'s records, unchanged, into `chosen` (those of a page `choose(html)` picks: its request, response and
+    metadata) and `rest` (the others); the number of pages chosen."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    picked = {url for url, html in articles_data.warc_pages(path) if choose(html)}
+    with path.open("rb") as stream:
+        writers = {True: GzipWriter(str(chosen), compression_level=6), False: GzipWriter(str(rest),
+                                                                                  compression_level=6)}
+        try:
+            for record in ArchiveIterator(stream, record_types=WarcRecordType.any_type, parse_http=False):
+                writer = writers[record.headers.get("WARC-Target-URI") in picked]
+                record.write(writer)
+                writer.finish()
+        finally:
+            for writer in writers.values():
+                writer.close()
+    return len(picked)
 
 
 def build_zh_eval(out: Path, data: Path) -> int:

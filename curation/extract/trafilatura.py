@@ -8,6 +8,7 @@ any page's time limit).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from curation.extract.fast import Favor
@@ -113,6 +114,10 @@ _BLANK_LINE = re.compile(r"\n[ \t\f\r]*\n")
 # a sentence's end, or a caption's colon ending the block ("... a response body:" before the example)
 _SENTENCE_END = re.compile(r"[.!?。！？](?=[\"')\]]*(\s|$))|[:：]\s*$")
 _COLUMNS = re.compile(r"\S {4,}\S")  # a line set in columns: a title page's, a table's
+_DIGITS = re.compile(r"\d+")
+RUNNING_MIN = 3
+"""A line set in columns that begins or ends this many of a page's <pre> elements (or form-feed pages of one) is its
+running head or foot (an IETF draft's `Internet-Draft   remoteStorage   December 2014` and `de Jong   [Page 3]`)."""
 _CODE_CHARS = frozenset("{}[]();=<>\"'_/\\|#$*&%@^~`")
 PROSE_PRE = {"words": 8, "words_per_line": 5, "letters": 0.85, "code_chars": 0.05, "column_lines": 0.2}
 """A block of a <pre> (text between blank lines) is a paragraph when it has at least `words` words, `words_per_line`
@@ -134,29 +139,67 @@ def _prose_block(block: str) -> bool:
             and columns <= PROSE_PRE["column_lines"] and bool(_SENTENCE_END.search(block)))
 
 
-def _joined(block: str) -> str:
-    """A hard-wrapped paragraph's lines as one: a line ending in a hyphen after a letter goes on without a space
-    (`Internet-` `Drafts`)."""
-    out = ""
+_QUOTE = re.compile(r"^((?:>\s?)+)")  # an e-mail's quote marks: `> `, `>> `
+
+
+def _paragraphs(block: str) -> list[str]:
+    """A hard-wrapped block as paragraphs, one per run of lines at one quote depth (an e-mail's `> ` lines, its
+    reply's), each run's lines joined into one with its quote marks once in front; a line ending in a hyphen after a
+    letter goes on without a space (`Internet-` `Drafts`)."""
+    runs: list[tuple[int, list[str]]] = []
     for line in (line.strip() for line in block.split("\n") if line.strip()):
-        out += line if not out or (out.endswith("-") and out[-2:-1].isalpha()) else " " + line
+        marks = _QUOTE.match(line)
+        depth = marks.group(1).count(">") if marks else 0
+        text = line[marks.end():].strip() if marks else line
+        if not runs or runs[-1][0] != depth:
+            runs.append((depth, []))
+        if text:
+            runs[-1][1].append(text)
+    out = []
+    for depth, lines in runs:
+        joined = ""
+        for line in lines:
+            joined += line if not joined or (joined.endswith("-") and joined[-2:-1].isalpha()) else " " + line
+        if joined:
+            out.append(f"{'>' * depth} {joined}" if depth else joined)
     return out
 
 
+def _running_lines(texts: list[str]) -> set[str]:
+    """The running heads and feet (`RUNNING_MIN`) of <pre> texts, digits written as 0 (page numbers differ)."""
+    ends: Counter[str] = Counter()
+    for page in (page for text in texts for page in text.split("\f")):
+        lines = [line.strip() for line in page.split("\n") if line.strip()]
+        for line in {lines[0], lines[-1]} if lines else ():
+            if _COLUMNS.search(line) and any(c.isalpha() for c in line):
+                ends[_DIGITS.sub("0", line)] += 1
+    return {line for line, n in ends.items() if n >= RUNNING_MIN}
+
+
+def _element(like: HtmlElement, tag: str, text: str) -> HtmlElement:
+    element = like.makeelement(tag, {})
+    element.text = text
+    return element
+
+
 def unwrap_prose_pre(tree: HtmlElement) -> int:
-    """Paragraphs of text set in a <pre> made paragraphs (`p`, their hard-wrapped lines joined), the rest of it left
-    a <pre>: an IETF draft, a mailing list archive's message, a plain-text file served as a page. The number of
-    <pre> elements rewritten.
+    """Paragraphs of text set in a <pre> made paragraphs (`p`, their hard-wrapped lines joined: `_paragraphs`), the
+    rest of it left a <pre>: an IETF draft, a mailing list archive's message, a plain-text file served as a page. The
+    number of <pre> elements rewritten.
 
     trafilatura writes a <pre> as a fenced code block: such a page came out as one page of code, which the quality
     rules judge whole as code (an IETF draft's JSON examples made C4's curly bracket drop it). A <pre> holding a
-    <code> element or with a code highlighter's class is left as it is."""
+    <code> element or with a code highlighter's class is left as it is; a rewritten one loses its running heads and
+    feet (`RUNNING_MIN`), which FineWeb's duplicated-line rule counted."""
+    pres = [pre for pre in tree.iter("pre") if pre.getparent() is not None and not pre.xpath(".//code")
+            and not _CODE_CLASS.search(f"{pre.get('class', '')} {pre.get('id', '')}")]
+    texts = [pre.text_content().expandtabs(8) for pre in pres]
+    running = _running_lines(texts)
     rewritten = 0
-    for pre in list(tree.iter("pre")):
-        parent = pre.getparent()
-        if parent is None or pre.xpath(".//code") or _CODE_CLASS.search(f"{pre.get('class', '')} {pre.get('id', '')}"):
-            continue
-        blocks = [b for b in _BLANK_LINE.split(pre.text_content().expandtabs(8)) if b.strip()]
+    for pre, text in zip(pres, texts, strict=True):
+        if running:
+            text = "\n".join(line for line in text.split("\n") if _DIGITS.sub("0", line.strip()) not in running)
+        blocks = [b for b in _BLANK_LINE.split(text) if b.strip()]
         prose = [_prose_block(b) for b in blocks]
         if not any(prose):
             continue
@@ -166,14 +209,15 @@ def unwrap_prose_pre(tree: HtmlElement) -> int:
                 code.append(block.strip("\n"))
                 continue
             if code:
-                replacement.append(pre.makeelement("pre", {}))
-                replacement[-1].text, code = "\n\n".join(code), []
-            replacement.append(pre.makeelement("p", {}))
-            replacement[-1].text = _joined(block)
+                replacement.append(_element(pre, "pre", "\n\n".join(code)))
+                code = []
+            replacement += [_element(pre, "p", paragraph) for paragraph in _paragraphs(block)]
         if code:
-            replacement.append(pre.makeelement("pre", {}))
-            replacement[-1].text = "\n\n".join(code)
+            replacement.append(_element(pre, "pre", "\n\n".join(code)))
+        if not replacement:
+            continue
         replacement[-1].tail = pre.tail
+        parent = pre.getparent()
         at = parent.index(pre)
         parent.remove(pre)
         for offset, element in enumerate(replacement):

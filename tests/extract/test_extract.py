@@ -309,6 +309,40 @@ def test_prose_set_in_a_pre_comes_out_as_paragraphs_and_its_code_stays_code():
     assert "like this: " not in plain and "A folder description is sent as the response body, like this:" in plain
 
 
+def test_the_running_heads_and_feet_of_a_paginated_pre_are_left_out():
+    """rfcmarkup sets each page of an IETF draft in its own <pre>, beginning with the running head and ending with the
+    foot: 22 copies of `Internet-Draft   remoteStorage   December 2014`, which FineWeb's duplicated-line rule counted
+    (1.2% of the characters > 1%) once the pages read as prose. Those lines go; the page's own text stays."""
+    body = "".join(
+        f"<pre>Internet-Draft          Example Protocol          December 2014\n\n"
+        f"   Page {n} of the draft says what its protocol does, and why a client would\n"
+        f"   store its documents on a server of another domain.\n\n"
+        f"A. Author                 Expires June 18, 2015                [Page {n}]\n</pre>" for n in range(1, 5))
+    text = extracted(f"<html><body><article>{body}</article></body></html>".encode(), markdown=True)
+    assert "Internet-Draft" not in text and "[Page" not in text
+    assert [line for line in text.split("\n") if line.strip()] == [
+        f"Page {n} of the draft says what its protocol does, and why a client would store its documents on a server "
+        "of another domain." for n in range(1, 5)]
+
+
+def test_an_e_mail_in_a_pre_keeps_its_quotes_apart_from_its_reply():
+    """A mailing list archive's message (Mailman's pages set each in a <pre>): the quoted lines are one paragraph
+    with its quote mark in front, the reply another, not one paragraph with `>` marks inside it."""
+    message = ("On Mon, Jan 1, 2001, Barry Warsaw wrote:\n"
+               "&gt; I think we should limit all lines to a maximum of 79 characters, since\n"
+               "&gt; many devices are limited to 80 character lines.\n\n"
+               "I agree with this proposal. The style guide should say that lines are limited\n"
+               "to 79 characters. This keeps the code readable on small screens, and it makes\n"
+               "it possible to have several files open side by side.\n")
+    text = extracted(f"<html><body><article><pre>{message}</pre></article></body></html>".encode(), markdown=False)
+    assert text.split("\n")[:3] == [
+        "On Mon, Jan 1, 2001, Barry Warsaw wrote:",
+        "> I think we should limit all lines to a maximum of 79 characters, since many devices are limited to 80 "
+        "character lines.",
+        "I agree with this proposal. The style guide should say that lines are limited to 79 characters. This keeps "
+        "the code readable on small screens, and it makes it possible to have several files open side by side."]
+
+
 def test_a_pre_the_page_marks_as_code_or_that_reads_as_code_is_left_alone():
     from lxml.html import fromstring
 

@@ -358,5 +358,6 @@ def test_a_pre_the_page_marks_as_code_or_that_reads_as_code_is_left_alone():
     assert rewritten(f'<pre class="highlight python">{prose}</pre>') == 0
     shell = "$ hg push ../dev-repo\npushing to ../dev-repo\nsearching for changes\nno changes found."
     sql = "SELECT\n    status_code,\n    period,\n    entries\nFROM series\nWHERE alert = true;"
-    columns = "Name          Size      Modified\nreadme.txt    1 KB      2014-12-15\nnotes.txt     2 KB      2014-12-16."
+    columns = ("Name          Size      Modified\nreadme.txt    1 KB      2014-12-15\n"
+               "notes.txt     2 KB      2014-12-16.")
     assert [rewritten(f"<pre>{text}</pre>") for text in (shell, sql, columns)] == [0, 0, 0]

@@ -80,27 +80,37 @@ LAYOUT_CELL_CHARS = 500
 _OWN_HEADERS = "./caption|./thead|./tr/th|./*/tr/th"
 _OWN_ROWS = "./tbody|./thead|./tfoot|./tr|./*/tr"
 _OWN_CELLS = "./tr/td|./*/tr/td"
-_OUTSIDE_LISTS = ".//text()[not(ancestor::li)]"
+# the cell's own text: outside the lists and the tables it holds (a forum's thread in one cell of the page's table is
+# a table of posts, which trafilatura reads whole; unwrapped, it kept half of a thread's posts)
+_OWN_TEXT = ".//text()[count(ancestor::li) = $lists and count(ancestor::table) = $tables]"
 
 
 def _prose_chars(cell: HtmlElement) -> int:
-    return sum(len(text.strip()) for text in cell.xpath(_OUTSIDE_LISTS))
+    lists, tables = len(cell.xpath("ancestor-or-self::li")), len(cell.xpath("ancestor::table"))
+    return sum(len(text.strip()) for text in cell.xpath(_OWN_TEXT, lists=lists, tables=tables))
 
 
 def unwrap_layout_tables(tree: HtmlElement) -> int:
     """Tables laid out as a page's columns, made blocks (`div`): each a table without header cells of its own, one of
-    whose own cells holds `LAYOUT_CELL_CHARS` characters of text outside lists or more. The number unwrapped.
+    whose own cells holds `LAYOUT_CELL_CHARS` characters of text or more outside the lists and tables in it, all such
+    cells in one row and holding half of the table's text or more. The number unwrapped.
 
     trafilatura writes a table's cell as one line of a table row: an article set in a layout table (old news
     sites, LWN's weekly edition, a Tumblr theme, club pages: 15 of the test data's 1,167 pages) came out as one
-    line of up to 80,000 characters, its paragraphs run together, which the quality rules set aside as a table.
+    line of up to 80,000 characters, its paragraphs run together, which the quality rules set aside as a table. A
+    table of records is not a page's columns: unwrapped, a forum thread set in tables (vBulletin's, nairaland's) lost
+    half its posts in trafilatura (`benchmarks/forums.py`).
     """
     unwrapped = 0
     for table in list(tree.iter("table")):
         if table.xpath(_OWN_HEADERS):
             continue
         cells = table.xpath(_OWN_CELLS)
-        if not any(_prose_chars(cell) >= LAYOUT_CELL_CHARS for cell in cells):
+        chars = [_prose_chars(cell) for cell in cells]
+        large = [(cell, n) for cell, n in zip(cells, chars, strict=True) if n >= LAYOUT_CELL_CHARS]
+        # a table of records (a forum's posts, a row each) is read whole by trafilatura: its long cells lie in several
+        # rows, or hold less than half of its text
+        if len({cell.getparent() for cell, _ in large}) != 1 or 2 * sum(n for _, n in large) < sum(chars):
             continue
         for element in (table, *table.xpath(_OWN_ROWS), *cells):
             element.tag = "div"
@@ -226,6 +236,54 @@ def unwrap_prose_pre(tree: HtmlElement) -> int:
     return rewritten
 
 
+_QUOTE_CLASS = re.compile(r"quote", re.IGNORECASE)
+QUOTE_MIN_WORDS = 5
+QUOTE_HEADER_WORDS = 8
+MAX_QUOTES = 500
+"""A quote repeats text when its words, but for up to `QUOTE_HEADER_WORDS` of a header ("X wrote:", "Quote:
+Originally Posted by X"), stand earlier on the page; one of fewer than `QUOTE_MIN_WORDS` words is left alone, and a
+page's quotes past the first `MAX_QUOTES` too (each is a search of the page)."""
+
+
+def drop_repeated_quotes(tree: HtmlElement) -> int:
+    """Quotes of text that stands earlier on the page, dropped: a forum reply's quote of a post above it (phpBB's
+    `blockquote`, vBulletin's `bbcode_quote`, XenForo's, Discourse's `aside.quote`), an article's pull quote. The
+    number dropped. The text's first occurrence stays (XenForo writes each post itself in a `blockquote`).
+
+    A thread repeats every post its replies quote: Gopher's duplicated n-grams and paragraphs and FineWeb's
+    duplicated lines then dropped whole threads (`benchmarks/forums.py`)."""
+    from lxml.etree import iterwalk
+
+    quotes = [e for e in tree.iter("blockquote", "div", "aside", "td")
+              if e.tag == "blockquote" or _QUOTE_CLASS.search(e.get("class", ""))][:MAX_QUOTES]
+    if not quotes:
+        return 0
+    wanted, starts, page = set(quotes), {}, [" "]
+    length = 1
+    for event, element in iterwalk(tree, events=("start", "end")):
+        piece = element.text if event == "start" and isinstance(element.tag, str) else element.tail
+        if event == "start" and element in wanted:
+            starts[element] = length
+        if piece and piece.strip():
+            piece = " ".join(piece.split()) + " "
+            page.append(piece)
+            length += len(piece)
+    text = "".join(page)
+    dropped: list[HtmlElement] = []
+    for quote in quotes:
+        if any(ancestor in dropped for ancestor in quote.iterancestors()):
+            continue
+        own = quote.text_content().split()
+        for skip in range(max(0, min(QUOTE_HEADER_WORDS, len(own) - QUOTE_MIN_WORDS) + 1)):
+            # no space after the last word: a quote shortened for display ends inside one
+            if text.find(f" {' '.join(own[skip:])}", 0, starts[quote]) >= 0:
+                dropped.append(quote)
+                break
+    for quote in dropped:
+        quote.drop_tree()  # its tail stays
+    return len(dropped)
+
+
 def tidy_text(text: str) -> str:
     """trafilatura's plain text without table rows of empty cells, and with a list item's marker that it wrote alone on
     a line (the item's text on the next, indented: `- ` then `    iPhone 14 (6,1 Zoll)`, where a `<p>` holds it) put
@@ -267,6 +325,7 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
     title = extract_title(tree)
     unwrap_layout_tables(tree)
     unwrap_prose_pre(tree)
+    drop_repeated_quotes(tree)
     text = extract(
         tree,
         url=url,

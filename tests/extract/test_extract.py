@@ -259,6 +259,46 @@ def test_only_tables_holding_a_column_of_prose_are_unwrapped():
     assert unwrapped("<table><tr><td>2019</td><td>1,200</td></tr></table>") == 0
 
 
+def test_a_table_of_forum_posts_is_not_unwrapped():
+    """A thread set in tables (vBulletin, nairaland) is records, not a page's columns: unwrapped, trafilatura kept half
+    of its posts (`benchmarks/forums.py`). Its posts are in rows of their own, or each in a table inside the page's
+    one cell, whose own text is then short; a first post long enough beside short replies is not the table's text."""
+    from lxml.html import fromstring
+
+    post = "<div>" + "A reply of the thread, long enough to hold a paragraph or two of what its author thinks. " * 7
+    short = "<div>Thanks, that worked for me too.</div>"
+
+    def unwrapped(body: str) -> int:
+        return unwrap_layout_tables(fromstring(f"<html><body>{body}</body></html>"))
+
+    assert unwrapped("<table>" + f"<tr><td>user</td><td>{post}</div></td></tr>" * 3 + "</table>") == 0
+    posts = "".join(f"<table><tr><td>user</td><td>{post}</div></td></tr></table>" for _ in range(3))
+    assert unwrapped(f"<table><tr><td>menu</td><td>{posts}</td></tr></table>") == 3  # each post's own table only
+    replies = "".join(f"<tr><td>{short}</td></tr>" for _ in range(40))
+    assert unwrapped(f"<table><tr><td>{post}</div></td></tr>{replies}</table>") == 0
+
+
+def test_a_reply_s_quote_of_a_post_above_it_is_dropped_and_the_post_stays():
+    """A forum reply quotes the post it answers (phpBB's blockquote with its `X wrote:`, vBulletin's `bbcode_quote`):
+    the thread then repeats every quoted post, which Gopher's and FineWeb's repetition rules dropped whole threads
+    for. XenForo writes each post itself in a blockquote: the first occurrence stays, and so does a quote of what the
+    page does not hold."""
+    from lxml.html import fromstring
+
+    from curation.extract.trafilatura import drop_repeated_quotes
+
+    post = "I think we should limit all lines to a maximum of 79 characters, since many devices are limited."
+    page = fromstring(
+        f'<html><body><blockquote class="messageText">{post}</blockquote>'
+        f"<div><blockquote><cite>Barry wrote:</cite>{post}</blockquote>I agree with this.</div>"
+        f'<div><div class="bbcode_quote">Quote: Originally Posted by Barry {post[:60]}</div>Not me.</div>'
+        "<blockquote>To be or not to be, that is the question, said Hamlet.</blockquote></body></html>")
+    assert drop_repeated_quotes(page) == 2
+    text = page.text_content()
+    assert text.count(post) == 1 and "Barry" not in text and "Originally" not in text
+    assert all(kept in text for kept in ("I agree with this.", "Not me.", "said Hamlet."))
+
+
 def test_a_list_items_marker_stays_with_its_text():
     """An item holding a paragraph (macwelt.de's list of iPhones: `<li><p>` and the text on a new line) came out of
     trafilatura's plain text as `- ` alone, then the text indented on the next line: four `- ` lines (repeated,

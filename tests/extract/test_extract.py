@@ -13,8 +13,9 @@ import pytest
 from curation import schema
 from curation.apply import run_stage
 from curation.extract.html import decode_html, opened_raw_text_tags
+from curation.extract.rewrites import unwrap_layout_tables
 from curation.extract.timeout import TimeLimitExceeded, time_limit
-from curation.extract.trafilatura import tidy_markdown, unwrap_layout_tables
+from curation.extract.trafilatura import tidy_markdown
 from curation.readers import WarcReader, read_shard
 from curation.stages import Extract
 from tests.conftest import SAMPLE
@@ -285,7 +286,7 @@ def test_a_reply_s_quote_of_a_post_above_it_is_dropped_and_the_post_stays():
     page does not hold."""
     from lxml.html import fromstring
 
-    from curation.extract.trafilatura import drop_repeated_quotes
+    from curation.extract.rewrites import drop_repeated_quotes
 
     post = "I think we should limit all lines to a maximum of 79 characters, since many devices are limited."
     page = fromstring(
@@ -386,7 +387,7 @@ def test_an_e_mail_in_a_pre_keeps_its_quotes_apart_from_its_reply():
 def test_a_pre_the_page_marks_as_code_or_that_reads_as_code_is_left_alone():
     from lxml.html import fromstring
 
-    from curation.extract.trafilatura import unwrap_prose_pre
+    from curation.extract.rewrites import unwrap_prose_pre
 
     prose = "\n".join(RFC_PRE.split("\n")[4:8])
 

@@ -1,0 +1,232 @@
+"""What a page's HTML is made before trafilatura reads it: structure that trafilatura reads wrongly, rewritten.
+
+- a table laid out as the page's columns becomes blocks (`unwrap_layout_tables`): trafilatura writes a cell as one
+  line of a table row;
+- prose set in a <pre> becomes paragraphs (`unwrap_prose_pre`): trafilatura fences a <pre> as code;
+- a quote of text that stands earlier on the page is dropped (`drop_repeated_quotes`): a forum thread repeats every
+  post its replies quote.
+
+Each takes a parsed page (lxml.html) and rewrites it in place, returning how many elements it changed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lxml.html import HtmlElement
+
+# A table cell holding this much text outside lists is a page's column, not a value: a data table's cells hold
+# names, figures, a phrase or two, or a list (Baike's awards, one per line, beside their category). Tables with
+# header cells stay tables whatever their cells hold (Wikipedia's and a wiki's have cells this long).
+LAYOUT_CELL_CHARS = 500
+_OWN_HEADERS = "./caption|./thead|./tr/th|./*/tr/th"
+_OWN_ROWS = "./tbody|./thead|./tfoot|./tr|./*/tr"
+_OWN_CELLS = "./tr/td|./*/tr/td"
+# the cell's own text: outside the lists and the tables it holds (a forum's thread in one cell of the page's table is
+# a table of posts, which trafilatura reads whole; unwrapped, it kept half of a thread's posts)
+_OWN_TEXT = ".//text()[count(ancestor::li) = $lists and count(ancestor::table) = $tables]"
+
+
+def _prose_chars(cell: HtmlElement) -> int:
+    lists, tables = len(cell.xpath("ancestor-or-self::li")), len(cell.xpath("ancestor::table"))
+    return sum(len(text.strip()) for text in cell.xpath(_OWN_TEXT, lists=lists, tables=tables))
+
+
+def unwrap_layout_tables(tree: HtmlElement) -> int:
+    """Tables laid out as a page's columns, made blocks (`div`): each a table without header cells of its own, one of
+    whose own cells holds `LAYOUT_CELL_CHARS` characters of text or more outside the lists and tables in it, all such
+    cells in one row and holding half of the table's text or more. The number unwrapped.
+
+    trafilatura writes a table's cell as one line of a table row: an article set in a layout table (old news
+    sites, LWN's weekly edition, a Tumblr theme, club pages: 15 of the test data's 1,167 pages) came out as one
+    line of up to 80,000 characters, its paragraphs run together, which the quality rules set aside as a table. A
+    table of records is not a page's columns: unwrapped, a forum thread set in tables (vBulletin's, nairaland's) lost
+    half its posts in trafilatura (`benchmarks/forums.py`).
+    """
+    unwrapped = 0
+    for table in list(tree.iter("table")):
+        if table.xpath(_OWN_HEADERS):
+            continue
+        cells = table.xpath(_OWN_CELLS)
+        chars = [_prose_chars(cell) for cell in cells]
+        large = [(cell, n) for cell, n in zip(cells, chars, strict=True) if n >= LAYOUT_CELL_CHARS]
+        # a table of records (a forum's posts, a row each) is read whole by trafilatura: its long cells lie in several
+        # rows, or hold less than half of its text
+        if len({cell.getparent() for cell, _ in large}) != 1 or 2 * sum(n for _, n in large) < sum(chars):
+            continue
+        for element in (table, *table.xpath(_OWN_ROWS), *cells):
+            element.tag = "div"
+        unwrapped += 1
+    return unwrapped
+
+
+# A <pre> that a page marks as code (a <code> inside, a highlighter's class) is code whatever its text says.
+_CODE_CLASS = re.compile(r"code|highlight|brush|prettyprint|syntax|lang(uage)?-|hljs|shell|console", re.IGNORECASE)
+_BLANK_LINE = re.compile(r"\n[ \t\f\r]*\n")
+# a sentence's end, or a caption's colon ending the block ("... a response body:" before the example)
+_SENTENCE_END = re.compile(r"[.!?。！？](?=[\"')\]]*(\s|$))|[:：]\s*$")
+_COLUMNS = re.compile(r"\S {4,}\S")  # a line set in columns: a title page's, a table's
+_DIGITS = re.compile(r"\d+")
+RUNNING_MIN = 3
+"""A line set in columns that begins or ends this many of a page's <pre> elements (or form-feed pages of one) is its
+running head or foot (an IETF draft's `Internet-Draft   remoteStorage   December 2014` and `de Jong   [Page 3]`)."""
+_CODE_CHARS = frozenset("{}[]();=<>\"'_/\\|#$*&%@^~`")
+PROSE_PRE = {"words": 8, "words_per_line": 5, "letters": 0.85, "code_chars": 0.05, "column_lines": 0.2}
+"""A block of a <pre> (text between blank lines) is a paragraph when it has at least `words` words, `words_per_line`
+on average, a sentence's end (or a caption's colon at its end), letters making `letters` of its visible characters
+or more, code's characters (brackets, operators, quotes, `_`, `/`) at most `code_chars`, and at most `column_lines`
+of its lines set in columns."""
+
+
+def _prose_block(block: str) -> bool:
+    lines = [line for line in block.split("\n") if line.strip()]
+    visible = "".join(block.split())
+    words = len(block.split())
+    if not lines or words < PROSE_PRE["words"] or words / len(lines) < PROSE_PRE["words_per_line"]:
+        return False
+    letters = sum(c.isalpha() for c in visible) / len(visible)
+    code = sum(c in _CODE_CHARS for c in visible) / len(visible)
+    columns = sum(bool(_COLUMNS.search(line.strip())) for line in lines) / len(lines)
+    return (letters >= PROSE_PRE["letters"] and code <= PROSE_PRE["code_chars"]
+            and columns <= PROSE_PRE["column_lines"] and bool(_SENTENCE_END.search(block)))
+
+
+_QUOTE = re.compile(r"^((?:>\s?)+)")  # an e-mail's quote marks: `> `, `>> `
+
+
+def _paragraphs(block: str) -> list[str]:
+    """A hard-wrapped block as paragraphs, one per run of lines at one quote depth (an e-mail's `> ` lines, its
+    reply's), each run's lines joined into one with its quote marks once in front; a line ending in a hyphen after a
+    letter goes on without a space (`Internet-` `Drafts`)."""
+    runs: list[tuple[int, list[str]]] = []
+    for line in (line.strip() for line in block.split("\n") if line.strip()):
+        marks = _QUOTE.match(line)
+        depth = marks.group(1).count(">") if marks else 0
+        text = line[marks.end():].strip() if marks else line
+        if not runs or runs[-1][0] != depth:
+            runs.append((depth, []))
+        if text:
+            runs[-1][1].append(text)
+    out = []
+    for depth, lines in runs:
+        joined = ""
+        for line in lines:
+            joined += line if not joined or (joined.endswith("-") and joined[-2:-1].isalpha()) else " " + line
+        if joined:
+            out.append(f"{'>' * depth} {joined}" if depth else joined)
+    return out
+
+
+def _running_lines(texts: list[str]) -> set[str]:
+    """The running heads and feet (`RUNNING_MIN`) of <pre> texts, digits written as 0 (page numbers differ)."""
+    ends: Counter[str] = Counter()
+    for page in (page for text in texts for page in text.split("\f")):
+        lines = [line.strip() for line in page.split("\n") if line.strip()]
+        for line in {lines[0], lines[-1]} if lines else ():
+            if _COLUMNS.search(line) and any(c.isalpha() for c in line):
+                ends[_DIGITS.sub("0", line)] += 1
+    return {line for line, n in ends.items() if n >= RUNNING_MIN}
+
+
+def _element(like: HtmlElement, tag: str, text: str) -> HtmlElement:
+    element = like.makeelement(tag, {})
+    element.text = text
+    return element
+
+
+def unwrap_prose_pre(tree: HtmlElement) -> int:
+    """Paragraphs of text set in a <pre> made paragraphs (`p`, their hard-wrapped lines joined: `_paragraphs`), the
+    rest of it left a <pre>: an IETF draft, a mailing list archive's message, a plain-text file served as a page. The
+    number of <pre> elements rewritten.
+
+    trafilatura writes a <pre> as a fenced code block: such a page came out as one page of code, which the quality
+    rules judge whole as code (an IETF draft's JSON examples made C4's curly bracket drop it). A <pre> holding a
+    <code> element or with a code highlighter's class is left as it is; a rewritten one loses its running heads and
+    feet (`RUNNING_MIN`), which FineWeb's duplicated-line rule counted."""
+    pres = [pre for pre in tree.iter("pre") if pre.getparent() is not None and not pre.xpath(".//code")
+            and not _CODE_CLASS.search(f"{pre.get('class', '')} {pre.get('id', '')}")]
+    texts = [pre.text_content().expandtabs(8) for pre in pres]
+    running = _running_lines(texts)
+    rewritten = 0
+    for pre, text in zip(pres, texts, strict=True):
+        if running:
+            text = "\n".join(line for line in text.split("\n") if _DIGITS.sub("0", line.strip()) not in running)
+        blocks = [b for b in _BLANK_LINE.split(text) if b.strip()]
+        prose = [_prose_block(b) for b in blocks]
+        if not any(prose):
+            continue
+        replacement, code = [], []
+        for block, is_prose in zip(blocks, prose, strict=True):
+            if not is_prose:
+                code.append(block.strip("\n"))
+                continue
+            if code:
+                replacement.append(_element(pre, "pre", "\n\n".join(code)))
+                code = []
+            replacement += [_element(pre, "p", paragraph) for paragraph in _paragraphs(block)]
+        if code:
+            replacement.append(_element(pre, "pre", "\n\n".join(code)))
+        if not replacement:
+            continue
+        replacement[-1].tail = pre.tail
+        parent = pre.getparent()
+        at = parent.index(pre)
+        parent.remove(pre)
+        for offset, element in enumerate(replacement):
+            parent.insert(at + offset, element)
+        rewritten += 1
+    return rewritten
+
+
+_QUOTE_CLASS = re.compile(r"quote", re.IGNORECASE)
+QUOTE_MIN_WORDS = 5
+QUOTE_HEADER_WORDS = 8
+MAX_QUOTES = 500
+"""A quote repeats text when its words, but for up to `QUOTE_HEADER_WORDS` of a header ("X wrote:", "Quote:
+Originally Posted by X"), stand earlier on the page; one of fewer than `QUOTE_MIN_WORDS` words is left alone, and a
+page's quotes past the first `MAX_QUOTES` too (each is a search of the page)."""
+
+
+def drop_repeated_quotes(tree: HtmlElement) -> int:
+    """Quotes of text that stands earlier on the page, dropped: a forum reply's quote of a post above it (phpBB's
+    `blockquote`, vBulletin's `bbcode_quote`, XenForo's, Discourse's `aside.quote`), an article's pull quote. The
+    number dropped. The text's first occurrence stays (XenForo writes each post itself in a `blockquote`).
+
+    A thread repeats every post its replies quote: Gopher's duplicated n-grams and paragraphs and FineWeb's
+    duplicated lines then dropped whole threads (`benchmarks/forums.py`)."""
+    from lxml.etree import iterwalk
+
+    quotes = [e for e in tree.iter("blockquote", "div", "aside", "td")
+              if e.tag == "blockquote" or _QUOTE_CLASS.search(e.get("class", ""))][:MAX_QUOTES]
+    if not quotes:
+        return 0
+    wanted, starts, page = set(quotes), {}, [" "]
+    length = 1
+    for event, element in iterwalk(tree, events=("start", "end")):
+        if event == "start":
+            piece = element.text if isinstance(element.tag, str) else None  # a comment's text is not the page's
+            if element in wanted:
+                starts[element] = length
+        else:
+            piece = element.tail
+        if piece and piece.strip():
+            piece = " ".join(piece.split()) + " "
+            page.append(piece)
+            length += len(piece)
+    text = "".join(page)
+    dropped: list[HtmlElement] = []
+    for quote in quotes:
+        if any(ancestor in dropped for ancestor in quote.iterancestors()):
+            continue
+        own = quote.text_content().split()
+        for skip in range(max(0, min(QUOTE_HEADER_WORDS, len(own) - QUOTE_MIN_WORDS) + 1)):
+            # no space after the last word: a quote shortened for display ends inside one
+            if text.find(f" {' '.join(own[skip:])}", 0, starts[quote]) >= 0:
+                dropped.append(quote)
+                break
+    for quote in dropped:
+        quote.drop_tree()  # its tail stays
+    return len(dropped)

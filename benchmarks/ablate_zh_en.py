@@ -144,7 +144,7 @@ def build_pages(out: Path, data: Path, limit: int | None) -> dict[str, list[str]
     # whatever the --work folder (ids spelled with /tmp/<random> picked other copies of repeated paragraphs
     # and another tokenizer sample in every run). The Common Crawl file's Chinese pages (all of them spam or
     # listings) go with the Chinese pages, as a crawl split by language gives them to a Chinese source.
-    crawled, crawled_chinese = [], []
+    crawled = []
     for original in [data / "warc" / "dolma" / f"sample-000{k}.warc.gz" for k in (0, 1)]:
         crawled.append(out / f"crawled-{original.parent.name}-{original.name}")
         shutil.copyfile(original, crawled[-1])

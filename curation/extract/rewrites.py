@@ -4,9 +4,12 @@
   line of a table row;
 - prose set in a <pre> becomes paragraphs (`unwrap_prose_pre`): trafilatura fences a <pre> as code;
 - a quote of text that stands earlier on the page is dropped (`drop_repeated_quotes`): a forum thread repeats every
-  post its replies quote.
+  post its replies quote;
+- the blocks every record of a page repeats around its own text are dropped (`drop_templated_blocks`): a forum post's
+  profile and buttons.
 
-Each takes a parsed page (lxml.html) and rewrites it in place, returning how many elements it changed.
+Each takes a parsed page (lxml.html) and rewrites it in place, returning how many elements it changed; `rewrite` runs
+them all.
 """
 
 from __future__ import annotations
@@ -230,3 +233,141 @@ def drop_repeated_quotes(tree: HtmlElement) -> int:
     for quote in dropped:
         quote.drop_tree()  # its tail stays
     return len(dropped)
+
+
+# Blocks only: an inline element (a link, a bold word) repeated in prose is part of a sentence.
+_TEMPLATE_TAGS = frozenset({"div", "dl", "dt", "dd", "ul", "ol", "li", "section", "aside", "header", "footer",
+                            "address", "nav", "menu", "small", "center", "font"})
+# Nothing under these is furniture: a highlighter's lines (`div.line`) share their keywords, a table's column its
+# values.
+_VERBATIM = frozenset({"pre", "code", "table", "textarea", "math", "svg"})
+TEMPLATE_CHARS = 200
+TEMPLATE_SHARE = 0.3
+SENTENCE_WORDS = 7
+VALUE_WORDS = 3
+LABEL_CHARS = 30
+"""A block that repeats in a page's records is furniture when it holds two lines or more, at most `TEMPLATE_CHARS`
+characters, no line of `SENTENCE_WORDS` words or more (a sentence is a post's), no line of more than `VALUE_WORDS` words
+that is its own (a value is a name, a date, a place; more is the record's own text), and `TEMPLATE_SHARE` of its
+characters or more are lines whose label (what a line says before a colon, or the whole line) blocks in the same place
+of other records hold too."""
+
+
+def _signatures(tree: HtmlElement) -> tuple[dict[HtmlElement, int], dict[HtmlElement, int]]:
+    """Each element's place on the page (the tags and classes, digits left out, of it and its ancestors) as a
+    number, and its text's length (its own text and its descendants', not its tail)."""
+    places: dict[tuple[int, str, str], int] = {}
+    place: dict[HtmlElement, int] = {}
+    verbatim: set[HtmlElement] = set()
+    elements = [e for e in tree.iter() if isinstance(e.tag, str)]
+    for element in elements:
+        parent = element.getparent()
+        if parent is not None and (parent in verbatim or parent.tag in _VERBATIM):
+            verbatim.add(element)
+        key = (place.get(parent, -1), element.tag, _DIGITS.sub("", " ".join(element.get("class", "").split())))
+        place[element] = places.setdefault(key, len(places))
+    chars: dict[HtmlElement, int] = {}
+    for element in reversed(elements):
+        own = len(element.text.strip()) if element.text else 0
+        for child in element:
+            own += chars.get(child, 0) + (len(child.tail.strip()) if child.tail else 0)
+        chars[element] = own
+    for element in verbatim:
+        place.pop(element)
+    return place, chars
+
+
+_LINE_BREAKS = frozenset({*_TEMPLATE_TAGS, "p", "br", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "td", "th", "table",
+                          "article", "blockquote", "pre", "form", "fieldset", "figure", "figcaption", "hr"})
+
+
+# a label: up to LABEL_CHARS before a colon and a space (not a URL's), or a full-width colon (`积分：120`)
+_LABEL = re.compile(rf"[^:：]{{1,{LABEL_CHARS}}}(:(?=\s|$)|：)")
+# scripts written without spaces between words: two characters count as a word (Chinese words are one to three)
+_UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _label(line: str) -> str:
+    """What a line says before its colon (`Joined:` of `Joined: Mon Oct 08, 2007`), or the whole line."""
+    found = _LABEL.match(line)
+    return found.group() if found else line
+
+
+def _words(line: str) -> int:
+    return line.count(" ") + 1 + len(_UNSPACED.findall(line)) // 2
+
+
+def _lines(element: HtmlElement) -> list[str]:
+    """The lines of text in `element` (not its tail), broken where blocks begin and end (inline elements, a link, an
+    amount in a `span`, stay in their sentence), spaces collapsed."""
+    from lxml.etree import iterwalk
+
+    lines, line = [], []
+    for event, inner in iterwalk(element, events=("start", "end")):
+        if inner.tag in _LINE_BREAKS:
+            lines.append(line)
+            line = []
+        if event == "start" and isinstance(inner.tag, str) and inner.text:
+            line.append(inner.text)
+        elif event == "end" and inner is not element and inner.tail:
+            line.append(inner.tail)
+    lines.append(line)
+    return [text for text in (" ".join("".join(line).split()) for line in lines) if text]
+
+
+def drop_templated_blocks(tree: HtmlElement) -> int:
+    """Blocks that every record of a page repeats around its own text, dropped: a forum post's profile (`Join Date`,
+    `Posts`, `Location`), its buttons (`Reply`, `Quote`), a listing's `Posted by ... | Comments`. The number dropped.
+
+    Such a block is one of several in the same place of the page (the same tags and classes, digits left out, from the
+    root), short, with `TEMPLATE_SHARE` of it or more in labels that the others hold too, and no line of it reads as
+    the record's own text. Only blocks (`div`, `dl`, `li`...), and none in code or a table, nor one holding them.
+
+    trafilatura keeps them as lines of the post: a thread of ten posts had ten copies of `- Registriert seit:` and
+    `- Beiträge:`, and FineWeb's and Gopher's duplicated lines dropped whole threads (`benchmarks/forums.py`). Their
+    text gone, trafilatura's choice of a page's main text changes: on those threads it finds more of the posts than it
+    loses (emptied instead of dropped, it lost more).
+    """
+    blocks = templated_blocks(tree)
+    for block in blocks:
+        block.drop_tree()
+    return len(blocks)
+
+
+def templated_blocks(tree: HtmlElement) -> list[HtmlElement]:
+    """The blocks `drop_templated_blocks` drops, outermost only, in document order."""
+    place, chars = _signatures(tree)
+    slots: dict[int, list[HtmlElement]] = {}
+    for element, where in place.items():
+        if element.tag in _TEMPLATE_TAGS and 0 < chars[element] <= TEMPLATE_CHARS and next(
+                element.iter(*_VERBATIM), None) is None:  # a table's wrapper holds a table
+            slots.setdefault(where, []).append(element)
+    furniture: set[HtmlElement] = set()
+    for members in slots.values():
+        if len(members) < 2:
+            continue
+        texts = [_lines(m) for m in members]
+        # a label has words: `200 g` and `14,99 €` are values (a recipe's amounts, a shop's prices)
+        held = Counter(label for lines in texts for label in {_label(line) for line in lines}
+                       if sum(map(str.isalpha, label)) >= 2)
+        for member, lines in zip(members, texts, strict=True):
+            if len(lines) < 2:  # one line is a caption, a line of dialogue (`Alden: That time I was.`), a heading
+                continue
+            shared = [held[_label(line)] >= 2 for line in lines]
+            words = [_words(line) for line in lines]
+            if any(n >= SENTENCE_WORDS or (n > VALUE_WORDS and not common)
+                   for n, common in zip(words, shared, strict=True)):
+                continue
+            chars = sum(len(line) for line, common in zip(lines, shared, strict=True) if common)
+            if chars and chars >= TEMPLATE_SHARE * sum(map(len, lines)):
+                furniture.add(member)
+    return [e for e in tree.iter() if e in furniture and not any(a in furniture for a in e.iterancestors())]
+
+
+def rewrite(tree: HtmlElement) -> None:
+    """Every rewrite above, in place: quotes are judged on the page's text with its layout tables and <pre> prose
+    unwrapped, furniture once repeated quotes (which share their headers) are gone."""
+    unwrap_layout_tables(tree)
+    unwrap_prose_pre(tree)
+    drop_repeated_quotes(tree)
+    drop_templated_blocks(tree)

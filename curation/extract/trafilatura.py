@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from curation.extract.fast import Favor
-from curation.extract.rewrites import drop_repeated_quotes, unwrap_layout_tables, unwrap_prose_pre
+from curation.extract.rewrites import rewrite
 
 if TYPE_CHECKING:
     from trafilatura.deduplication import LRUCache
@@ -111,9 +111,7 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
     if tree is None:
         return None, None
     title = extract_title(tree)
-    unwrap_layout_tables(tree)
-    unwrap_prose_pre(tree)
-    drop_repeated_quotes(tree)
+    rewrite(tree)
     text = extract(
         tree,
         url=url,

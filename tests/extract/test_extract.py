@@ -300,6 +300,59 @@ def test_a_reply_s_quote_of_a_post_above_it_is_dropped_and_the_post_stays():
     assert all(kept in text for kept in ("I agree with this.", "Not me.", "said Hamlet."))
 
 
+def test_a_forum_post_s_profile_and_buttons_are_dropped_and_its_posts_stay():
+    """Every post of a thread repeats its author's profile (`Posts:`, `Joined:`) and its buttons: trafilatura keeps them
+    as lines of the thread, whose duplicated lines then dropped it (`benchmarks/forums.py`). A block is such furniture
+    when blocks in the same place of the other posts share its labels; the posts' own text stays, a short one too."""
+    from lxml.html import fromstring
+
+    from curation.extract.rewrites import drop_templated_blocks
+    from curation.extract.trafilatura import trafilatura_extract
+
+    posts = ["Has anyone tried the new release on an older laptop with only four gigabytes of memory?",
+             "Yes, it runs fine here, although the first start takes a minute or two to index everything.",
+             "Thanks, that worked for me too."]
+    thread = "".join(
+        f'<div class="post"><dl class="postprofile"><dt>{user}</dt><dd class="rank">Volunteer</dd>'
+        f"<dd><strong>Posts:</strong> {12 * k + 3}</dd><dd><strong>Joined:</strong> Mon Oct 0{k + 1}, 2007</dd></dl>"
+        f'<div class="content"><p>{text}</p></div><ul class="buttons"><li>Reply with quote</li><li>Report</li></ul>'
+        "</div>" for k, (user, text) in enumerate(zip(("alice", "bob", "carol"), posts, strict=True)))
+    page = f"<html><body><h1>Old laptops</h1>{thread}</body></html>"
+    tree = fromstring(page)
+    assert drop_templated_blocks(tree) == 6  # each post's profile and buttons
+    text = tree.text_content()
+    assert all(post in text for post in posts)
+    assert not any(furniture in text for furniture in ("Posts:", "Joined:", "Volunteer", "Report", "alice"))
+    extracted, _ = trafilatura_extract(page, None, fast=False, favor="balanced", include_comments=True,
+                                       include_tables=True, markdown=True, seen=None)
+    assert all(post in extracted for post in posts) and "Posts:" not in extracted
+
+
+def test_values_tables_code_and_prose_that_repeat_in_place_are_not_furniture():
+    """What a page repeats in one place but is its content: a recipe's amounts (values, not labels), a table in a
+    block of its own with the same headers as the next, a highlighter's lines, sentences, a link word in prose, the
+    lines of a dialogue (each a block of one line), items that differ in their numbers."""
+    from lxml.html import fromstring
+
+    from curation.extract.rewrites import drop_templated_blocks
+
+    amounts = "".join(f'<div class="row"><div class="amount">{n} g</div><div>{name}</div></div>'
+                      for n, name in ((125, "Zucker"), (200, "Mehl"), (125, "Butter")))
+    table = ('<div class="table-responsive"><table><tr><th>Kreditsumme</th><th>Laufzeit</th></tr>'
+             "<tr><td>5.000 €</td><td>36 Monate</td></tr></table></div>")
+    code = '<pre><div class="line">return x</div><div class="line">return y</div></pre>'
+    sentences = "".join(f"<div>We met at the station and went on to the old harbour {day}.</div>"
+                        for day in ("on Monday", "on Friday", "on Monday"))
+    prose = "".join(f"<div><p>The {what} is described <a>here</a>.</p></div>" for what in ("method", "result"))
+    dialogue = "".join(f"<div>{line}</div>" for line in ("Alden: Et tu?", "Lexi: Not me.", "Alden: That time I was."))
+    numbered = "<ul>" + "".join(f"<li>Bridge number {n} <b>(6,1 metres)</b></li>" for n in range(3)) + "</ul>"
+    for body in (amounts, table * 2, code, sentences, prose, dialogue, numbered):
+        tree = fromstring(f"<html><body>{body}</body></html>")
+        before = tree.text_content()
+        assert drop_templated_blocks(tree) == 0, body
+        assert tree.text_content() == before
+
+
 def test_a_list_items_marker_stays_with_its_text():
     """An item holding a paragraph (macwelt.de's list of iPhones: `<li><p>` and the text on a new line) came out of
     trafilatura's plain text as `- ` alone, then the text indented on the next line: four `- ` lines (repeated,

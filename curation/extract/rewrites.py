@@ -187,10 +187,12 @@ def unwrap_prose_pre(tree: HtmlElement) -> int:
 _QUOTE_CLASS = re.compile(r"quote", re.IGNORECASE)
 QUOTE_MIN_WORDS = 5
 QUOTE_HEADER_WORDS = 8
+QUOTE_FOOTER_WORDS = 10
 MAX_QUOTES = 500
 """A quote repeats text when its words, but for up to `QUOTE_HEADER_WORDS` of a header ("X wrote:", "Quote:
-Originally Posted by X"), stand earlier on the page; one of fewer than `QUOTE_MIN_WORDS` words is left alone, and a
-page's quotes past the first `MAX_QUOTES` too (each is a search of the page)."""
+Originally Posted by X") and up to `QUOTE_FOOTER_WORDS` of a footer (XenForo's "Click to expand...", "Klicke in dieses
+Feld, um es in vollständiger Größe anzuzeigen."), stand earlier on the page, `QUOTE_MIN_WORDS` of them at least; one of
+fewer words is left alone, and a page's quotes past the first `MAX_QUOTES` too (each is a search of the page)."""
 
 
 def drop_repeated_quotes(tree: HtmlElement) -> int:
@@ -225,11 +227,13 @@ def drop_repeated_quotes(tree: HtmlElement) -> int:
         if any(ancestor in dropped for ancestor in quote.iterancestors()):
             continue
         own = quote.text_content().split()
-        for skip in range(max(0, min(QUOTE_HEADER_WORDS, len(own) - QUOTE_MIN_WORDS) + 1)):
-            # no space after the last word: a quote shortened for display ends inside one
-            if text.find(f" {' '.join(own[skip:])}", 0, starts[quote]) >= 0:
-                dropped.append(quote)
-                break
+        # the words left without the longest header and footer the quote can have are in every shorter cut of it: one
+        # search decides
+        head = min(QUOTE_HEADER_WORDS, max(0, len(own) - QUOTE_MIN_WORDS))
+        foot = min(QUOTE_FOOTER_WORDS, max(0, len(own) - QUOTE_MIN_WORDS - head))
+        # no space after the last word: a quote shortened for display ends inside one
+        if text.find(f" {' '.join(own[head:len(own) - foot])}", 0, starts[quote]) >= 0:
+            dropped.append(quote)
     for quote in dropped:
         quote.drop_tree()  # its tail stays
     return len(dropped)

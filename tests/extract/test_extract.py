@@ -282,8 +282,8 @@ def test_a_table_of_forum_posts_is_not_unwrapped():
 def test_a_reply_s_quote_of_a_post_above_it_is_dropped_and_the_post_stays():
     """A forum reply quotes the post it answers (phpBB's blockquote with its `X wrote:`, vBulletin's `bbcode_quote`):
     the thread then repeats every quoted post, which Gopher's and FineWeb's repetition rules dropped whole threads
-    for. XenForo writes each post itself in a blockquote: the first occurrence stays, and so does a quote of what the
-    page does not hold."""
+    for; XenForo's quote ends with its `Click to expand...`. XenForo writes each post itself in a blockquote: the first
+    occurrence stays, and so does a quote of what the page does not hold."""
     from lxml.html import fromstring
 
     from curation.extract.rewrites import drop_repeated_quotes
@@ -293,11 +293,14 @@ def test_a_reply_s_quote_of_a_post_above_it_is_dropped_and_the_post_stays():
         f'<html><body><blockquote class="messageText">{post}</blockquote>'
         f"<div><blockquote><cite>Barry wrote:</cite>{post}</blockquote>I agree with this.</div>"
         f'<div><div class="bbcode_quote">Quote: Originally Posted by Barry {post[:60]}</div>Not me.</div>'
+        f'<div><blockquote class="bbCodeBlock--quote"><div>Barry said:</div><div>{post}</div>'
+        "<div>Click to expand...</div></blockquote>Nor me.</div>"
         "<blockquote>To be or not to be, that is the question, said Hamlet.</blockquote></body></html>")
-    assert drop_repeated_quotes(page) == 2
+    assert drop_repeated_quotes(page) == 3
     text = page.text_content()
     assert text.count(post) == 1 and "Barry" not in text and "Originally" not in text
-    assert all(kept in text for kept in ("I agree with this.", "Not me.", "said Hamlet."))
+    assert all(kept in text for kept in ("I agree with this.", "Not me.", "Nor me.", "said Hamlet."))
+    assert "expand" not in text
 
 
 def test_a_forum_post_s_profile_and_buttons_are_dropped_and_its_posts_stay():

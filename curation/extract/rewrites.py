@@ -208,14 +208,18 @@ def drop_repeated_quotes(tree: HtmlElement) -> int:
               if e.tag == "blockquote" or _QUOTE_CLASS.search(e.get("class", ""))][:MAX_QUOTES]
     if not quotes:
         return 0
-    wanted, starts, page = set(quotes), {}, [" "]
+    # a quote's words are read from the page's text as the text before it is, its pieces apart: a post's
+    # `icons.<br>MS Office` is `icons. MS Office` in the quote as in the post
+    wanted, spans, page = set(quotes), {}, [" "]
     length = 1
     for event, element in iterwalk(tree, events=("start", "end")):
         if event == "start":
             piece = element.text if isinstance(element.tag, str) else None  # a comment's text is not the page's
             if element in wanted:
-                starts[element] = length
+                spans[element] = [length, length]
         else:
+            if element in wanted:
+                spans[element][1] = length
             piece = element.tail
         if piece and piece.strip():
             piece = " ".join(piece.split()) + " "
@@ -226,13 +230,14 @@ def drop_repeated_quotes(tree: HtmlElement) -> int:
     for quote in quotes:
         if any(ancestor in dropped for ancestor in quote.iterancestors()):
             continue
-        own = quote.text_content().split()
+        start, end = spans[quote]
+        own = text[start:end].split()
         # the words left without the longest header and footer the quote can have are in every shorter cut of it: one
         # search decides
         head = min(QUOTE_HEADER_WORDS, max(0, len(own) - QUOTE_MIN_WORDS))
         foot = min(QUOTE_FOOTER_WORDS, max(0, len(own) - QUOTE_MIN_WORDS - head))
         # no space after the last word: a quote shortened for display ends inside one
-        if text.find(f" {' '.join(own[head:len(own) - foot])}", 0, starts[quote]) >= 0:
+        if text.find(f" {' '.join(own[head:len(own) - foot])}", 0, start) >= 0:
             dropped.append(quote)
     for quote in dropped:
         quote.drop_tree()  # its tail stays

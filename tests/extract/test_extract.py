@@ -303,6 +303,21 @@ def test_a_reply_s_quote_of_a_post_above_it_is_dropped_and_the_post_stays():
     assert "expand" not in text
 
 
+def test_a_quote_is_read_as_the_page_is_where_lines_break():
+    """A post written in lines (`icons.<br>MS Office`) is quoted with the same break: the quote's words are those of the
+    page's text, not of lxml's `text_content`, which runs `icons.MS` together."""
+    from lxml.html import fromstring
+
+    from curation.extract.rewrites import drop_repeated_quotes
+
+    post = ("When you reset the default application to OpenOffice, with both suites installed, you get its icons.<br>"
+            "MS Office updater seems to reset this every now and then.")
+    page = fromstring(f"<html><body><div>{post}</div><div><blockquote>keme wrote:{post}</blockquote>Same here.</div>"
+                      "</body></html>")
+    assert drop_repeated_quotes(page) == 1
+    assert page.text_content().count("updater") == 1 and "Same here." in page.text_content()
+
+
 def test_a_forum_post_s_profile_and_buttons_are_dropped_and_its_posts_stay():
     """Every post of a thread repeats its author's profile (`Posts:`, `Joined:`) and its buttons: trafilatura keeps them
     as lines of the thread, whose duplicated lines then dropped it (`benchmarks/forums.py`). A block is such furniture

@@ -3,8 +3,8 @@
 - a table laid out as the page's columns becomes blocks (`unwrap_layout_tables`): trafilatura writes a cell as one
   line of a table row;
 - prose set in a <pre> becomes paragraphs (`unwrap_prose_pre`): trafilatura fences a <pre> as code;
-- a quote of text that stands earlier on the page is dropped (`drop_repeated_quotes`): a forum thread repeats every
-  post its replies quote;
+- a quote of text that stands earlier on the page is dropped, and so is a signature (`drop_repeated_quotes`): a forum
+  thread repeats every post its replies quote, and an author's signature under each of their posts;
 - the blocks every record of a page repeats around its own text are dropped (`drop_templated_blocks`): a forum post's
   profile and buttons.
 
@@ -184,7 +184,9 @@ def unwrap_prose_pre(tree: HtmlElement) -> int:
     return rewritten
 
 
-_QUOTE_CLASS = re.compile(r"quote", re.IGNORECASE)
+# a block a forum repeats: a quote (phpBB's and XenForo's `blockquote`, vBulletin's `bbcode_quote`), an author's
+# signature under each of their posts (phpBB's `signature`, Vanilla's `UserSignature`, XenForo's `message-signature`)
+_QUOTE_CLASS = re.compile(r"quote|signature", re.IGNORECASE)
 QUOTE_MIN_WORDS = 5
 QUOTE_HEADER_WORDS = 8
 QUOTE_FOOTER_WORDS = 10
@@ -197,11 +199,12 @@ fewer words is left alone, and a page's quotes past the first `MAX_QUOTES` too (
 
 def drop_repeated_quotes(tree: HtmlElement) -> int:
     """Quotes of text that stands earlier on the page, dropped: a forum reply's quote of a post above it (phpBB's
-    `blockquote`, vBulletin's `bbcode_quote`, XenForo's, Discourse's `aside.quote`), an article's pull quote. The
-    number dropped. The text's first occurrence stays (XenForo writes each post itself in a `blockquote`).
+    `blockquote`, vBulletin's `bbcode_quote`, XenForo's, Discourse's `aside.quote`), an article's pull quote, an
+    author's signature repeated under their next post. The number dropped. The text's first occurrence stays
+    (XenForo writes each post itself in a `blockquote`).
 
-    A thread repeats every post its replies quote: Gopher's duplicated n-grams and paragraphs and FineWeb's
-    duplicated lines then dropped whole threads (`benchmarks/forums.py`)."""
+    A thread repeats every post its replies quote and every signature: Gopher's duplicated n-grams and paragraphs and
+    FineWeb's duplicated lines then dropped whole threads (`benchmarks/forums.py`)."""
     from lxml.etree import iterwalk
 
     quotes = [e for e in tree.iter("blockquote", "div", "aside", "td")

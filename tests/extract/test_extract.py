@@ -282,8 +282,9 @@ def test_a_table_of_forum_posts_is_not_unwrapped():
 def test_a_reply_s_quote_of_a_post_above_it_is_dropped_and_the_post_stays():
     """A forum reply quotes the post it answers (phpBB's blockquote with its `X wrote:`, vBulletin's `bbcode_quote`):
     the thread then repeats every quoted post, which Gopher's and FineWeb's repetition rules dropped whole threads
-    for; XenForo's quote ends with its `Click to expand...`. XenForo writes each post itself in a blockquote: the first
-    occurrence stays, and so does a quote of what the page does not hold."""
+    for; XenForo's quote ends with its `Click to expand...`; an author's signature follows each of their posts. XenForo
+    writes each post itself in a blockquote: the first occurrence stays, and so does a quote of what the page does not
+    hold."""
     from lxml.html import fromstring
 
     from curation.extract.rewrites import drop_repeated_quotes
@@ -295,12 +296,14 @@ def test_a_reply_s_quote_of_a_post_above_it_is_dropped_and_the_post_stays():
         f'<div><div class="bbcode_quote">Quote: Originally Posted by Barry {post[:60]}</div>Not me.</div>'
         f'<div><blockquote class="bbCodeBlock--quote"><div>Barry said:</div><div>{post}</div>'
         "<div>Click to expand...</div></blockquote>Nor me.</div>"
+        '<div class="signature">Live a lot. Love a few. Always paddle your own canoe.</div>'
+        '<div>Me neither.</div><div class="signature">Live a lot. Love a few. Always paddle your own canoe.</div>'
         "<blockquote>To be or not to be, that is the question, said Hamlet.</blockquote></body></html>")
-    assert drop_repeated_quotes(page) == 3
+    assert drop_repeated_quotes(page) == 4
     text = page.text_content()
     assert text.count(post) == 1 and "Barry" not in text and "Originally" not in text
-    assert all(kept in text for kept in ("I agree with this.", "Not me.", "Nor me.", "said Hamlet."))
-    assert "expand" not in text
+    assert all(kept in text for kept in ("I agree with this.", "Not me.", "Nor me.", "Me neither.", "said Hamlet."))
+    assert "expand" not in text and text.count("paddle") == 1
 
 
 def test_a_quote_is_read_as_the_page_is_where_lines_break():

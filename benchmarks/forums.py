@@ -10,8 +10,9 @@ the page's HTML and its posts. Not shipped: `--harvest DIR` (or `$CURATION_HARVE
 
 1. Extraction: each thread's text as `recipes/web-multilingual.yaml` extracts it (Markdown, `normalize`) against
    the text of its annotated posts, as bags of `\\w+` tokens (lower case): token precision, recall and F1 per
-   thread, their means; beside plain `trafilatura.extract` (comments and tables included, as the `extract`
-   stage's defaults) in the same run.
+   thread, their means, and the recall of the posts' distinct tokens (the annotated posts hold the quotes of other
+   posts, which extraction leaves out where they repeat: that costs bag recall only); beside plain
+   `trafilatura.extract` (comments and tables included, as the `extract` stage's defaults) in the same run.
 2. The chain: web-multilingual's document stages on each thread page (`zh_en_documents.Chain`): threads kept and
    why the others were dropped; beside FineWeb-2's filters and settings (`multilingual.reference_verdict`, the
    language langid gave the page) on trafilatura's plain text with `favor_precision`, as FineWeb-2 extracts.
@@ -64,12 +65,15 @@ def threads(folder: Path) -> list[Thread]:
     return found
 
 
-def token_scores(gold: str, text: str) -> tuple[float, float, float]:
-    """Precision, recall and F1 of `text`'s tokens against `gold`'s, as bags of lower-case `\\w+` tokens."""
+def token_scores(gold: str, text: str) -> tuple[float, float, float, float]:
+    """Precision, recall and F1 of `text`'s tokens against `gold`'s, as bags of lower-case `\\w+` tokens; and the
+    recall of `gold`'s distinct tokens (the annotated posts hold their quotes: a repeat left out costs recall in the
+    bag, not there)."""
     want, got = Counter(_TOKEN.findall(gold.lower())), Counter(_TOKEN.findall(text.lower()))
     common = sum((want & got).values())
     precision, recall = common / max(sum(got.values()), 1), common / max(sum(want.values()), 1)
-    return precision, recall, 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    distinct = len(want.keys() & got.keys()) / max(len(want), 1)
+    return precision, recall, 2 * precision * recall / (precision + recall) if precision + recall else 0.0, distinct
 
 
 def plain_trafilatura(html: str, *, precision: bool = False) -> str:
@@ -108,14 +112,14 @@ def main() -> int:
         reference_kept += kept_by_reference
         both += kept_by_reference and verdict.kept
 
-    def means(scores: list[tuple[float, float, float]]) -> tuple[float, ...]:
-        return tuple(mean(s[k] for s in scores) for k in range(3))
+    def means(scores: list[tuple[float, ...]]) -> tuple[float, ...]:
+        return tuple(mean(s[k] for s in scores) for k in range(4))
 
     print("\n1. Extraction: the annotated posts' tokens in the extracted text (mean over threads)")
-    print(f"  {'':34s} {'precision':>9s} {'recall':>7s} {'F1':>6s}")
+    print(f"  {'':34s} {'precision':>9s} {'recall':>7s} {'F1':>6s} {'distinct-token recall':>22s}")
     for name, scores in ((f"{RECIPE}'s extraction", ours), ("plain trafilatura", peer)):
-        p, r, f = means(scores)
-        print(f"  {name:34s} {p:9.3f} {r:7.3f} {f:6.3f}")
+        p, r, f, d = means(scores)
+        print(f"  {name:34s} {p:9.3f} {r:7.3f} {f:6.3f} {d:22.3f}")
     worst = sorted(range(len(found)), key=lambda i: ours[i][1])[:args.show]
     print("  threads whose posts are lost most (recall ours / trafilatura, kept by the chain or why not):")
     for i in worst:
@@ -128,12 +132,14 @@ def main() -> int:
           f"precise text {reference_kept}/{len(found)}; kept by both {both}")
     print("  why ours dropped threads: " + ", ".join(f"{k} {n}" for k, n in reasons.most_common()))
     print(f"\n{time.time() - started:.0f} s wall, the whole command")
-    p_ours, r_ours, f_ours = means(ours)
-    p_peer, r_peer, f_peer = means(peer)
+    p_ours, r_ours, f_ours, d_ours = means(ours)
+    p_peer, r_peer, f_peer, d_peer = means(peer)
     write_results("forums", [
         figure("forum threads: annotated posts' token recall of the extracted text", r_ours, "recall",
                "plain trafilatura", r_peer, note=f"precision {p_ours:.3f} (trafilatura {p_peer:.3f})"),
         figure("forum threads: token F1 against the annotated posts", f_ours, "F1", "plain trafilatura", f_peer),
+        figure("forum threads: the annotated posts' distinct tokens in the extracted text", d_ours, "recall",
+               "plain trafilatura", d_peer),
         figure(f"forum threads kept by {RECIPE}", kept / len(found), "share",
                "FineWeb-2's filters and settings", reference_kept / len(found), note=f"kept by both {both}"),
     ])

@@ -265,7 +265,7 @@ characters or more are lines whose label (what a line says before a colon, or th
 of other records hold too."""
 
 
-def _signatures(tree: HtmlElement) -> tuple[dict[HtmlElement, int], dict[HtmlElement, int]]:
+def _places(tree: HtmlElement) -> tuple[dict[HtmlElement, int], dict[HtmlElement, int]]:
     """Each element's place on the page (the tags and classes, digits left out, of it and its ancestors) as a
     number, and its text's length (its own text and its descendants', not its tail)."""
     places: dict[tuple[int, str, str], int] = {}
@@ -348,7 +348,7 @@ def drop_templated_blocks(tree: HtmlElement) -> int:
 
 def templated_blocks(tree: HtmlElement) -> list[HtmlElement]:
     """The blocks `drop_templated_blocks` drops, outermost only, in document order."""
-    place, chars = _signatures(tree)
+    place, chars = _places(tree)
     slots: dict[int, list[HtmlElement]] = {}
     for element, where in place.items():
         if element.tag in _TEMPLATE_TAGS and 0 < chars[element] <= TEMPLATE_CHARS and next(
@@ -370,8 +370,8 @@ def templated_blocks(tree: HtmlElement) -> list[HtmlElement]:
             if any(n >= SENTENCE_WORDS or (n > VALUE_WORDS and not common)
                    for n, common in zip(words, shared, strict=True)):
                 continue
-            chars = sum(len(line) for line, common in zip(lines, shared, strict=True) if common)
-            if chars and chars >= TEMPLATE_SHARE * sum(map(len, lines)):
+            labelled = sum(len(line) for line, common in zip(lines, shared, strict=True) if common)
+            if labelled and labelled >= TEMPLATE_SHARE * sum(map(len, lines)):
                 furniture.add(member)
     return [e for e in tree.iter() if e in furniture and not any(a in furniture for a in e.iterancestors())]
 

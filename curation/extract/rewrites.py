@@ -333,7 +333,8 @@ def drop_templated_blocks(tree: HtmlElement) -> int:
 
     Such a block is one of several in the same place of the page (the same tags and classes, digits left out, from the
     root), short, with `TEMPLATE_SHARE` of it or more in labels that the others hold too, and no line of it reads as
-    the record's own text. Only blocks (`div`, `dl`, `li`...), and none in code or a table, nor one holding them.
+    the record's own text; and most blocks in its place are such. Only blocks (`div`, `dl`, `li`...), and none in code
+    or a table, nor one holding them.
 
     trafilatura keeps them as lines of the post: a thread of ten posts had ten copies of `- Registriert seit:` and
     `- Beiträge:`, and FineWeb's and Gopher's duplicated lines dropped whole threads (`benchmarks/forums.py`). Their
@@ -344,6 +345,18 @@ def drop_templated_blocks(tree: HtmlElement) -> int:
     for block in blocks:
         block.drop_tree()
     return len(blocks)
+
+
+def _furniture(lines: list[str], held: Counter[str]) -> bool:
+    """Whether a block of these lines is furniture, `held` counting the blocks in its place that hold each label."""
+    if len(lines) < 2:  # one line is a caption, a line of dialogue (`Alden: That time I was.`), a heading
+        return False
+    shared = [held[_label(line)] >= 2 for line in lines]
+    if any(_words(line) >= SENTENCE_WORDS or (_words(line) > VALUE_WORDS and not common)
+           for line, common in zip(lines, shared, strict=True)):
+        return False
+    labelled = sum(len(line) for line, common in zip(lines, shared, strict=True) if common)
+    return labelled > 0 and labelled >= TEMPLATE_SHARE * sum(map(len, lines))
 
 
 def templated_blocks(tree: HtmlElement) -> list[HtmlElement]:
@@ -362,17 +375,10 @@ def templated_blocks(tree: HtmlElement) -> list[HtmlElement]:
         # a label has words: `200 g` and `14,99 €` are values (a recipe's amounts, a shop's prices)
         held = Counter(label for lines in texts for label in {_label(line) for line in lines}
                        if sum(map(str.isalpha, label)) >= 2)
-        for member, lines in zip(members, texts, strict=True):
-            if len(lines) < 2:  # one line is a caption, a line of dialogue (`Alden: That time I was.`), a heading
-                continue
-            shared = [held[_label(line)] >= 2 for line in lines]
-            words = [_words(line) for line in lines]
-            if any(n >= SENTENCE_WORDS or (n > VALUE_WORDS and not common)
-                   for n, common in zip(words, shared, strict=True)):
-                continue
-            labelled = sum(len(line) for line, common in zip(lines, shared, strict=True) if common)
-            if labelled and labelled >= TEMPLATE_SHARE * sum(map(len, lines)):
-                furniture.add(member)
+        found = [member for member, lines in zip(members, texts, strict=True) if _furniture(lines, held)]
+        # furniture is what most records repeat: a post short enough to look like its own profile is still a post
+        if 2 * len(found) > len(members):
+            furniture.update(found)
     return [e for e in tree.iter() if e in furniture and not any(a in furniture for a in e.iterancestors())]
 
 

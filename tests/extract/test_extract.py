@@ -349,6 +349,26 @@ def test_a_forum_post_s_profile_and_buttons_are_dropped_and_its_posts_stay():
     assert all(post in extracted for post in posts) and "Posts:" not in extracted
 
 
+def test_a_chinese_thread_s_profile_is_furniture_and_its_short_posts_are_not():
+    """Chinese labels end in a full-width colon and Chinese writes no spaces: a line's words are counted from its
+    characters, so a post of one sentence is the post's own text, not a value beside a label; and a post of three
+    characters, short enough to read as its own profile, is one of the posts, which most records do not repeat."""
+    from lxml.html import fromstring
+
+    from curation.extract.rewrites import drop_templated_blocks
+
+    posts = ["请问老笔记本装了新系统以后开机很慢，有什么办法吗？", "感谢分享，这个方法对我也有用。", "换固态硬盘。"]
+    thread = "".join(
+        f'<div class="post"><div class="profile"><div>{user}</div><div>积分：{120 * k + 7}</div>'
+        f'<div>注册时间：2020-3-{k + 1}</div></div><div class="message">{text}</div>'
+        '<div class="actions"><div>回复</div><div>举报</div></div></div>'
+        for k, (user, text) in enumerate(zip(("张伟", "李娜", "王强"), posts, strict=True)))
+    tree = fromstring(f"<html><body>{thread}</body></html>")
+    assert drop_templated_blocks(tree) == 6  # each post's profile and actions
+    text = tree.text_content()
+    assert all(post in text for post in posts) and not any(w in text for w in ("积分", "注册时间", "举报", "张伟"))
+
+
 def test_values_tables_code_and_prose_that_repeat_in_place_are_not_furniture():
     """What a page repeats in one place but is its content: a recipe's amounts (values, not labels), a table in a
     block of its own with the same headers as the next, a highlighter's lines, sentences, a link word in prose, the

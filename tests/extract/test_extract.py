@@ -381,9 +381,9 @@ def test_values_tables_code_and_prose_that_repeat_in_place_are_not_furniture():
                       for n, name in ((125, "Zucker"), (200, "Mehl"), (125, "Butter")))
     table = ('<div class="table-responsive"><table><tr><th>Kreditsumme</th><th>Laufzeit</th></tr>'
              "<tr><td>5.000 €</td><td>36 Monate</td></tr></table></div>")
-    code = '<pre><div class="line">return x</div><div class="line">return y</div></pre>'
-    sentences = "".join(f"<div>We met at the station and went on to the old harbour {day}.</div>"
-                        for day in ("on Monday", "on Friday", "on Monday"))
+    code = '<pre><div class="line"><b>return</b><br>x</div><div class="line"><b>return</b><br>y</div></pre>'
+    sentences = "".join(f"<div><div>{day}</div><div>We met at the station and went on to the old harbour.</div></div>"
+                        for day in ("Monday", "Friday", "Monday"))
     prose = "".join(f"<div><p>The {what} is described <a>here</a>.</p></div>" for what in ("method", "result"))
     dialogue = "".join(f"<div>{line}</div>" for line in ("Alden: Et tu?", "Lexi: Not me.", "Alden: That time I was."))
     numbered = "<ul>" + "".join(f"<li>Bridge number {n} <b>(6,1 metres)</b></li>" for n in range(3)) + "</ul>"

@@ -191,10 +191,12 @@ QUOTE_MIN_WORDS = 5
 QUOTE_HEADER_WORDS = 8
 QUOTE_FOOTER_WORDS = 10
 MAX_QUOTES = 500
+QUOTE_PASSES = 3
 """A quote repeats text when its words, but for up to `QUOTE_HEADER_WORDS` of a header ("X wrote:", "Quote:
 Originally Posted by X") and up to `QUOTE_FOOTER_WORDS` of a footer (XenForo's "Click to expand...", "Klicke in dieses
 Feld, um es in vollständiger Größe anzuzeigen."), stand earlier on the page, `QUOTE_MIN_WORDS` of them at least; one of
-fewer words is left alone, and a page's quotes past the first `MAX_QUOTES` too (each is a search of the page)."""
+fewer words is left alone, and a page's quotes past the first `MAX_QUOTES` too (each is a search of the page). The
+page is searched again without the quotes found, up to `QUOTE_PASSES` times in all."""
 
 
 def drop_repeated_quotes(tree: HtmlElement) -> int:
@@ -205,46 +207,75 @@ def drop_repeated_quotes(tree: HtmlElement) -> int:
 
     A thread repeats every post its replies quote and every signature: Gopher's duplicated n-grams and paragraphs and
     FineWeb's duplicated lines then dropped whole threads (`benchmarks/forums.py`)."""
-    from lxml.etree import iterwalk
-
     quotes = [e for e in tree.iter("blockquote", "div", "aside", "td")
               if e.tag == "blockquote" or _QUOTE_CLASS.search(e.get("class", ""))][:MAX_QUOTES]
     if not quotes:
         return 0
-    # a quote's words are read from the page's text as the text before it is, its pieces apart: a post's
-    # `icons.<br>MS Office` is `icons. MS Office` in the quote as in the post
-    wanted, spans, page = set(quotes), {}, [" "]
-    length = 1
-    for event, element in iterwalk(tree, events=("start", "end")):
-        if event == "start":
-            piece = element.text if isinstance(element.tag, str) else None  # a comment's text is not the page's
-            if element in wanted:
-                spans[element] = [length, length]
-        else:
-            if element in wanted:
-                spans[element][1] = length
-            piece = element.tail
-        if piece and piece.strip():
-            piece = " ".join(piece.split()) + " "
-            page.append(piece)
-            length += len(piece)
-    text = "".join(page)
-    dropped: list[HtmlElement] = []
-    for quote in quotes:
-        if any(ancestor in dropped for ancestor in quote.iterancestors()):
-            continue
-        start, end = spans[quote]
-        own = text[start:end].split()
-        # the words left without the longest header and footer the quote can have are in every shorter cut of it: one
-        # search decides
-        head = min(QUOTE_HEADER_WORDS, max(0, len(own) - QUOTE_MIN_WORDS))
-        foot = min(QUOTE_FOOTER_WORDS, max(0, len(own) - QUOTE_MIN_WORDS - head))
-        # no space after the last word: a quote shortened for display ends inside one
-        if text.find(f" {' '.join(own[head:len(own) - foot])}", 0, start) >= 0:
-            dropped.append(quote)
+    pieces = _pieces(tree, set(quotes))
+    gone: set[HtmlElement] = set()
+    # a post quoted without the quotes inside it (XenForo's way) stands earlier only once those are gone
+    for _ in range(QUOTE_PASSES):
+        found = _repeats(pieces, quotes, gone)
+        if not found:
+            break
+        gone.update(found)
+    dropped = [quote for quote in quotes if quote in gone and not any(a in gone for a in quote.iterancestors())]
     for quote in dropped:
         quote.drop_tree()  # its tail stays
     return len(dropped)
+
+
+def _pieces(tree: HtmlElement, quotes: set[HtmlElement]) -> list[tuple[str, tuple[HtmlElement, ...]]]:
+    """The page's pieces of text in order, spaces collapsed, each with the quotes it lies in. A quote's words are read
+    from these as the text before it is: a post's `icons.<br>MS Office` is `icons. MS Office` in the quote as in the
+    post (lxml's `text_content` runs `icons.MS` together)."""
+    from lxml.etree import iterwalk
+
+    pieces, inside = [], []
+    for event, element in iterwalk(tree, events=("start", "end")):
+        if event == "start":
+            if element in quotes:
+                inside.append(element)
+            piece = element.text if isinstance(element.tag, str) else None  # a comment's text is not the page's
+        else:
+            if element in quotes:
+                inside.pop()
+            piece = element.tail
+        if piece and piece.strip():
+            pieces.append((" ".join(piece.split()) + " ", tuple(inside)))
+    return pieces
+
+
+def _repeats(pieces: list[tuple[str, tuple[HtmlElement, ...]]], quotes: list[HtmlElement],
+             gone: set[HtmlElement]) -> list[HtmlElement]:
+    """The quotes, but those `gone` and those in them, whose words stand earlier on the page without the `gone`."""
+    page, spans, length = [" "], {}, 1
+    for piece, inside in pieces:
+        if any(quote in gone for quote in inside):
+            continue
+        for quote in inside:
+            spans.setdefault(quote, [length, length])
+        page.append(piece)
+        length += len(piece)
+        for quote in inside:
+            spans[quote][1] = length
+    text = "".join(page)
+    found = []
+    for quote in quotes:
+        if quote in gone or quote not in spans:
+            continue
+        start, end = spans[quote]
+        own = text[start:end].split()
+        if len(own) < QUOTE_MIN_WORDS:
+            continue
+        # the words left without the longest header and footer the quote can have are in every shorter cut of it: one
+        # search decides
+        head = min(QUOTE_HEADER_WORDS, len(own) - QUOTE_MIN_WORDS)
+        foot = min(QUOTE_FOOTER_WORDS, len(own) - QUOTE_MIN_WORDS - head)
+        # no space after the last word: a quote shortened for display ends inside one
+        if text.find(f" {' '.join(own[head:len(own) - foot])}", 0, start) >= 0:
+            found.append(quote)
+    return found
 
 
 # Blocks only: an inline element (a link, a bold word) repeated in prose is part of a sentence.

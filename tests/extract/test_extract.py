@@ -321,6 +321,26 @@ def test_a_quote_is_read_as_the_page_is_where_lines_break():
     assert page.text_content().count("updater") == 1 and "Same here." in page.text_content()
 
 
+def test_a_post_quoted_without_the_quote_inside_it_is_found_once_that_quote_is_gone():
+    """XenForo quotes a post without the quotes inside it: the quote matches the post only once the post's own quote
+    (a repeat, dropped) is out of the page's text. A quote of fewer than five words is left alone."""
+    from lxml.html import fromstring
+
+    from curation.extract.rewrites import drop_repeated_quotes
+
+    first = "Pocket computers are either tools or fashion items, and you buy them for one or the other."
+    reply = "Agree, for me it is a tool that I use for messages, maps and podcasts on the way to work."
+    page = fromstring(
+        f"<html><body><div>{first}</div>"
+        f"<div><blockquote>ericwn said: {first}</blockquote>{reply}</div>"
+        f"<div><blockquote>reacher said: {reply}</blockquote>I cannot wait that long.</div>"
+        "<div>Thanks a lot.</div><div><blockquote>Thanks a lot.</blockquote>You are welcome.</div></body></html>")
+    assert drop_repeated_quotes(page) == 2
+    text = page.text_content()
+    assert text.count("Pocket computers") == 1 and text.count("Agree, for me") == 1
+    assert text.count("Thanks a lot.") == 2 and "I cannot wait" in text
+
+
 def test_a_forum_post_s_profile_and_buttons_are_dropped_and_its_posts_stay():
     """Every post of a thread repeats its author's profile (`Posts:`, `Joined:`) and its buttons: trafilatura keeps them
     as lines of the thread, whose duplicated lines then dropped it (`benchmarks/forums.py`). A block is such furniture

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.net import free_port
+from pipelines.net import free_port, free_ports
 from pipelines.service.control import Control
 from pipelines.service.server import Background
 from tests.conftest import ROOT, SAMPLE
@@ -218,10 +218,11 @@ def test_a_shard_record_linked_out_hides_the_records_and_metrics_show_no_leak(se
 
 
 def test_job_control_without_a_reachable_ray_dashboard_answers_502_with_the_reason(tmp_path):
-    unused = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    not_ray = Background(tmp_path, port=free_port()).start()  # an HTTP server, but no Ray dashboard
-    services = [Background(tmp_path, port=free_port(), job_control=Control("s3cret", address)).start()
-                for address in (unused, not_ray.url)]
+    nothing, http, *service_ports = free_ports(4)  # together: `nothing` is never bound, so never drawn again
+    unused = f"http://127.0.0.1:{nothing}"  # nothing listens there
+    not_ray = Background(tmp_path, port=http).start()  # an HTTP server, but no Ray dashboard
+    services = [Background(tmp_path, port=number, job_control=Control("s3cret", address)).start()
+                for number, address in zip(service_ports, (unused, not_ray.url), strict=True)]
     recipe = (ROOT / "recipes" / "quickstart.yaml").read_text().replace("recipes/sample/", f"{SAMPLE}/")
     auth = {"Authorization": "Bearer s3cret"}
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pipelines.net import free_port
+from pipelines.net import free_ports
 from pipelines.submit import auth_headers, client
 from tests.conftest import ROOT, SAMPLE
 from tests.support.waiting import wait_until
@@ -36,11 +36,13 @@ def head():
     """A Ray head with its dashboard (the Jobs API) in its own temp dir, stopped by signalling its
     `ray start --block` process (never `ray stop`, which would stop the test session's Ray too)."""
     temp = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: Ray's socket paths have a length limit
-    port, dashboard = free_port(), free_port()
     ray = Path(sys.executable).with_name("ray")
     # Every port of its own: the default ones (agent 52365, metrics...) may be held by another Ray here.
-    ports = [f"--{name}={free_port()}" for name in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
-                                                     "runtime-env-agent-port", "metrics-export-port")]
+    # Chosen together, so no two are the same (CI once drew the dashboard's port again for the metrics).
+    names = ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
+             "metrics-export-port")
+    port, dashboard, *others = free_ports(2 + len(names))
+    ports = [f"--{name}={number}" for name, number in zip(names, others, strict=True)]
     proc = subprocess.Popen([str(ray), "start", "--head", "--block", f"--port={port}", f"--num-cpus={HEAD_CPUS}",
                              f"--dashboard-port={dashboard}", "--dashboard-host=127.0.0.1", "--include-dashboard=true",
                              f"--temp-dir={temp}", "--disable-usage-stats", *ports],
@@ -141,8 +143,9 @@ def test_rest_job_control_needs_the_token(head, tmp_path):
     from pipelines.service.control import Control
     from pipelines.service.server import Background
 
-    off = Background(tmp_path, port=free_port()).start()
-    on = Background(tmp_path, port=free_port(), job_control=Control("s3cret", head, str(tmp_path / "jobs"))).start()
+    off_port, on_port = free_ports(2)
+    off = Background(tmp_path, port=off_port).start()
+    on = Background(tmp_path, port=on_port, job_control=Control("s3cret", head, str(tmp_path / "jobs"))).start()
     recipe = (ROOT / "recipes" / "quickstart.yaml").read_text().replace("recipes/sample/", f"{SAMPLE}/")
     jobs = client(head)
     # A job holding every CPU of the cluster until stopped: the recipe's tasks cannot run, so its job is still

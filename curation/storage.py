@@ -233,6 +233,12 @@ def exists(uri: str) -> bool:
     return fs.get_file_info(path).type == pafs.FileType.File
 
 
+def is_folder(uri: str) -> bool:
+    """Whether a folder is at this path or URI."""
+    fs, path = resolve(uri)
+    return fs.get_file_info(path).type == pafs.FileType.Directory
+
+
 def write_bytes_atomic(uri: str, data: bytes) -> None:
     """Write under a temporary name, then rename: readers never see half a file."""
     fs, _ = resolve(uri)

@@ -91,6 +91,7 @@ def _write_inputs(root: Path) -> None:
     pages = [(f"https://example.com/en/{i}", _page(f"Valley {i}", prose("en", i))) for i in range(4)]
     pages += [(f"https://example.de/de/{i}", _page(f"Tal {i}", prose("de", i))) for i in range(3)]
     pages += [("https://example.com/empty", b"<html><body></body></html>")]
+    pages += [("https://www.casino.example/en/bonus", _page("Bonus", prose("en", 5)))]  # blocked by its domain
     (root / "crawl.warc.gz").write_bytes(b"".join(warc_response(url, body) for url, body in pages))
     notes = [" ".join(prose(lang, i)) for lang, n in (("en", 4), ("de", 3), ("fr", 3)) for i in range(n)]
     notes += ["too short", "   ", " ".join(prose("en", 9)) + " " + BENCHMARK + " today."]
@@ -106,6 +107,7 @@ def _write_inputs(root: Path) -> None:
             info = tarfile.TarInfo(f"repo-main/{name}")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+    (root / "blocked.txt").write_text("# domains\ncasino.example\n")
     (root / "bench.jsonl").write_text(json.dumps({"question": BENCHMARK, "answer": "12"}) + "\n")
     rng = random.Random(3)
     spam = ["buy", "cheap", "casino", "bonus", "click", "deal"]
@@ -126,6 +128,7 @@ sources:
   - {{name: notes, format: jsonl, paths: ["{root}/notes.jsonl"]}}
   - {{name: code, format: code, paths: ["{root}/repo.tar.gz"]}}
 stages:
+  - url: {{domains: ["{root}/blocked.txt"]}}
   - html_langid: {{keep: [en, de]}}
   - extract: {{timeout_s: 5, only: [web]}}
   - normalize: {{only: [web, notes]}}
@@ -173,7 +176,8 @@ def test_every_stage_counts_every_row_it_receives(tmp_path: Path):
     assert rows[-1]["docs_out"] + sum(rows[-1]["bypassed"].values()) == stats["documents"]["out"]
     assert pq.read_table(Path(result.job_dir, "documents")).num_rows == stats["documents"]["out"]
     # why rows went by: no page (notes, code), another source than `only:`, a language the list is not for
-    assert by_name["read"]["docs_out"] == 8 + 14 + 4 and by_name["read"]["bypassed"] == {}
+    assert by_name["read"]["docs_out"] == 9 + 14 + 4 and by_name["read"]["bypassed"] == {}
+    assert (by_name["url"]["dropped"], by_name["url"]["bypassed"]) == ({"blocked_domain": 1}, {"no_url": 18})
     assert (by_name["html_langid"]["docs_in"], by_name["html_langid"]["bypassed"]) == (8, {"not_html": 18})
     assert by_name["extract"]["bypassed"] == {"only": 18}  # `only:` is counted first
     assert by_name["toxicity"]["bypassed"] == {"language": 3 + 3 + 3}  # German pages and notes, French notes

@@ -140,6 +140,20 @@ def test_missing_model_file_is_reported_before_work(monkeypatch):
     assert "r.yaml:7:25: stages[2].classifier.model: no model file at 'models/nothing-here.bin'" in problems(text)
 
 
+def test_every_file_a_stage_reads_is_checked_before_work(monkeypatch, tmp_path):
+    """Each key marked `ReadsFile`, whatever its name: a toxicity word list once passed validation and failed the
+    run; a list of files names the one missing; a folder is a benchmark but not a word list."""
+    monkeypatch.chdir(ROOT)
+    (tmp_path / "bench").mkdir()
+    text = GOOD + (f"  - toxicity: {{wordlist: {tmp_path}}}\n"
+                   f"  - decontaminate: {{benchmarks: [{tmp_path / 'bench'}, {tmp_path / 'gone.jsonl'}]}}\n")
+    found = problems(text)
+    assert f"r.yaml:7:26: stages[2].toxicity.wordlist: no word-list file at '{tmp_path}'" in found
+    assert any(f"stages[3].decontaminate.benchmarks[1]: no benchmark file or folder at '{tmp_path / 'gone.jsonl'}'"
+               in p for p in found), found
+    assert len(found) == 2, found
+
+
 def test_paragraph_bloom_dedup_must_come_last_among_corpus_stages(monkeypatch):
     monkeypatch.chdir(ROOT)
     text = GOOD + "  - bloom_dedup: {}\n  - exact_dedup: {}\n"

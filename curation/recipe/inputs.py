@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import glob
 import re
-from pathlib import Path
 
 import pyarrow.fs as pa_fs
 
 from curation import storage
 from curation.recipe.models import Recipe
 from curation.shards import list_shards
+from curation.stages.base import named_files
 from curation.yaml_model import Located
 
 
@@ -33,12 +33,9 @@ def path_checks(recipe: Recipe) -> list[Located]:
     if recipe.tokenizer is not None and recipe.tokenizer.model and not storage.exists(recipe.tokenizer.model):
         out.append((("tokenizer", "model"), f"no tokenizer model at {recipe.tokenizer.model!r}"))
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
-        model = getattr(params, "model", None)
-        if isinstance(model, str) and not storage.exists(model):
-            out.append((("stages", i, kind, "model"), f"no model file at {model!r}"))
-        for j, path in enumerate(getattr(params, "benchmarks", None) or []):
-            if not Path(path).exists():
-                out.append((("stages", i, kind, "benchmarks", j), f"no benchmark file or folder at {path!r}"))
+        for key, path, mark in named_files(params):
+            if not (storage.exists(path) or (mark.folders and storage.is_folder(path))):
+                out.append((("stages", i, kind, *key), f"no {mark.what} at {path!r}"))
     return out
 
 

@@ -9,6 +9,7 @@ params is all a stage carries to a worker.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -28,6 +29,30 @@ class StageParams(BaseModel):
     only: list[str] | None = Field(
         None, description="Apply the stage to documents of these sources only; others pass unchanged."
     )
+
+
+@dataclass(frozen=True)
+class ReadsFile:
+    """Marks a stage key whose value (or each of whose values) names a file the stage reads, or with `folders` a
+    file or folder: `curate validate` and `curate run` check it exists before any work starts
+    (`curation.recipe.inputs.path_checks`). `what` names it in the error: `no {what} at '...'`.
+    Written `Annotated[str | None, ReadsFile("model file")]` or `Annotated[list[str], ReadsFile(...)]`."""
+
+    what: str
+    folders: bool = False
+
+
+def named_files(params: BaseModel) -> Iterator[tuple[tuple[str | int, ...], str, ReadsFile]]:
+    """(key path, value, mark) for every file a stage's `ReadsFile` keys name."""
+    for name, field in type(params).model_fields.items():
+        mark = next((m for m in field.metadata if isinstance(m, ReadsFile)), None)
+        value = getattr(params, name)
+        if mark is None or value is None:
+            continue
+        if isinstance(value, str):
+            yield (name,), value, mark
+        else:
+            yield from (((name, j), path, mark) for j, path in enumerate(value))
 
 
 @dataclass(frozen=True)

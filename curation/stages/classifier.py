@@ -36,7 +36,7 @@ from pydantic import Field, model_validator
 from curation import storage
 from curation.lang.han_script import TO_SIMPLIFIED, to_simplified
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenter_of
-from curation.stages.base import DocumentFilter
+from curation.stages.base import DocumentFilter, ReadsFile
 from curation.stages.parts import labelled_languages
 
 SIDECAR_FORMAT = "curation.classifier/1"
@@ -260,7 +260,7 @@ def positive_scores(model: Any, lines: list[str], positive: str) -> np.ndarray:
 
 
 class ClassifierParams(DocumentFilter.Params):
-    model: str = Field(
+    model: Annotated[str, ReadsFile("model file")] = Field(
         ..., description="fastText model file (.bin/.ftz), local path or URI; its sidecar is <name>.json beside it."
     )
     label: str | None = Field(

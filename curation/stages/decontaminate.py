@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
 from curation.dedup.decontam import NgramIndex, benchmark_files
-from curation.stages.base import Processed, Stage, StageParams
+from curation.stages.base import Processed, ReadsFile, Stage, StageParams
 from curation.stages.languages import LANG
 
 
 class DecontaminateParams(StageParams):
-    benchmarks: list[str] = Field(
+    benchmarks: Annotated[list[str], ReadsFile("benchmark file or folder", folders=True)] = Field(
         ..., min_length=1,
         description="Benchmark files or folders (JSONL, JSON, CSV, gzipped or not). A file is one benchmark, "
         "named by its stem; a folder's files are named by their path below it (gsm8k/test).",

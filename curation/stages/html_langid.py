@@ -30,7 +30,7 @@ English article whose page text is mostly German).
 from __future__ import annotations
 
 import json
-from typing import ClassVar, NamedTuple
+from typing import Annotated, ClassVar, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +39,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
 from curation.extract.html import NOT_HTML, decode_html, html_rows, too_many_attributes
-from curation.stages.base import DocumentFilter, Processed, with_text
+from curation.stages.base import DocumentFilter, Processed, ReadsFile, with_text
 from curation.stages.extract import ExtractParams
 from curation.stages.langid import bundled_outputs, check_keep, expand_keep, keep_codes, load_model, normalize_label
 
@@ -77,7 +77,8 @@ class HtmlLangIdParams(DocumentFilter.Params):
         16_000, gt=0, description="Judge this many characters from the page's `<body>` first: drop the page if "
         "they say so, keep it if their text runs past `max_chars` and begins in a kept language; else judge 4 "
         "times as many the same way, then the whole page. null: whole pages only.")
-    model: str | None = Field(None, description="fastText language-ID model file; default: the bundled lid.176.")
+    model: Annotated[str | None, ReadsFile("model file")] = Field(
+        None, description="fastText language-ID model file; default: the bundled lid.176.")
     max_html_bytes: int = Field(_EXTRACT.max_html_bytes, gt=0, description="Larger pages pass on unread "
                                 "(`extract` drops them as `too_large`).")
     max_tag_attributes: int = Field(_EXTRACT.max_tag_attributes, gt=0, description="Pages with a tag holding more "

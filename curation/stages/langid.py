@@ -123,7 +123,7 @@ from curation.lang.han_script import HANS, HANT, han_scripts, to_simplified
 from curation.lang.mixed import mixed_languages, paragraph_languages
 from curation.lang.scripts import script_ids, script_table
 from curation.lang.settings import settings_for
-from curation.stages.base import DocumentFilter, Processed, first_reason
+from curation.stages.base import DocumentFilter, Processed, ReadsFile, first_reason
 from curation.text.columns import as_array, code_points, list_offsets
 from curation.text.layout import CODE, TABLE, line_kinds, prose_text
 
@@ -495,7 +495,7 @@ class LangIdParams(DocumentFilter.Params):
         "Tswana, Tsonga, Ganda, Maori (no lid.176 label: named by the second opinion) and Somali, Yoruba (few "
         "training lines) score under 0.65 on every clean document and are kept at their 0.3.",
     )
-    model: str | None = Field(
+    model: Annotated[str | None, ReadsFile("model file")] = Field(
         None,
         description="Path to a fastText language-ID model (.bin or .ftz), e.g. lid.176.bin or GlotLID's "
         "model.bin; labels like `__label__eng_Latn` are mapped to ISO 639-1. null: lid.176.ftz as shipped in "

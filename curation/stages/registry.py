@@ -27,12 +27,13 @@ from curation.stages.length import Length
 from curation.stages.normalize import Normalize
 from curation.stages.pii import PiiRedaction
 from curation.stages.toxicity import Toxicity
+from curation.stages.url import UrlFilter
 
 DOCUMENT_STAGES: dict[str, type[Stage]] = {
     s.name: s
     for s in (
-        HtmlLangId, Extract, Normalize, LangId, Length, GopherQuality, GopherRepetition, C4, FineWeb, Density,
-        Toxicity, FastTextClassifier, PiiRedaction, Decontaminate, CodeFilters, CodeSecrets,
+        UrlFilter, HtmlLangId, Extract, Normalize, LangId, Length, GopherQuality, GopherRepetition, C4, FineWeb,
+        Density, Toxicity, FastTextClassifier, PiiRedaction, Decontaminate, CodeFilters, CodeSecrets,
     )
 }
 CORPUS_STAGES: dict[str, type[CorpusStage]] = {s.name: s for s in (ExactDedup, MinhashDedup, BloomDedup)}

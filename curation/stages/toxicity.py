@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -56,7 +56,7 @@ from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, or
 from curation.lang.scripts import in_scripts
 from curation.lang.settings import script_of_language
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
-from curation.stages.base import DocumentFilter, Processed, Resources
+from curation.stages.base import DocumentFilter, Processed, ReadsFile, Resources
 from curation.stages.classifier import CALIBRATED, FastTextClassifier, use_lexicon
 from curation.stages.langid import judged_codes
 from curation.stages.parts import judged_in_parts, labelled_languages
@@ -135,7 +135,7 @@ class ToxicityParams(DocumentFilter.Params):
         description="Drop documents whose share of flagged words is above this (BigScience ROOTS, English: "
         "0.01; 0 drops any document with a flagged word, as C4 did).",
     )
-    wordlist: str | None = Field(
+    wordlist: Annotated[str | None, ReadsFile("word-list file")] = Field(
         None, description="A word-list file, one entry a line, for English documents, documents without a `lang` "
         "and listed languages without a list of their own (every document with `languages: null`); default: the "
         "list better-profanity ships."

@@ -668,8 +668,8 @@ def stage_cpu_seconds(stages: Sequence[Stage], docs: Sequence[Doc]) -> dict[str,
 
 
 def print_speed(langs: list[str], n_docs: int, passes: int) -> list[dict]:
-    if "zh" not in langs or "en" not in langs:
-        print("\nChinese throughput: needs zh and en in --langs")
+    if "zh" not in langs or "en" not in langs or n_docs < 1:
+        print("\nChinese throughput: needs zh and en in --langs and --speed-docs 1 or more")
         return []
     clean = {lang: speed_documents(lang, n_docs) for lang in ("zh", "en")}
     size = {lang: sum(len(d.text.encode()) for d in docs) for lang, docs in clean.items()}

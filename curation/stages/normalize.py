@@ -13,6 +13,8 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curation.stages.base import Processed, Resources, Stage, StageParams, with_text
+from curation.text.columns import list_offsets
+from curation.text.layout import CODE, line_kinds
 
 
 @functools.cache
@@ -54,6 +56,42 @@ def _zawgyi_detector() -> Any:
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{200b}\x{2060}\x{feff}]"
 
 
+_SPACES = r"[ \t\x{a0}\x{2000}-\x{200a}\x{3000}]+"
+# A fence or an indented line: the documents whose whitespace is tidied line by line, code's left as it is
+_MAY_HOLD_CODE = r"(^|\n)([ \t]*(```|~~~)|[ \t]{2,}\S|\t)"
+
+
+def _spaced(text: pa.Array, collapse: bool, max_blank_lines: int) -> pa.Array:
+    """Runs of spaces as one (with `collapse`; line ends trimmed) and at most `max_blank_lines` empty lines in a
+    row, but in code: a code block's indentation, its inner spaces and its empty lines are the program's (Python's
+    and YAML's indentation is syntax; a Makefile needs its tabs). Documents with a fence or an indented line have
+    their lines' kinds read (`curation.text.layout.line_kinds`); the others are tidied whole, as text."""
+    blank_run = r"\n{" + str(max_blank_lines + 2) + ",}"
+    plain = text
+    if collapse:
+        plain = pc.replace_substring_regex(pc.replace_substring_regex(plain, _SPACES, " "), r" ?\n ?", "\n")
+    plain = pc.replace_substring_regex(plain, blank_run, "\n" * (max_blank_lines + 1))
+    rows = np.flatnonzero(pc.match_substring_regex(text, _MAY_HOLD_CODE).to_numpy(zero_copy_only=False))
+    if not len(rows):
+        return plain
+    lines = pc.split_pattern(text.take(pa.array(rows)), "\n")
+    flat, offsets = lines.flatten(), list_offsets(lines)
+    code = line_kinds(flat, offsets) == CODE
+    if collapse:
+        tidy = pc.utf8_trim(pc.replace_substring_regex(flat, _SPACES, " "), " ")
+        flat = pc.if_else(pa.array(code), pc.utf8_rtrim(flat, " \t"), tidy)
+    blank = pc.equal(pc.utf8_length(flat), 0).to_numpy(zero_copy_only=False) & ~code
+    line_doc = np.repeat(np.arange(len(rows)), np.diff(offsets))
+    at = np.arange(len(flat))
+    run_start = np.maximum.accumulate(np.where(~blank | (at == offsets[line_doc]), at, 0))
+    keep = ~blank | (at - run_start <= max_blank_lines)  # the first `max_blank_lines` empty lines of a run
+    kept_offsets = np.concatenate([[0], np.cumsum(np.bincount(line_doc[keep], minlength=len(rows)))])
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(kept_offsets, pa.int32()), flat.filter(keep)), "\n")
+    order = np.arange(len(text))
+    order[rows] = len(text) + np.arange(len(rows))
+    return pa.concat_arrays([plain, joined.cast(plain.type)]).take(pa.array(order))
+
+
 class NormalizeParams(StageParams):
     fix_encoding: bool = Field(True, description="Repair mojibake (UTF-8 read as cp1252 and the like) with ftfy.")
     form: Literal["NFC", "NFKC", "none"] = Field(
@@ -62,9 +100,11 @@ class NormalizeParams(StageParams):
     remove_control: bool = Field(True, description="Remove control characters, the zero-width space, the word "
                                  "joiner and the byte-order mark (the zero-width (non-)joiner is spelling: kept).")
     collapse_whitespace: bool = Field(
-        True, description="Runs of spaces, tabs and no-break spaces become one space; line ends are trimmed."
+        True, description="Runs of spaces, tabs and no-break spaces become one space; line ends are trimmed. Code "
+        "(a fenced or indented block, a line shaped like code) keeps its indentation and inner spaces.",
     )
-    max_blank_lines: int = Field(1, ge=0, description="At most this many empty lines in a row (paragraphs stay).")
+    max_blank_lines: int = Field(1, ge=0, description="At most this many empty lines in a row (paragraphs stay; "
+                                 "a code block's are kept).")
     zawgyi: Literal["drop", "keep"] = Field(
         "drop", description="Burmese in the Zawgyi font encoding (older Burmese sites; Google's myanmartools "
         "detector): dropped as `zawgyi` (no converter installs from a wheel), or kept as it is.")
@@ -107,12 +147,7 @@ class Normalize(Stage):
         text = pc.replace_substring_regex(text, r"\r\n?", "\n")
         if p.remove_control:
             text = pc.replace_substring_regex(text, _CONTROL, "")
-        if p.collapse_whitespace:
-            text = pc.replace_substring_regex(text, r"[ \t\x{a0}\x{2000}-\x{200a}\x{3000}]+", " ")
-            text = pc.replace_substring_regex(text, r" ?\n ?", "\n")
-        blank_run = r"\n{" + str(p.max_blank_lines + 2) + ",}"
-        text = pc.replace_substring_regex(text, blank_run, "\n" * (p.max_blank_lines + 1))
-        text = pc.utf8_trim_whitespace(text)
+        text = pc.utf8_trim_whitespace(_spaced(text, p.collapse_whitespace, p.max_blank_lines))
         empty = pc.equal(pc.utf8_length(text), 0).to_numpy(zero_copy_only=False)
         changed = pc.invert(pc.equal(text, before)).to_numpy(zero_copy_only=False).astype(np.int64)
         table = with_text(batch, text)

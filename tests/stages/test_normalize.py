@@ -41,6 +41,23 @@ def test_whitespace_collapses_but_paragraphs_stay():
     assert keep_more == ["First line\nsecond line\n\n\n\nNext paragraph."]
 
 
+def test_code_keeps_its_indentation_spaces_and_empty_lines():
+    """Python's and YAML's indentation is syntax and a Makefile needs its tabs: a fenced block, an indented block of
+    plain text and a line shaped like code keep theirs, while the prose around them is tidied (every code block
+    came out flat, in every language, before)."""
+    fenced = ("Read  a file:\n\n\n\n```python\ndef count(path):\n    total = 0\n\n\n    with open(path) as f:\n"
+              "        total  +=  1  \n```\n\n\n\nDone.  ")
+    plain = "Build it with:\n\nall:\n\tgcc  -o app  app.c\nThen  run:\n    ./app  --layers 12"
+    texts = ["A  plain   page.\n\n\n\nEnd.", fenced, plain, "Nothing to see."]
+    out = run_stage(Normalize(), documents_table(texts)).column("text").to_pylist()
+    assert out == [
+        "A plain page.\n\nEnd.",
+        "Read a file:\n\n```python\ndef count(path):\n    total = 0\n\n\n    with open(path) as f:\n"
+        "        total  +=  1\n```\n\nDone.",
+        "Build it with:\n\nall:\n\tgcc  -o app  app.c\nThen run:\n    ./app  --layers 12",
+        "Nothing to see."]
+
+
 def test_empty_documents_are_dropped_and_switches_work():
     out = run_stage(Normalize(), documents_table([" \u200b\t\n ", "ok"]))
     assert out.column(schema.REASON).to_pylist() == ["empty", None]

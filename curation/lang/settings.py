@@ -108,19 +108,31 @@ def script_of_language(lang: str) -> str | None:
     return _data()["languages"][key]["script"] if key else None
 
 
-def settings_for(lang: str | None, text: str = "",
-                 overrides: Mapping[str, Any] | None = None) -> tuple[LanguageSettings, bool]:
+def other_scripts(lang: str) -> frozenset[str]:
+    """The scripts besides its main one in which a language has settings of its own (Serbian: Latn)."""
+    key = _lookup(lang) if lang.strip() else None
+    return frozenset(_data()["languages"][key].get("other_scripts", ())) if key else frozenset()
+
+
+def settings_for(lang: str | None, text: str = "", overrides: Mapping[str, Any] | None = None,
+                 script: str | None = None) -> tuple[LanguageSettings, bool]:
     """The settings of a document in language `lang`, and whether they are a fallback.
 
     `lang`: lid.176's code, an ISO 639-3 code or a FineWeb-2 subset name ("cmn_Hani"). A language
     without settings of its own falls back to its script's defaults: the script in the code, else the
-    script of `text`, else Latin. `overrides`: a recipe's `{languages: {zh: {...}}}` (see `apply_overrides`).
+    script of `text`, else Latin. A language written in two scripts takes its settings in `script` (else the
+    script of `text`) where it has them (`other_scripts`: Serbian's stop words in Latin script are not its
+    Cyrillic ones). `overrides`: a recipe's `{languages: {zh: {...}}}` (see `apply_overrides`).
     """
     data = _data()
     code = (lang or "").strip()
     key = _lookup(code.partition("_")[0]) if code else None
     if key is not None:
         entry = data["languages"][key]
+        others = entry.get("other_scripts", {})
+        wanted = script or code.partition("_")[2].title() or (script_of_text(text) if others and text else None)
+        if wanted in others:
+            entry = {**entry, **others[wanted], "script": wanted}
         script = entry["script"]
         source = f"fineweb2:{entry['fineweb2']}" if entry.get("fineweb2") else entry.get("source", key)
         settings = _build(code, script, source, {**data["scripts"].get(script, data["default"]), **entry})

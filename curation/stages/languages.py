@@ -19,7 +19,7 @@ from pydantic import Field, field_validator
 
 from curation.lang.codes import did_you_mean, language_code
 from curation.lang.scripts import script_of_text
-from curation.lang.settings import LanguageSettings, overridable, settings_for
+from curation.lang.settings import LanguageSettings, other_scripts, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, Processed, StageParams
 from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, expand_keep
@@ -29,6 +29,7 @@ from curation.text.layout import bare_words, prose_text
 from curation.text.splitter import WORDS, Words, warm_up
 
 LANG = "lang"
+LANG_SCRIPT = "lang_script"  # langid's, for a language written in two scripts
 FALLBACK_LANGUAGE = "fallback_language"
 """Count key: documents whose language had no settings of its own and were judged by their script's."""
 _ENGLISH_CODES = frozenset({"en", "eng"})
@@ -134,6 +135,13 @@ def document_languages(batch: pa.Table, languages: Mapping[str, Mapping[str, Any
         texts = as_array(batch.column("text")) if texts is None else texts
         if not code.strip():  # no language: the stage's own params, but not for words of an unspaced script
             rows = rows[segmenters(texts.take(pa.array(rows))) != SPACES]
+        elif other_scripts(code):  # Serbian in either script: each document by its own script's settings
+            scripts = _scripts(batch, texts, rows)
+            for row, script in zip(rows.tolist(), scripts, strict=True):
+                if (code, script) not in cache:
+                    cache[(code, script)] = settings_for(code, overrides=overrides, script=script)
+                group[row] = groups.setdefault((code, script), len(groups))
+            continue
         else:
             if (code, "") not in cache:
                 cache[(code, "")] = settings_for(code, overrides=overrides)
@@ -150,6 +158,14 @@ def document_languages(batch: pa.Table, languages: Mapping[str, Mapping[str, Any
     settings = [cache[key] for key in groups]
     fallback = np.array([False, *(f for _, f in settings)])[group + 1].astype(np.int64)
     return DocumentLanguages([s for s, _ in settings], group, fallback)
+
+
+def _scripts(batch: pa.Table, texts: pa.Array, rows: np.ndarray) -> list[str]:
+    """The script of each of `rows`: its `lang_script` (langid's), else its text's dominant script."""
+    given = batch.column(LANG_SCRIPT).take(pa.array(rows)).to_pylist() if LANG_SCRIPT in batch.column_names \
+        else [None] * len(rows)
+    return [script or script_of_text(texts[row].as_py()) or "" for row, script in zip(rows.tolist(), given,
+                                                                                     strict=True)]
 
 
 class LanguageFilter(DocumentFilter):

@@ -88,6 +88,14 @@ def test_recipe_overrides_merge_per_language_and_reject_unknown_fields() -> None
 
 
 @pytest.mark.subprocess
+def test_a_language_in_two_scripts_has_the_settings_of_each() -> None:
+    latin, cyrillic = lang_settings.settings_for("sr", script="Latn")[0], lang_settings.settings_for("sr")[0]
+    assert (latin.script, cyrillic.script) == ("Latn", "Cyrl")
+    assert "je" in latin.stop_words and "је" in cyrillic.stop_words and "je" not in cyrillic.stop_words
+    assert lang_settings.settings_for("sr", "Ovo je tekst na srpskom.")[0].script == "Latn"  # the text's script
+    assert lang_settings.other_scripts("sr") == {"Latn"} and lang_settings.other_scripts("de") == frozenset()
+
+
 def test_shipped_data_is_what_the_generator_derives(tmp_path: Path) -> None:
     configs = DATA / "fineweb2" / "configs"
     if not configs.is_dir():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -175,6 +176,19 @@ def test_real_chinese_page_is_judged_as_chinese(english_pages: list[str]) -> Non
     assert as_english == ["long_mean_word_length"]  # no `lang`: English words, one per clause
     assert run_chain([page], ["zh"], [GopherQuality()]) == [None]
     assert run_chain([page], [None], [GopherQuality()]) == [None]  # its script's words and settings
+
+
+def test_serbian_is_judged_by_the_settings_of_the_script_it_is_written_in() -> None:
+    """FineWeb-2 has Serbian in both scripts (srp_Cyrl, srp_Latn): a Latin-script page judged by the Cyrillic stop
+    words had none and was dropped as `too_few_stop_words`. The script comes from langid's `lang_script`, else from
+    the text."""
+    here = Path(__file__).parent
+    latin = "\n".join((here / "udhr_sr_latn.txt").read_text(encoding="utf-8").splitlines()[:12])
+    cyrillic = "Свако има право на живот, слободу и безбедност личности. Нико не сме бити држан у ропству."
+    table = pa.table({"text": [latin, latin, cyrillic * 6], "lang": ["sr"] * 3, "lang_script": ["Latn", None, None]})
+    out = GopherQuality(keep_scores=True).process(table)
+    assert out.reasons.to_pylist() == [None, None, None]
+    assert min(out.table.column("gopher_stop_words").to_pylist()) >= 10  # Latin by Cyrillic's list: 0
 
 
 def test_languages_overrides_change_the_decision(corpus: dict[str, list[list[str]]]) -> None:

@@ -7,7 +7,9 @@ The config folder defaults to `$CURATION_TESTDATA/fineweb2/configs`, else `../sh
 Source: FineWeb-2 (Penedo et al. 2025), https://github.com/huggingface/fineweb-2, `configs/<iso639-3>_<script>.yml`,
 Apache-2.0. Each language of lid.176 is mapped to one FineWeb-2 subset (ISO 639-3 + script); for a
 macrolanguage, or a lid.176 code that names a group, the first subset of its candidate list that FineWeb-2
-has is taken (the main variety: zh -> cmn_Hani, ar -> arb_Arab, ...). Per-script defaults are the medians
+has is taken (the main variety: zh -> cmn_Hani, ar -> arb_Arab, ...). A language written in two scripts
+(`curation.lang.codes.TWO_SCRIPTS`) also gets the subset of its other script where FineWeb-2 has one
+(`other_scripts`: sr -> srp_Latn, uz -> uzn_Cyrl, az -> azj_Cyrl, tt -> tat_Latn). Per-script defaults are the medians
 of all FineWeb-2 subsets of that script, for a language without settings of its own.
 """
 
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from curation.lang.codes import TWO_SCRIPTS
 from curation.lang.settings import SHORT_LINE, scaled_short_line
 
 # lid.176 label -> FineWeb-2 subsets to try, in order (ISO 639-3 + ISO 15924 script).
@@ -189,6 +192,11 @@ def main(argv: list[str]) -> None:
         if code in WRITTEN_STOP_WORDS:
             entry["fineweb2_stop_words"] = entry["stop_words"]
             entry["stop_words"], entry["stop_words_source"] = WRITTEN_STOP_WORDS[code]
+        iso3 = (subset or candidates[0]).split("_")[0]
+        others = {other: f"{iso3}_{other}" for other in TWO_SCRIPTS.get(code, ()) if other != script}
+        if found := {other: {"fineweb2": name, **settings_of(configs[name])}
+                     for other, name in others.items() if name in configs}:
+            entry["other_scripts"] = found  # Serbian in Latin script: srp_Latn's stop words, not srp_Cyrl's
         languages[code] = entry
     for code, iso3 in lingua_languages().items():
         subset = next((name for name in configs if name.split("_")[0] == iso3), None)
@@ -200,6 +208,8 @@ def main(argv: list[str]) -> None:
     for code, entry in languages.items():
         if per_word.get(code) and english_per_word:
             entry["short_line_length"] = scaled_short_line(per_word[code], english_per_word)
+            for other in entry.get("other_scripts", {}).values():  # measured in one script, as long in the other
+                other["short_line_length"] = entry["short_line_length"]
     by_script: dict[str, list[dict]] = {}
     for name, config in configs.items():
         by_script.setdefault(name.split("_")[1], []).append(config)

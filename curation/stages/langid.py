@@ -600,6 +600,10 @@ class _Opinion:
     script: np.ndarray  # object: dominant script
     lang_script: np.ndarray | None = None  # object: `lang_script` (None where the language has one script)
 
+    def __post_init__(self) -> None:  # fastText adds 1e-5 inside its softmax: a sure label scored 1.00001
+        np.minimum(self.score, 1.0, out=self.score)
+        np.minimum(self.fasttext_score, 1.0, out=self.fasttext_score)
+
 
 class LangId(DocumentFilter):
     """Label each document's language (`lang`, `lang_score`) and keep the languages asked for.

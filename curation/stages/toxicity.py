@@ -102,6 +102,10 @@ DEFAULT_IGNORED: tuple[str, ...] = (
     "gay", "gays", "queer", "queers", "homo",
 )  # fmt: skip
 
+DOTTED_I = frozenset({"tr", "az"})
+"""Languages whose capital I is dotless ı in lower case (and İ is i): Turkish, Azerbaijani."""
+
+
 def tokenize(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """All words of all texts, lowercased, as one flat array; the row of each; which are real words.
 
@@ -296,10 +300,13 @@ class _Words:
     per n-gram length, the entries and their first words (n-grams are joined only where one starts)."""
 
     grams: dict[int, tuple[pa.Array, pa.Array]]
+    dotted_i: bool = False  # Turkish and Azerbaijani: `I` lowercases to `ı`, `İ` to `i`
 
     def count(self, texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """Flagged words (a phrase covers all its words) and words of every text."""
         n = len(texts)
+        if self.dotted_i:  # a Turkish heading "EN SIK SORULAN SORULAR" (sık, often) is no "sik"
+            texts = pc.replace_substring(pc.replace_substring(texts, "İ", "i"), "I", "ı")
         words, rows, real = tokenize(texts)
         total = np.bincount(rows[real], minlength=n)
         covered = np.zeros(len(words), dtype=bool)
@@ -425,7 +432,7 @@ class Toxicity(DocumentFilter):
         """A list's entries with `extra`; a trailing * is a stem marker."""
         return [e for e in (e.strip().rstrip("*") for e in [*entries, *self.params.extra]) if e]
 
-    def _words(self, entries: list[str] | tuple[str, ...]) -> _Words:
+    def _words(self, entries: list[str] | tuple[str, ...], lang: str = ENGLISH) -> _Words:
         entries = [e for e in self._entries(entries) if not _spelled_with_symbols(e)]
         tokens, rows, real = tokenize(pa.array(entries, pa.string()))
         tokens, rows = tokens.filter(pa.array(real)), rows[real]
@@ -436,7 +443,7 @@ class Toxicity(DocumentFilter):
         return _Words({
             n: (pa.array(sorted(e), pa.string()), pa.array(sorted({x.split(" ")[0] for x in e}), pa.string()))
             for n, e in sorted(by_length.items())
-        })
+        }, dotted_i=lang in DOTTED_I)
 
     def _segmented(self, lang: str, entries: tuple[str, ...]) -> _Segmented:
         ignored = {e.lower() for e in self.params.ignore}
@@ -468,7 +475,7 @@ class Toxicity(DocumentFilter):
         if entries is None or code == ENGLISH:
             return self._matchers[ENGLISH]
         if code not in self._matchers:  # built on first use: a worker meets a few of the languages
-            self._matchers[code] = (self._words(entries) if segmenter_of(code) == SPACES
+            self._matchers[code] = (self._words(entries, code) if segmenter_of(code) == SPACES
                                     else self._segmented(code, entries))
         return self._matchers[code]
 

@@ -121,6 +121,13 @@ def test_a_language_fasttext_cannot_rank_does_not_take_text_without_its_words(te
         assert list(stage.identify(documents).lang) == [lang] * 8
 
 
+def test_scores_are_probabilities(stage: LangId):
+    """fastText adds 1e-5 inside its softmax: Amharic, Japanese and Korean came out at 1.00001."""
+    found = stage.identify(["ሁሉም ሰው የመኖር፣ የነጻነትና የደህንነት መብት አለው።",
+                            "모든 사람은 생명과 신체의 자유와 안전에 대한 권리를 가진다."])
+    assert list(found.lang) == ["am", "ko"] and found.score.max() <= 1.0 and found.fasttext_score.max() <= 1.0
+
+
 def test_decomposed_text_gets_the_label_of_its_composed_twin(testdata: Path, stage: LangId):
     """The models learnt composed (NFC) text: decomposed Vietnamese read as Tsonga or Maori, Korean jamo
     as Chinese, before the stage composed it."""

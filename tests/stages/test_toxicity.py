@@ -153,6 +153,14 @@ def test_ordinary_words_of_the_lists_beyond_english_are_not_flagged_and_abuse_st
     assert Toxicity(languages="all").score(abuse)["flagged_words"].tolist() == [1, 5, 2]
 
 
+def test_turkish_capitals_are_lowercased_the_turkish_way():
+    """Turkish and Azerbaijani capitalise the dotless i as I and the dotted one as a dotted capital: "EN SIK SORULAN
+    SORULAR" (frequently asked questions) holds "often", not the list's word English lowercasing read; that word
+    written in lower case is still flagged."""
+    table = _table(["EN SIK SORULAN SORULAR", "Sık sorulan sorular", "SİK", "sik"], ["tr"] * 4)
+    assert Toxicity(languages="all").score(table)["flagged_words"].tolist() == [0, 0, 1, 1]
+
+
 def test_segmented_languages_match_words_and_split_entries_as_substrings():
     stage = Toxicity(languages=["zh", "ja"])
     # 操你祖宗 is one entry that jieba splits into words: matched as a substring, one flagged word

@@ -206,3 +206,17 @@ def test_toxicity_judges_each_labelled_language_by_its_own_list_however_little_o
     assert english.process(labelled.table).reasons.to_pylist() == [None, None]
     unlabelled = Toxicity(languages=["en", "zh"]).ready().process(labelled.table.drop_columns(["lang_paragraphs"]))
     assert unlabelled.reasons.to_pylist() == [None, None]  # as before: the English list over the whole text
+
+
+def test_the_multilingual_recipe_keeps_a_page_in_two_languages_and_judges_each_by_its_rules(testdata):
+    """Arabic and French paragraphs in turn (Leipzig sentences): labelled as one document, the page scored 0.60 `ar`
+    and was dropped under Arabic's threshold by `recipes/web-multilingual.yaml`, which now labels paragraphs."""
+    from curation import explore
+    from tests.conftest import ROOT
+
+    sentences = {lang: (testdata / "langid" / "sentences" / f"{lang}.txt").read_text(encoding="utf-8").splitlines()
+                 for lang in ("ar", "fr")}
+    text = "\n\n".join(" ".join(sentences[lang][i * 3:i * 3 + 3]) for i in range(4) for lang in ("ar", "fr"))
+    found = explore.explain(text, str(ROOT / "recipes" / "web-multilingual.yaml"))
+    langid = next(step for step in found.steps if step["stage"] == "langid")
+    assert found.kept and langid["scores"]["lang_paragraphs"] == "ar 4, fr 4"

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import re
 import tarfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
@@ -175,10 +176,10 @@ def hashed_urls(block: bytes) -> np.ndarray:
     return np.array([_HASH(e.encode()) for e in entries if e], np.uint64)
 
 
-def _lines_in_blocks(stream: object) -> Iterator[bytes]:
-    """A file's bytes as blocks of whole lines."""
+def _lines_in_blocks(stream: Any) -> Iterator[bytes]:
+    """A file's bytes (a pyarrow stream, a tar member) as blocks of whole lines."""
     rest = b""
-    while chunk := stream.read(CHUNK_BYTES):  # type: ignore[attr-defined]
+    while chunk := stream.read(CHUNK_BYTES):
         block = rest + chunk
         cut = block.rfind(b"\n") + 1
         rest = block[cut:]
@@ -188,10 +189,10 @@ def _lines_in_blocks(stream: object) -> Iterator[bytes]:
         yield rest
 
 
-def read_list(uri: str, hashed: object) -> list[np.ndarray]:
+def read_list(uri: str, hashed: Callable[[bytes], np.ndarray]) -> list[np.ndarray]:
     """A plain list file, hashed block by block (`hashed_domains` or `hashed_urls`)."""
     with storage.open_text_stream(uri) as stream:
-        return [hashed(block) for block in _lines_in_blocks(stream)]  # type: ignore[operator]
+        return [hashed(block) for block in _lines_in_blocks(stream)]
 
 
 def read_archive(uri: str, categories: Sequence[str] | None) -> dict[str, list[np.ndarray]]:

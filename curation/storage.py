@@ -81,7 +81,11 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    try:
+        return re.compile("".join(out) + r"\Z")
+    except re.error as exc:  # a bracket that is no character class: `[z-a]`, `x[]]`
+        msg = f"bad pattern {pattern!r}: {exc}"
+        raise ValueError(msg) from exc
 
 
 def expand(pattern: str) -> list[str]:

@@ -33,7 +33,7 @@ def _recipe_kind(path: str) -> str:
 
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):  # nested too deeply: ~400 levels
         return "curation"  # the curation parser reports why, with the line
     if not isinstance(data, dict) or "sources" in data:
         return "curation"
@@ -102,6 +102,7 @@ def _run(args: argparse.Namespace) -> int:
     from curation.tokens.vocabulary import VocabularyError
     from pipelines.console import summary  # Ray is imported only when a job really runs
     from pipelines.run import ShardsFailed, interrupted_by_sigterm, interruption, run, storage_error
+    from pipelines.tokens import NothingToPack
 
     service = None
     if args.serve:
@@ -125,6 +126,9 @@ def _run(args: argparse.Namespace) -> int:
     except VocabularyError as exc:  # after curation: the job folder says `failed`, its documents are kept
         print(f"curate run: {exc}", file=sys.stderr)
         return 2
+    except NothingToPack as exc:  # after curation: the job folder says `failed`, naming why
+        print(f"curate run: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:  # the job folder cannot be written: a full disk, a read-only mount
         if isinstance(exc, ConnectionError):  # a Ray that cannot be joined: `main` says so
             raise

@@ -58,6 +58,10 @@ def _gather(executor: Executor, refs: list[Any], what: str, say: Say,
     return [] if fold is not None else [executor.result(ref) for ref in refs]
 
 
+class NothingToPack(ValueError):
+    """A job with `tokenizer:` and `pack:` whose stages kept no document."""
+
+
 def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executor) -> bytes:
     """The job's `tokenizer.model` (copied or trained); a trained one's coverage choice goes to
     `_work/tokenizer.json` first, so that a resumed job reports it too."""
@@ -202,6 +206,10 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
     wanted = set(shard_names)
     docs = {s: uri for s, uri in document_files(job_dir).items() if s in wanted}
     files = [docs[s] for s in sorted(docs)]
+    if not files:
+        msg = ("tokens: no document is left to tokenize and pack; the job folder's rejects/ holds those dropped, "
+               "each with its stage and reason")
+        raise NothingToPack(msg)
     model = _tokenizer(job_dir, recipe, files, executor)
     sp = processor(model)
     trained = _training(job_dir)

@@ -170,3 +170,26 @@ def test_rehydration_needs_the_cluster_sizes_minhash_dedup_keeps(monkeypatch):
     assert found == ["r.yaml:8:41: mixture.rehydrate: `rehydrate` repeats documents by their duplicate cluster's "
                      "size: it needs `minhash_dedup: {cluster_size: true}` among the stages"]
     parse_recipe(text.replace("minhash_dedup: {}", "minhash_dedup: {cluster_size: true}"), "r.yaml")
+
+
+def test_a_seed_outside_what_the_samplers_take_is_refused(monkeypatch):
+    """sentencepiece takes a uint32: `seed: -1` passed validation and failed the run after all its work."""
+    monkeypatch.chdir(ROOT)
+    assert "r.yaml:1:7: seed: Input should be greater than or equal to 0" in problems("seed: -1\n" + GOOD)
+    assert "r.yaml:1:7: seed: Input should be less than or equal to 4294967295" in problems(f"seed: {2**32}\n" + GOOD)
+
+
+def test_a_pattern_that_is_no_glob_is_a_problem_of_its_key(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    found = problems(GOOD.replace("recipes/sample/*.warc.gz", "recipes/sample/[z-a].warc.gz"))
+    assert len(found) == 1 and "r.yaml:3:39: sources[0].paths[0]: cannot list" in found[0]
+    assert "bad pattern" in found[0] and "bad character range z-a" in found[0]
+
+
+def test_validate_answers_a_recipe_nested_too_deeply_in_one_line(tmp_path, capsys):
+    from pipelines.cli import main
+
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("sources: " + "[" * 1000 + "]" * 1000 + "\n")
+    assert main(["validate", str(deep)]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == f"{deep}:1:1: not valid YAML: nested too deeply"

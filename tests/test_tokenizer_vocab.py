@@ -98,6 +98,21 @@ def test_a_vocabulary_smaller_than_the_alphabet_is_refused_naming_the_least_size
     assert manifest["vocab_size"] == least
 
 
+def test_a_job_whose_stages_keep_nothing_fails_in_one_line_before_training_a_tokenizer(corpus, tmp_path, capsys):
+    """Every document dropped: sentencepiece's `[!sentences_.empty()]` ended the run in three tracebacks."""
+    path = recipe(corpus, tmp_path / "none", ("zh",), trained(1000))
+    body = yaml.safe_load(path.read_text(encoding="utf-8"))
+    body["stages"] = [{"langid": {"keep": ["ja"]}}]  # Chinese documents, Japanese kept
+    path.write_text(yaml.safe_dump(body, allow_unicode=True), encoding="utf-8")
+    code, _, err = curate(capsys, "run", str(path), "--quiet")
+    assert code == 1
+    one_line(err, r"curate run: tokens: no document is left to tokenize and pack; the job folder's rejects/ holds "
+                  r"those dropped, each with its stage and reason")
+    (folder,) = (tmp_path / "none" / "jobs").iterdir()
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    assert events[-1]["event"] == "job_failed" and "NothingToPack" in events[-1]["error"]
+
+
 def test_a_vocabulary_too_large_is_refused_with_the_hard_limit(corpus, tmp_path, capsys):
     code, _, err = curate(capsys, "run", str(recipe(corpus, tmp_path, ("zh", "en"), trained(64000))), "--quiet")
     assert code == 2

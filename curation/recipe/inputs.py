@@ -23,7 +23,7 @@ def path_checks(recipe: Recipe) -> list[Located]:
         for j, pattern in enumerate(source.paths):
             try:
                 matched[i, j] = storage.expand(pattern)
-            except OSError as exc:
+            except (OSError, ValueError) as exc:
                 out.append((("sources", i, "paths", j), f"cannot list {pattern!r}: {exc}"))
                 continue
             if not matched[i, j]:
@@ -82,7 +82,7 @@ def _reads_output(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> 
     for i, source in enumerate(recipe.sources):
         shard = f"{source.name}-file-0123456789"
         for j, pattern in enumerate(source.paths):
-            if storage.is_remote(pattern) != remote:
+            if storage.is_remote(pattern) != remote or (i, j) not in matched:  # a bad pattern is reported already
                 continue
             regex = _pattern_regex(pattern)
             found = [storage.resolve(u)[1] for u in matched.get((i, j), [])]

@@ -133,7 +133,8 @@ class Recipe(_Strict):
         description="Job name; the job folder is output/<name>-<hash>."
     )
     output: str = Field("./jobs", description="Folder or URI under which the job folder is made.")
-    seed: int = Field(42, description="Seed of every random choice (sampling, shuffles).")
+    seed: int = Field(42, ge=0, le=2**32 - 1, description="Seed of every random choice (sampling, shuffles); "
+                      "0 to 2^32 - 1, what sentencepiece and numpy take.")
     executor: Literal["ray", "local"] = Field(
         "ray", description="ray: Ray tasks (embedded or a cluster, see `ray`); local: this machine's processes, "
         "no Ray (a laptop or a small job: no cluster's fixed memory and start-up; same output).")

@@ -394,6 +394,15 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
     from curation.stages import DocumentFilter
 
     doc = {"text": text_or_doc} if isinstance(text_or_doc, str) else dict(text_or_doc)
+    for key in ("text", "url", "title"):
+        if not isinstance(value := doc.get(key), str):
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate (json.loads of "\ud800"): no UTF-8 text
+            msg = (f"explain: the document's {key} holds {value[exc.start:exc.end]!r} at {exc.start}, which is no "
+                   "UTF-8 text (a reader rejects such a record as `invalid_utf8`)")
+            raise ValueError(msg) from None
     batch = schema.documents_table([doc.get("text")], source=doc.get("source") or "local")
     for column in ("url", "title"):
         if doc.get(column) is not None:

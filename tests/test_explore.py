@@ -48,6 +48,13 @@ def test_explain_shows_each_decision_with_its_scores_and_stops_at_the_drop():
     assert list(kept.to_frame()["stage"]) == ["extract", "length", "gopher_quality"]
 
 
+def test_explain_refuses_text_that_is_no_utf8_in_one_line():
+    """A lone surrogate (json.loads of "\\ud800") raised UnicodeEncodeError from deep in pyarrow."""
+    recipe = parse_recipe(RECIPE, check_paths=False)
+    with pytest.raises(ValueError, match=r"^explain: the document's text holds '\\ud800' at 3, which is no UTF-8"):
+        explore.explain("ok \ud800 text", recipe)
+
+
 def write_documents(job: Path, ids: list[str]) -> None:
     (job / "documents").mkdir(parents=True)
     pq.write_table(pa.table({"id": ids, "source": ["web"] * len(ids), "url": [f"https://x/{i}" for i in ids],

@@ -221,6 +221,9 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
         say(f"warning: {warning}")
     buckets = max(1, math.ceil(text_bytes(files) / recipe.pack.bucket_bytes)) if files else 1
     histograms, languages = _tokenize(job_dir, recipe, docs, model, buckets, executor, say)
+    empty = np.zeros_like(next(iter(histograms.values())))
+    for source in recipe.sources:  # a source whose documents were all dropped keeps its target, reported missed
+        histograms.setdefault(source.name, empty)
     plans = plan(recipe.mixture, histograms)
     for source, p in sorted(plans.items()):
         note = f", SHORT by {p.shortfall_tokens:,} (max_epochs reached)" if p.shortfall_tokens else ""

@@ -290,3 +290,29 @@ pack: {{seq_len: 64, shard_rows: 64, validation: 0.0}}
         assert books["epochs"] == 1.2 and books["miss_cause"] == "max_epochs"
         assert books["shortfall_tokens"] == books["target_tokens"] - books["achieved_tokens"] > 0
         assert f"short by {books['shortfall_tokens']:,} tokens" in printed and "(`max_epochs`)" in printed
+
+
+def test_a_weighted_source_whose_documents_were_all_dropped_keeps_its_target_and_is_warned_about(tmp_path: Path):
+    """It vanished from the plan, the manifest and the warnings: the mixture read only the sources with documents."""
+    rng = random.Random(6)
+    (tmp_path / "web.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in _texts(rng, 200, 12)))
+    (tmp_path / "books.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in ["too short"] * 5))
+    recipe = parse_recipe(f"""\
+name: one-empty
+executor: local
+local: {{workers: 1}}
+sources:
+  - {{name: web, format: jsonl, paths: ["{tmp_path}/web.jsonl"]}}
+  - {{name: books, format: jsonl, paths: ["{tmp_path}/books.jsonl"]}}
+stages:
+  - length: {{min_words: 5}}
+mixture: {{weights: {{web: 0.5, books: 0.5}}, total_tokens: 4000}}
+tokenizer: {{train: {{vocab_size: 300, model_type: bpe}}}}
+pack: {{seq_len: 64, shard_rows: 64, validation: 0.0}}
+""")
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True)
+    books = json.loads(Path(result.job_dir, "manifest.json").read_text())["mixture"]["books"]
+    assert (books["target_tokens"], books["achieved_tokens"], books["miss_cause"]) == (2000, 0, "no_documents")
+    console = Console(record=True, width=400)
+    summary(result.stats, result.job_dir, console=console)
+    assert "warning: mixture books: 0 tokens (0.0%) for a target of 2,000 (50.0%)" in console.export_text()

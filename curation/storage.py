@@ -99,7 +99,13 @@ def expand_sized(pattern: str) -> list[tuple[str, int]]:
     return [(found.uri, found.size) for found in _expand_listed(pattern)]
 
 
+def files_pattern(pattern: str) -> str:
+    """A pattern of files: one ending in `/` names folders (`checkouts/*/`), each standing for all its files."""
+    return pattern + "**" if pattern.endswith("/") and has_wildcard(pattern) else pattern
+
+
 def _expand_listed(pattern: str) -> list[Listed]:
+    pattern = files_pattern(pattern)
     fs, path = resolve(pattern)
     prefix = "" if "://" not in pattern or pattern.startswith("file://") else pattern.split("://")[0] + "://"
     if not _WILDCARD.search(path):
@@ -174,7 +180,9 @@ def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], 
 def list_files(pattern: str) -> list[Listed]:
     """`expand_sized` for inputs, sorted: a link met while walking a folder or matching a wildcard is listed as a
     link, never followed (what it names may lie anywhere); a path named without wildcards is the user's choice
-    and is followed, a link there listed as the real path of its target."""
+    and is followed, a link there listed as the real path of its target. A pattern ending in `/` names folders,
+    which stand for their files (`files_pattern`)."""
+    pattern = files_pattern(pattern)
     if is_remote(pattern):
         return _expand_listed(pattern)
     fs, path = resolve(pattern)  # resolves the links in the part the user named

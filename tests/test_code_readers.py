@@ -207,3 +207,17 @@ def test_an_encrypted_zip_member_is_a_reject_and_the_others_are_read(tmp_path: P
     table = read(tmp_path / "locked.zip")
     assert outcomes(table) == {"unreadable_member": 1, "doc": 1, schema.END_OF_SHARD: 1}
     assert "password required" in table.column(schema.DETAIL).to_pylist()[0]
+
+
+def test_a_pattern_ending_in_a_slash_names_folders_each_standing_for_its_files(tmp_path: Path, monkeypatch):
+    """README's `paths: ["repos/*.tar.gz", "checkouts/*/"]`: the wildcard matched files only, and was refused."""
+    from curation.recipe import parse_recipe
+    from curation.shards import list_shards
+
+    for repo, name in (("proj", "src/a.py"), ("other", "b.py")):
+        (tmp_path / "checkouts" / repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "checkouts" / repo / name).write_text("print(1)\n")
+    (tmp_path / "checkouts" / "loose.txt").write_text("not in a checkout\n")
+    monkeypatch.chdir(tmp_path)
+    recipe = parse_recipe('name: c\nsources:\n  - {name: repos, format: code, paths: ["checkouts/*/"]}\n')
+    assert sorted(s.key for s in list_shards(recipe)) == ["other/b.py", "proj/src/a.py"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
@@ -46,6 +47,38 @@ def too_many_attributes(html: str, max_attributes: int) -> int | None:
     """Where the first tag with more than `max_attributes` attributes starts (None: no such tag)."""
     scanned = _tags_up_to(max_attributes).match(html).end()  # interruptible, unlike the parser
     return scanned if scanned < len(html) else None
+
+
+DEEP_CHECK_TAGS = 5_000
+"""A page with more `<` than this has its nesting measured (`nesting_depth`): fewer tags cannot nest deeper."""
+_UNNESTED = re.compile(r"(?is)<(script|style|textarea|template)\b.*?</\1\s*>|<!--.*?-->")
+_VOID = ("area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param", "source",
+         "track", "wbr", "!")
+
+
+def nesting_depth(html: str) -> int:
+    """How deep the page's elements nest, about: start tags (not void, not self-closed) less end tags, at their
+    most, scripts, styles and comments left out. resiliparse's selectors take time growing with the square of the
+    depth, in C that no time limit interrupts (100,000 nested divs: ~110 s); real pages nest under 250 (1,162 pages
+    of the test data: median 17, at most 229). Numpy over the page's bytes: ~15 ms a MB, only for pages with over
+    `DEEP_CHECK_TAGS` tags."""
+    data = np.frombuffer(_UNNESTED.sub("", html).encode("utf-8", "replace"), np.uint8)
+    starts = np.flatnonzero(data[:-1] == ord("<"))
+    if not len(starts):
+        return 0
+    following = np.stack([data[np.minimum(starts + 1 + k, len(data) - 1)] | 0x20 for k in range(8)], axis=1)
+    letter = (following >= ord("a")) & (following <= ord("z"))
+    word = letter | ((following >= ord("0")) & (following <= ord("9")))
+    void = np.zeros(len(starts), bool)
+    for name in _VOID:  # the name whole: `<br>`, `<br/>`, `<br class=...>`, not `<bread>`
+        void |= np.all(following[:, :len(name)] == np.frombuffer(name.encode(), np.uint8), axis=1) & ~word[:, len(name)]
+    ends = np.flatnonzero(data == ord(">"))
+    end_of = np.searchsorted(ends, starts)
+    closed = end_of < len(ends)
+    self_closed = np.zeros(len(starts), bool)
+    self_closed[closed] = data[ends[end_of[closed]] - 1] == ord("/")
+    step = (letter[:, 0] & ~void & ~self_closed).astype(np.int64) - (data[starts + 1] == ord("/"))
+    return int(np.cumsum(step).max())
 
 
 _RAW_TEXT_START = re.compile(r"<(?i:script|style)(?![^\t\n\f\r />])")

@@ -12,10 +12,12 @@ from pydantic import Field, model_validator
 from curation import schema
 from curation.extract.fast import fast_extract
 from curation.extract.html import (
+    DEEP_CHECK_TAGS,
     NOT_HTML,
     TooManyAttributes,
     decode_html,
     html_rows,
+    nesting_depth,
     opened_raw_text_tags,
     too_many_attributes,
 )
@@ -25,6 +27,9 @@ from curation.stages.base import Processed, Resources, Stage, StageParams, with_
 
 if TYPE_CHECKING:
     from trafilatura.deduplication import LRUCache
+
+FAST_MAX_DEPTH = 1_000
+"""Nesting beyond which the fast engine hands a page to trafilatura (real pages: at most 229; `nesting_depth`)."""
 
 
 class ExtractParams(StageParams):
@@ -105,7 +110,9 @@ class Extract(Stage):
         if scanned is not None:
             msg = f"a tag at character {scanned} has over {p.max_tag_attributes} attributes"
             raise TooManyAttributes(msg)
-        if p.engine == "fast":  # after the attribute check: resiliparse's parser is quadratic in them too
+        # after the attribute check: resiliparse's parser is quadratic in them too; a page nested too deep for its
+        # selectors goes to trafilatura (lxml stops at depth 255), which the time limit interrupts
+        if p.engine == "fast" and (html.count("<") <= DEEP_CHECK_TAGS or nesting_depth(html) <= FAST_MAX_DEPTH):
             return fast_extract(html, url, favor=p.favor, include_comments=p.include_comments,
                                 include_tables=p.include_tables)
         return trafilatura_extract(opened_raw_text_tags(html), url, fast=p.fast, favor=p.favor,

@@ -18,6 +18,7 @@ from resiliparse.parse.html import HTMLTree
 from curation import schema
 from curation.apply import run_stage
 from curation.extract.fast import fast_extract
+from curation.extract.html import nesting_depth
 from curation.recipe import RecipeError, parse_recipe
 from curation.stages import Extract
 
@@ -210,3 +211,24 @@ def test_fast_engine_costs_a_fraction_of_trafilatura(testdata: Path):
             stage.extract_one(body, None, None)
         seconds[engine] = time.thread_time() - start
     assert seconds["fast"] * 3 < seconds["trafilatura"], seconds  # ~6x on the benchmark's 1,120 pages
+
+
+def test_nesting_depth_counts_elements_not_void_tags_scripts_or_comments():
+    page = ("<html><body><div><br><img src=x/><p>a<br/></p><svg><path d='M0'/></svg>"
+            "<script>if (a<b && c<d) {}</script><!-- <div><div> --><input type=text></div></body></html>")
+    assert nesting_depth(page) == 4  # html, body, div, p (or svg)
+    deep = "<html><body>" + "<div>" * 100_000 + "x" + "</div>" * 100_000 + "</body></html>"
+    assert nesting_depth(deep) == 100_002
+
+
+def test_a_page_nested_too_deep_for_the_fast_engine_goes_to_trafilatura(monkeypatch):
+    """resiliparse's selectors on 100,000 nested divs took ~110 s in C, which the time limit cannot interrupt;
+    trafilatura's lxml stops at depth 255 and answers at once (no text here)."""
+    import curation.stages.extract as extract_stage
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the fast engine was given a page nested 100,000 deep")
+
+    monkeypatch.setattr(extract_stage, "fast_extract", refuse)
+    deep = "<html><body>" + "<div>" * 100_000 + "x" + "</div>" * 100_000 + "</body></html>"
+    assert Extract(engine="fast", timeout_s=None).extract_one(deep.encode(), None, None) == (None, None)

@@ -90,6 +90,18 @@ def test_gzip_jsonl_with_trailing_garbage_keeps_all_its_records(tmp_path: Path):
     assert detail.startswith(f"OSError: gzip data broken after {len(b''.join(lines))} decompressed bytes")
 
 
+def test_a_last_line_without_its_newline_before_the_garbage_is_kept_and_a_cut_one_is_not(tmp_path: Path):
+    """The whole last record, decoded but not ended by a newline, was counted into the break's reject."""
+    lines = notes(3)
+    whole, cut = tmp_path / "whole.jsonl.gz", tmp_path / "cut.jsonl.gz"
+    whole.write_bytes(gzip.compress(b"".join(lines).rstrip(b"\n"), mtime=0) + b"\x00garbage" * 4)
+    cut.write_bytes(gzip.compress(b"".join(lines)[:-8], mtime=0) + b"\x00garbage" * 4)
+    table = read(JsonlReader(), whole)
+    assert outcome(table) == {"doc": 3, "unreadable_input": 1}
+    assert documents(table) == [json.loads(line)["text"] for line in lines]
+    assert outcome(read(JsonlReader(), cut)) == {"doc": 2, "unreadable_input": 1}  # the third is no record
+
+
 @pytest.mark.parametrize(("codec", "extension"), [("gzip", "gz"), ("zstd", "zst"), ("bz2", "bz2"), ("lz4", "lz4")])
 def test_garbage_after_the_stream_costs_no_record_in_any_codec(tmp_path: Path, codec: str, extension: str):
     lines = notes(300)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from curation import storage
-from curation.readers.base import Reader, Record
+from curation.readers.base import DecompressionBombError, Reader, Record
 from curation.readers.salvage import open_salvaging
 
 
@@ -33,7 +33,20 @@ class JsonlReader(Reader):
             # are counted, not kept, so a huge line or a gzip bomb without newlines costs no memory.
             pieces: list[bytes] = []
             size = position = 0
-            while chunk := stream.read(len(_NEWLINES)):  # small reads salvage more of a truncated file
+            broken: BaseException | None = None
+
+            def read() -> bytes:
+                """The next bytes; b"" at the end, or where the content breaks off (the break kept in `broken`)."""
+                nonlocal broken
+                try:
+                    return stream.read(len(_NEWLINES))  # small reads salvage more of a truncated file
+                except (OSError, ValueError, EOFError) as exc:
+                    if storage.is_io_error(exc) or isinstance(exc, DecompressionBombError):
+                        raise
+                    broken = exc
+                    return b""
+
+            while chunk := read():
                 first = chunk.find(b"\n")
                 if first >= 0:
                     if (record := self._line(position, pieces, chunk[:first], size + first)) is not None:
@@ -51,8 +64,12 @@ class JsonlReader(Reader):
                     pieces.append(chunk)
                 else:
                     pieces.clear()
-            if size and (record := self._line(position, pieces, b"", size)) is not None:
-                yield record
+            # the last line, without its newline: at a break, a whole record (it parses) that the garbage followed
+            last = self._line(position, pieces, b"", size) if size else None
+            if last is not None and (broken is None or last.reason is None):
+                yield last
+            if broken is not None:
+                raise broken
 
     def _line(self, position: int, pieces: list[bytes], end: bytes, size: int) -> Record | None:
         """The record of a complete line (its kept pieces, then `end`, `size` bytes in all); None if blank."""

@@ -193,3 +193,13 @@ def test_validate_answers_a_recipe_nested_too_deeply_in_one_line(tmp_path, capsy
     deep.write_text("sources: " + "[" * 1000 + "]" * 1000 + "\n")
     assert main(["validate", str(deep)]) == 2
     assert capsys.readouterr().err.splitlines()[0] == f"{deep}:1:1: not valid YAML: nested too deeply"
+
+
+def test_an_input_whose_name_is_not_utf8_is_refused_before_work(tmp_path):
+    """pyarrow takes UTF-8 paths only: such a file's documents were lost as one `unreadable_input`, job `done`."""
+    import os
+
+    (tmp_path / os.fsdecode(b"bad\xff.jsonl")).write_text('{"text": "fine"}\n')
+    (tmp_path / "good.jsonl").write_text('{"text": "fine"}\n')
+    found = problems(f'name: n\nsources:\n  - {{name: k, format: jsonl, paths: ["{tmp_path}/*.jsonl"]}}\n')
+    assert len(found) == 1 and "whose name is not UTF-8" in found[0] and "bad\\udcff.jsonl" in found[0]

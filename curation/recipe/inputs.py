@@ -28,6 +28,10 @@ def path_checks(recipe: Recipe) -> list[Located]:
                 continue
             if not matched[i, j]:
                 out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
+            for uri in matched[i, j]:
+                if not uri.isascii() and _not_utf8(uri):
+                    out.append((("sources", i, "paths", j), f"{pattern!r} matches {uri!r}, whose name is not UTF-8: "
+                                "no reader can open it (pyarrow takes UTF-8 paths); rename it"))
     out += _shared_files(recipe, matched)
     out += _reads_output(recipe, matched)
     if recipe.tokenizer is not None and recipe.tokenizer.model and not storage.exists(recipe.tokenizer.model):
@@ -37,6 +41,15 @@ def path_checks(recipe: Recipe) -> list[Located]:
             if not (storage.exists(path) or (mark.folders and storage.is_folder(path))):
                 out.append((("stages", i, kind, *key), f"no {mark.what} at {path!r}"))
     return out
+
+
+def _not_utf8(name: str) -> bool:
+    """A local name holding bytes that are no UTF-8 (Python spells them as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 # What a job writes in its folder (`curation.job`), `{}` standing for a shard's name: an input pattern matching

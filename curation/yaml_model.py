@@ -156,11 +156,29 @@ def parse_yaml_model(text: str, file: str, model: type[BaseModel],
     except ValidationError as exc:
         problems += [problem_at(root, file, e["loc"], (describe and describe(e)) or _describe(e),
                                 e["type"] == "extra_forbidden") for e in exc.errors()]
+        if checks:
+            problems += [problem_at(root, file, loc, msg) for loc, msg in _checks_of_the_rest(data, model, checks,
+                                                                                            exc.errors())]
         raise RecipeError(problems) from None
     problems += [problem_at(root, file, loc, msg) for loc, msg in (checks(validated) if checks else [])]
     if problems:
         raise RecipeError(problems)
     return validated
+
+
+def _checks_of_the_rest(data: dict[str, Any], model: type[BaseModel], checks: Callable[[Any], list[Located]],
+                        errors: list[Any]) -> list[Located]:
+    """`checks` of the keys that did validate, so that one invalid key does not hide the other problems: the
+    top-level keys in error are left out (at their defaults), unless one is required (nothing to check then)."""
+    bad = {e["loc"][0] for e in errors if e["loc"]}
+    fields = model.model_fields
+    if any(key in fields and fields[key].is_required() for key in bad):
+        return []
+    try:
+        rest = model.model_validate({k: v for k, v in data.items() if k not in bad})
+    except ValidationError:
+        return []
+    return [(loc, msg) for loc, msg in checks(rest) if not loc or loc[0] not in bad]
 
 
 def read_recipe_text(path: str | Path) -> str:

@@ -203,3 +203,24 @@ def test_an_input_whose_name_is_not_utf8_is_refused_before_work(tmp_path):
     (tmp_path / "good.jsonl").write_text('{"text": "fine"}\n')
     found = problems(f'name: n\nsources:\n  - {{name: k, format: jsonl, paths: ["{tmp_path}/*.jsonl"]}}\n')
     assert len(found) == 1 and "whose name is not UTF-8" in found[0] and "bad\\udcff.jsonl" in found[0]
+
+
+def test_one_invalid_key_does_not_hide_the_problems_between_the_others(monkeypatch):
+    """`curate validate` says every problem at once: a bad `mixture` hid a source named twice, an `only:` naming no
+    source and a missing input until it was fixed."""
+    monkeypatch.chdir(ROOT)
+    text = """\
+name: m
+sources:
+  - {name: notes, format: jsonl, paths: ["recipes/sample/notes.jsonl.gz"]}
+  - {name: notes, format: jsonl, paths: ["missing.jsonl"]}
+stages:
+  - length: {min_words: 50, only: [nope]}
+mixture: {weights: {notes: 1.0}, total_tokens: -5}
+"""
+    assert problems(text) == [
+        "r.yaml:7:48: mixture.total_tokens: Input should be greater than 0",
+        "r.yaml:4:12: sources[1].name: source name 'notes' is used twice",
+        "r.yaml:6:36: stages[0].length.only[0]: no source named 'nope' (sources: notes, notes)",
+        "r.yaml:4:42: sources[1].paths[0]: no file matches 'missing.jsonl'",
+    ]

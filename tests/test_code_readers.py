@@ -218,6 +218,14 @@ def test_a_pattern_ending_in_a_slash_names_folders_each_standing_for_its_files(t
         (tmp_path / "checkouts" / repo / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "checkouts" / repo / name).write_text("print(1)\n")
     (tmp_path / "checkouts" / "loose.txt").write_text("not in a checkout\n")
+    (tmp_path / "checkouts" / "proj" / "vendor" / "six").mkdir(parents=True)
+    (tmp_path / "checkouts" / "proj" / "vendor" / "six" / "six.py").write_text("x = 1\n")
     monkeypatch.chdir(tmp_path)
     recipe = parse_recipe('name: c\nsources:\n  - {name: repos, format: code, paths: ["checkouts/*/"]}\n')
-    assert sorted(s.key for s in list_shards(recipe)) == ["other/b.py", "proj/src/a.py"]
+    shards = sorted(list_shards(recipe), key=lambda s: s.key)
+    assert [s.key for s in shards] == ["other/b.py", "proj/src/a.py", "proj/vendor/six/six.py"]
+    # each folder is a repository though it holds no .git and no licence: its vendored files are seen as such
+    reader = recipe.sources[0].reader()
+    metas = [next(iter(reader.records(s.uri))).meta for s in shards]
+    assert [(m["repo"], m["path"]) for m in metas] == [("other", "b.py"), ("proj", "src/a.py"),
+                                                       ("proj", "vendor/six/six.py")]

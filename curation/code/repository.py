@@ -111,10 +111,11 @@ def _listing(folder: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=1024)
-def folder_root(folder: str, max_up: int = 12) -> str:
-    """The repository folder of a loose file: nearest `.git` above, else nearest licence file, else its folder."""
+def folder_root(folder: str, max_up: int = 12, floor: str | None = None) -> str:
+    """The repository folder of a loose file: nearest `.git` above, else nearest licence file, else `floor` (the
+    folder a source named: its files are one repository), else its own folder. Never above `floor`."""
     chain = [folder]
-    while len(chain) <= max_up and "/" in chain[-1].rstrip("/"):
+    while len(chain) <= max_up and "/" in chain[-1].rstrip("/") and chain[-1] != floor:
         parent = chain[-1].rsplit("/", 1)[0]
         if not parent or parent == chain[-1]:
             break
@@ -125,7 +126,7 @@ def folder_root(folder: str, max_up: int = 12) -> str:
     for candidate in chain:
         if any(is_license_file(name) for name in _listing(candidate) if not name.endswith("/")):
             return candidate
-    return folder
+    return floor or folder
 
 
 @functools.lru_cache(maxsize=256)

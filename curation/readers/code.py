@@ -13,7 +13,8 @@ the documents read before the break and ends with a `truncated_input`/`unreadabl
   repository root. Licence files are read first (tar: a first pass over the stream; zip: by name),
   so every document knows its licence.
 - **Folders**: a folder in `paths` expands to its files, each its own shard; a file's repository is
-  the nearest folder above it holding `.git` (else a licence file, else its own folder).
+  the nearest folder above it holding `.git` (else a licence file, else the folder the source names: a folder
+  in `paths`, or each one a pattern ending in `/` matches, `checkouts/*/`; else its own folder).
 - **Tables** (`.parquet`, `.jsonl[.gz|.zst|...]`): The Stack's layout, one file per row: the
   `content_field`, `path_field`, `repo_field`, `license_field` (an SPDX expression, a list of ids as
   in The Stack v1's `max_stars_repo_licenses`, or a licence class) and `language_field` columns;
@@ -27,7 +28,7 @@ import lzma
 import stat
 import tarfile
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
@@ -88,9 +89,11 @@ class CodeReader(Reader):
 
     format: ClassVar[str] = "code"
 
-    def __init__(self, *, code: CodeOptions | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, code: CodeOptions | None = None, paths: Sequence[str] = (), **kwargs: Any) -> None:
+        """`paths`: the source's, whose folders (named, or matched by a pattern ending in `/`) are repositories."""
         super().__init__(**kwargs)
         self.code = code or CodeOptions()
+        self.paths = tuple(paths)
 
     def records(self, uri: str) -> Iterator[Record]:
         layout = self.code.layout
@@ -222,7 +225,8 @@ class CodeReader(Reader):
 
     def _loose(self, uri: str) -> Record:
         fs, path = storage.resolve(uri)
-        root, relative = _in_repository(storage.canonical(uri))
+        path = storage.canonical(uri)
+        root, relative = _in_repository(path, named_folder(self.paths, path))
         relative = readable_name(relative)
         info = fs.get_file_info(path)
         if any(v in f"/{relative}" for v in VCS):
@@ -237,7 +241,7 @@ class CodeReader(Reader):
 
     def link(self, path: str) -> Record:
         """A link met in a folder, named by its path inside its repository."""
-        _, relative = _in_repository(path)
+        _, relative = _in_repository(path, named_folder(self.paths, path))
         return _skip(0, "link", f"{readable_name(relative)} -> {link_target(path)}"[:500])
 
     # -- The-Stack-like tables ---------------------------------------------------------------------
@@ -329,9 +333,26 @@ def readable_name(name: str) -> str:
     return schema.utf8_or_raw(name).decode("utf-8", "replace")
 
 
-def _in_repository(path: str) -> tuple[str, str]:
-    """(repository folder, path inside it) of a file of a folder."""
-    root = folder_root(path.rsplit("/", 1)[0])
+def named_folder(patterns: Sequence[str], path: str) -> str | None:
+    """The folder holding `path` that a source names: a folder given as such, or one a pattern ending in `/`
+    matches (each checkout of `checkouts/*/`). None where the file was found otherwise."""
+    for pattern in patterns:
+        names_folders = pattern.endswith("/") or not storage.has_wildcard(pattern)
+        if storage.is_remote(pattern) or not names_folders:
+            continue
+        folder = storage.canonical(pattern).rstrip("/")
+        prefix = "/".join(path.split("/")[: folder.count("/") + 1])
+        if not path.startswith(prefix + "/"):
+            continue
+        if storage.glob_regex(folder).match(prefix) if storage.has_wildcard(folder) else prefix == folder:
+            return prefix
+    return None
+
+
+def _in_repository(path: str, floor: str | None = None) -> tuple[str, str]:
+    """(repository folder, path inside it) of a file of a folder; `floor`: the folder the source named, which the
+    search for a repository's root does not go above, and which is the repository when nothing below says."""
+    root = folder_root(path.rsplit("/", 1)[0], floor=floor)
     return root, path[len(root) + 1 :] if path.startswith(root + "/") else path.rsplit("/", 1)[-1]
 
 

@@ -53,7 +53,7 @@ class Source(_Strict):
     read_backoff_s: float = Field(0.5, ge=0, description="Wait before the second attempt, doubled before each next.")
 
     def reader(self) -> Any:
-        extra = {"code": self.code or CodeOptions()} if self.format == "code" else {}
+        extra = {"code": self.code or CodeOptions(), "paths": self.paths} if self.format == "code" else {}
         return READERS[self.format](
             text_field=self.text_field, url_field=self.url_field, max_record_bytes=self.max_record_bytes,
             max_decompressed_bytes=self.max_decompressed_bytes, max_decompression_ratio=self.max_decompression_ratio,

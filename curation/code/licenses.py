@@ -14,8 +14,11 @@
   candidate's (BSD-3-Clause-Clear's patent sentence over BSD-3-Clause, ISC's notice-in-copies
   clause over 0BSD), half of that part; a licence whose text lies inside another found one (BSD-2 in
   BSD-3, ECL-2.0 in Apache-2.0) gives way. Files the texts miss are read for the standard
-  notices and, when only a line long, for a licence name ("Apache 2.0"). The first licence of a
-  file is the project's; what follows it describes bundled components and is not used.
+  notices and, when only a line long, for a licence name ("Apache 2.0"); a notice standing before the
+  first licence text counts too (tqdm's LICENCE: MPL-2.0's notice, then MIT's text). The first licence
+  of a file is the project's; what follows it describes bundled components and is not used. Licences in
+  separate files are all the project's (`AND`), or alternatives (`OR`) where a licence file naming none
+  says so ("either of the licenses", "at your option": cryptography, packaging).
 - **Class**: ScanCode's category of each licence (its LicenseDB index, shipped inside
   license-expression): Permissive and Public Domain are `permissive`, Copyleft Limited (LGPL, MPL,
   EPL) `weak_copyleft`, Copyleft (GPL, AGPL) `copyleft`, anything else (proprietary, commercial,
@@ -43,6 +46,8 @@ _REUSE_FILE = re.compile(r"(?:^|/)LICENSES/([A-Za-z0-9.+-]+)\.(?:txt|md)$")
 _SPDX_TAG = re.compile(r"SPDX-License-Identifier:\s*([^\n]+?)\s*(?:\*/|-->|#}|\"\"\"|'''|$)", re.MULTILINE)
 _COPYRIGHT_LINE = re.compile(r"(?im)^\W*(?:copyright\b|\(c\)|©).*$")
 _WORD = re.compile(r"[a-z0-9]+")
+# A licence file naming no licence itself that says the others are alternatives: dual licensing (OR)
+_CHOICE = re.compile(r"(?i)\beither\b|at your (?:own )?option|dual[- ]licen[cs]|choose (?:either|one)")
 
 SHINGLE = 5
 MIN_CONTAINMENT = 0.75  # filled-in names and reflowed lines cost a BSD-3 file up to ~0.2 of its shingles
@@ -167,10 +172,12 @@ def licenses_in_file(text: str) -> list[str]:
     if len(words) <= 8:
         name = _NAMES.get(joined) or normalize(text.strip())
         return [name] if name else []
-    found = _from_texts(_shingles(words))
-    if not found:
-        found = _from_notices(joined)
-    return [spdx for _, spdx in sorted(found)]
+    # a notice before the first licence text names the project's licence too (tqdm's LICENCE: MPL-2.0's
+    # Exhibit A, then MIT's text for some files); a notice inside a licence's own text comes after its start
+    first = {}
+    for at, spdx in sorted(_from_texts(_shingles(words)) + _from_notices(joined)):
+        first.setdefault(spdx, at)
+    return sorted(first, key=first.__getitem__)
 
 
 def header_license(text: str) -> str | None:
@@ -198,7 +205,7 @@ def folder_license(files: dict[str, str]) -> str | None:
     (LICENSE.APACHE, LICENSE-MIT) only when no plain one names a licence (dual-licensed projects
     such as cryptography put each licence in its own file). REUSE's LICENSES/<id>.txt name their id.
     """
-    plain, other = [], []
+    plain, other, choice = [], [], False
     for name, text in sorted(files.items()):
         reuse = _REUSE_FILE.search(name)
         if reuse:
@@ -206,10 +213,12 @@ def folder_license(files: dict[str, str]) -> str | None:
         else:
             ids = licenses_in_file(text)[:1]
         (plain if _PLAIN_FILE.match(name.rsplit("/", 1)[-1]) else other).extend(ids)
+        choice |= not ids and bool(_CHOICE.search(text))  # cryptography's LICENSE: "either of the licenses"
     chosen = list(dict.fromkeys(plain or other))
     if not chosen:
         return None
-    return chosen[0] if len(chosen) == 1 else " AND ".join(f"({c})" if " " in c else c for c in chosen)
+    joiner = " OR " if choice else " AND "
+    return chosen[0] if len(chosen) == 1 else joiner.join(f"({c})" if " " in c else c for c in chosen)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -48,6 +48,12 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "SquareOAuthDetector": ("sq0csp-",), "BasicAuthDetector": ("://",), "MailchimpDetector": ("-us",),
     "ArtifactoryDetector": ("AKC", *(f"AP{c}" for c in "0123456789ABCDEF")),
 }
+# Shapes the plugins' patterns miss: Stripe's keys as issued since 2019 (`sk_live_` and 99 characters: its pattern
+# takes 24, and a match inside a longer word is none), URL passwords holding RFC 3986's sub-delimiters (`!$&...`)
+_MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "StripeDetector": (re.compile(r"[rs]k_live_[0-9a-zA-Z]{24,}"),),
+    "BasicAuthDetector": (re.compile(r"://[^\s:/?#\[\]@]+:([^\s/?#\[\]@]+)@"),),
+}
 # One RE2 pattern (pyarrow, linear time) a file must match before any plugin runs: a superset of
 # what the token plugins and private-key blocks find.
 TOKEN_HINT = "|".join([
@@ -162,7 +168,7 @@ def _tokens(text: str) -> list[tuple[int, int, str]]:
         hints = _HINTS.get(type(plugin).__name__)
         if hints is not None and not any(h in text for h in hints):
             continue
-        for regex in plugin.denylist:
+        for regex in (*plugin.denylist, *_MORE_PATTERNS.get(type(plugin).__name__, ())):
             for m in regex.finditer(text):
                 start, end = _token_span(m)
                 if kind == "jwt":  # detect-secrets' pattern ends lazily: take the whole signature

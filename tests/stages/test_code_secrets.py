@@ -81,6 +81,13 @@ PLANTS: dict[str, tuple[Callable[[], str], dict[str, str]]] = {
         "yaml": "url: https://deploy:{s}@git.internal/repo.git"}),
     "api_key": (lambda: "sk_live_" + rand(24), {
         "python": 'stripe.api_key = "{s}"', "yaml": "stripe: {s}", "javascript": 'const stripeKey = "{s}";'}),
+    # Stripe's keys as issued since 2019 (99 characters), URL passwords holding RFC 3986's sub-delimiters: both
+    # were left in clear by detect-secrets' own patterns
+    "api_key_2019": (lambda: RNG.choice(["sk", "rk"]) + "_live_" + rand(99), {
+        "python": 'STRIPE_SECRET = "{s}"', "yaml": "stripe_secret: {s}"}),
+    "url_password_subdelims": (lambda: rand(6, string.ascii_letters) + rand(2, string.digits) + RNG.choice("!$&*+;=")
+                               + rand(3), {"python": 'BROKER = "amqp://app:{s}@mq.internal/vhost"',
+                                           "yaml": "cache: redis://app:{s}@cache.internal:6379/0"}),
 }  # fmt: skip
 REAL_FILES = {  # language -> real files to plant into
     "python": ["requests/sessions.py", "click/core.py", "flask/app.py", "yaml/__init__.py", "httpx/_client.py"],
@@ -142,7 +149,8 @@ def test_planted_secrets_are_all_redacted_and_nothing_else_changes():
     counts = Counter()
     for kind in ("private_key", "aws", "github", "gitlab", "slack", "jwt", "password", "api_key"):
         counts[kind] = sum(out.column(schema.count_column("code_secrets", kind)).to_pylist())
-    planted_kinds = Counter("password" if k == "url_password" else k for k, _ in secrets)
+    planted_kinds = Counter("password" if k.startswith("url_password") else "api_key" if k.startswith("api_key")
+                            else k for k, _ in secrets)
     assert counts == planted_kinds
     assert len(secrets) >= 50
 

@@ -25,6 +25,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from curation import schema
+from curation.dedup.bloom_dedup import BloomDedup
 from curation.job import DOCUMENTS, REJECTS, WORK_DOCUMENTS, document_files, recorded_shards
 from curation.progress import JobFolder
 
@@ -256,6 +257,8 @@ def dedup_pair(job: str | Path, stage: str | None = None, survivor: str | None =
             removed = [{**docs.get(r["id"], {"id": r["id"]}), **r} for r in chosen["removed"]]
             return SideBySide(s, docs.get(chosen["survivor"], {"id": chosen["survivor"]}), removed)
     msg = f"no dedup cluster in {job}" + (f" for survivor {survivor}" if survivor else "")
+    if stage == BloomDedup.name:
+        msg += ": bloom_dedup keeps no record of which document it kept, its rejects name no survivor"
     raise LookupError(msg)
 
 

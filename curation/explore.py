@@ -70,8 +70,17 @@ def reject_files(job: str | Path) -> dict[str, dict[str, list[Path]]]:
 
 
 def rows_in(files: Iterable[Path]) -> list[int]:
-    """Row count of each Parquet file, from its footer only."""
-    return [pq.read_metadata(f).num_rows for f in files]
+    """Row count of each Parquet file, from its footer only (0 for a file that is no Parquet: emptied or cut)."""
+    return [footer.num_rows if (footer := _footer(f)) else 0 for f in files]
+
+
+def _footer(file: Path) -> pq.FileMetaData | None:
+    """A Parquet file's footer; None where the file is none (a job folder's file emptied or cut by hand or by a
+    full disk: the rest of the folder stays readable)."""
+    try:
+        return pq.read_metadata(file)
+    except (pa.ArrowInvalid, OSError):
+        return None
 
 
 def page(files: Iterable[Path], offset: int, limit: int, columns: list[str] | None = None) -> pa.Table:
@@ -81,7 +90,7 @@ def page(files: Iterable[Path], offset: int, limit: int, columns: list[str] | No
     for f in files:
         if start >= offset + limit:
             break
-        n = pq.read_metadata(f).num_rows
+        n = footer.num_rows if (footer := _footer(f)) else 0
         lo, hi = max(offset - start, 0), min(offset + limit - start, n)
         if lo < hi:
             table = pq.read_table(f, columns=[c for c in columns or [] if c in pq.read_schema(f).names] or None)

@@ -32,6 +32,7 @@ from tests.test_service import write_job
 LINKS = "links-0123456789"
 SHARDS_LINKED = "shards-0123456789"
 OTHER = "other-0123456789"
+CUT = "cut-0123456789"  # rejects files emptied and cut
 DOCUMENT_LINKED = "doclink-0123456789"  # a documents file linked out
 ESCAPED = "escaped-0123456789"  # the job folder itself is a link out of the jobs folder
 POINTED = "pointed-0123456789"  # a real folder whose events.jsonl and recipe.yaml are links out
@@ -110,6 +111,12 @@ def build_jobs(root: Path, outside: Path) -> None:
     other = write_job(root, name=OTHER, done=True)
     shard_record(other, "crawl-0", length_counters(2, {"too_short": 1}))
     write_parquet(other / "rejects" / "stage=length" / "reason=too_short" / "crawl-0.parquet", reject("OTHER-JOB"))
+    cut = write_job(root, name=CUT, done=True)  # files emptied or cut (by hand, a full disk): no Parquet in them
+    shard_record(cut, "crawl-0", length_counters(2, {"too_short": 1}))
+    good = write_parquet(cut / "rejects" / "stage=length" / "reason=too_short" / "crawl-0.parquet", reject("kept"))
+    (good.parent / "crawl-1.parquet").write_bytes(good.read_bytes()[:200])
+    (cut / "rejects" / "stage=length" / "reason=emptied").mkdir()
+    (cut / "rejects" / "stage=length" / "reason=emptied" / "crawl-0.parquet").write_bytes(b"")
     write_parquet(other / "_work" / "removed" / "minhash_dedup.parquet", [removal("d2", "kept d1 (cluster c1)")])
     write_parquet(other / "_work" / "documents" / "crawl-0.parquet", documents("OTHER-JOB document"))
     linked = write_job(root, name=DOCUMENT_LINKED, done=True)
@@ -159,7 +166,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 def test_the_job_list_leaves_out_job_folders_linked_out_or_made_of_links(served):
-    assert sorted(j["id"] for j in served.get("/api/jobs")["jobs"]) == [DOCUMENT_LINKED, LINKS, OTHER, SHARDS_LINKED]
+    listed = sorted(j["id"] for j in served.get("/api/jobs")["jobs"])
+    assert listed == [CUT, DOCUMENT_LINKED, LINKS, OTHER, SHARDS_LINKED]
     for job in (ESCAPED, POINTED):
         for path in ("", "/funnel", "/stats", "/manifest", "/rejects", "/dedup", "/train", "/throughput"):
             served.get(f"/api/jobs/{job}{path}", 404)
@@ -191,6 +199,15 @@ def test_rejects_through_links_are_not_served_the_jobs_own_are(served):
         served.get(f"/api/jobs/{LINKS}/rejects/length/{reason}", 404)
     theirs = httpx.get(f"{served.url}/api/jobs/{OTHER}/rejects/length/too_short", timeout=10).json()
     assert [r["text"] for r in theirs["rows"]] == ["OTHER-JOB"]  # under its own job, where it belongs
+
+
+def test_rejects_files_emptied_or_cut_count_no_rows_and_the_others_are_served(served):
+    """An empty or cut rejects file made both rejects endpoints answer 500 (pyarrow: no Parquet footer)."""
+    index = served.get(f"/api/jobs/{CUT}/rejects")["stages"]["length"]
+    assert index["too_short"]["sampled"] == 1 and index["emptied"]["sampled"] == 0
+    page = served.get(f"/api/jobs/{CUT}/rejects/length/too_short")
+    assert page["total"] == 1 and [r["id"] for r in page["rows"]] == ["r-kept"]
+    assert served.get(f"/api/jobs/{CUT}/rejects/length/emptied")["total"] == 0
 
 
 def test_dedup_removals_and_documents_through_links_are_not_served(served):

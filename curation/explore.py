@@ -205,7 +205,9 @@ def samples(job: str | Path, per_reason: int = 3, *, seed: int = 0, chars: int =
 def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None = None) -> pd.DataFrame:
     """A seeded random sample of `n` kept documents (of one source if given)."""
     files = list(document_files(job).values())
-    table = pads.dataset(files, format="parquet").to_table() if files else pa.table({"id": []})
+    # a job that kept nothing has no documents file: its frame still has the documents' columns
+    empty = pa.schema(schema.DOCUMENT_FIELDS).empty_table()
+    table = pads.dataset(files, format="parquet").to_table() if files else empty
     if source is not None:
         table = table.filter(pc.equal(table.column("source"), source))
     frame = table.to_pandas()

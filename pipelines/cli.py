@@ -26,6 +26,14 @@ def _load(path: str, consequence: str = "", loader: Callable[[str], Any] = load_
         return None
 
 
+def _port(text: str) -> int:
+    """A TCP port: uvicorn takes 70000 and listens on 70000 - 65536."""
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        msg = f"a port from 1 to 65535, not {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return int(text)
+
+
 def _recipe_kind(path: str) -> str:
     """`train`: a training recipe names a curation job (`job:`); `ablation`: an ablation file names its base
     recipe (`recipe:`); else `curation` (a curation recipe has `sources:`)."""
@@ -76,7 +84,7 @@ def _export(args: argparse.Namespace) -> int:
 
     try:
         written = export_megatron(args.job, args.out)
-    except (FileNotFoundError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # a missing job, a half-written one, an --out that is a file
         print(f"curate export: {exc}", file=sys.stderr)
         return 2
     for split, part in written.items():
@@ -123,10 +131,7 @@ def _run(args: argparse.Namespace) -> int:
     except ShardsFailed as exc:  # the job folder says `failed`, naming them
         print(f"curate run: {exc}", file=sys.stderr)
         return 1
-    except VocabularyError as exc:  # after curation: the job folder says `failed`, its documents are kept
-        print(f"curate run: {exc}", file=sys.stderr)
-        return 2
-    except NothingToPack as exc:  # after curation: the job folder says `failed`, naming why
+    except (VocabularyError, NothingToPack) as exc:  # after curation: the job folder says `failed`, naming why
         print(f"curate run: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the job folder cannot be written: a full disk, a read-only mount
@@ -449,7 +454,7 @@ def _add_serve(sub: Commands) -> None:
     serve.add_argument("--ablations", default="./ablations", help="folder holding ablation results folders "
                        "(`curate ablate`'s output): /api/ablations and the /ablations page (default: ./ablations)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--port", type=_port, default=8000, help="port, 1 to 65535 (default: 8000)")
     serve.add_argument("--ray-address", help="Ray dashboard (http://HEAD:8265) that POST /api/jobs submits to; with "
                        "a token, turns on POST and DELETE /api/jobs")
     serve.add_argument("--token-env", default="CURATE_SERVICE_TOKEN",

@@ -62,6 +62,14 @@ def write_documents(job: Path, ids: list[str]) -> None:
                    job / "documents" / "part.parquet")
 
 
+def test_a_job_that_kept_nothing_samples_an_empty_frame_with_the_documents_columns(tmp_path):
+    """The notebook's `explore.documents(JOB, n=5)[["id", "source", "url", "title"]]` raised KeyError there."""
+    (tmp_path / "empty-0123456789").mkdir()
+    frame = explore.documents(tmp_path / "empty-0123456789", n=5)
+    assert frame.empty and list(frame.columns) == ["id", "source", "url", "title", "text", "meta"]
+    assert frame[["id", "source", "url", "title"]].empty
+
+
 def test_spike_documents_through_packed_row_provenance(tmp_path):
     job = tmp_path / "packed-0123456789"
     write_documents(job, ["a", "b", "c", "d"])

@@ -398,3 +398,17 @@ def test_a_link_swapped_in_after_the_check_is_not_followed(relative, tmp_path, m
     after = json.dumps(read(job), default=str)  # a new reader: nothing cached
     assert swapped == [target], "the swap should have happened between the check and the read"
     assert "SECRET" not in after, after
+
+
+def test_a_status_url_that_is_no_url_and_a_port_out_of_range_are_refused_in_one_line(capsys):
+    """`--url notaurl` ended in a traceback; uvicorn took port 70000 and listened on 70000 - 65536."""
+    from pipelines.cli import main
+    from pipelines.service.server import for_run
+
+    assert main(["status", "--url", "notaurl"]) == 2
+    assert "no status service at notaurl" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--port", "70000"])
+    assert exited.value.code == 2 and "a port from 1 to 65535, not '70000'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"a port from 1 to 65535, not '99999'"):
+        for_run("/tmp", "99999")

@@ -40,7 +40,15 @@ def bucket_documents_flat(uri: str) -> tuple[np.ndarray, np.ndarray]:
 
 def export_megatron(job_dir: str, out_dir: str | Path, splits: tuple[str, ...] = ("train", "valid")) -> dict[str, Any]:
     """Write `<out_dir>/<split>_text_document.{bin,idx}` per split; return documents and tokens per split."""
-    manifest = storage.read_json(storage.join(job_dir, "manifest.json"))
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        msg = f"{out_dir} is a file: the export writes a folder of .bin/.idx files"
+        raise NotADirectoryError(msg)
+    path = storage.join(job_dir, "manifest.json")
+    try:
+        manifest = storage.read_json(path)
+    except ValueError as exc:  # cut or edited by hand
+        msg = f"{path} is not the JSON a finished job writes ({exc}): rerun the job to write it again"
+        raise ValueError(msg) from None
     written = {}
     for split in splits:
         buckets = [storage.join(job_dir, PACKED, split, f"bucket-{b:05d}.arrow") for b in range(manifest["buckets"])]

@@ -25,7 +25,7 @@ def fetch(url: str, path: str, timeout: float = 10.0) -> Any:
         detail = json.loads(exc.read() or b"{}").get("detail", exc.reason)
         msg = f"{exc.code}: {detail}"
         raise ServiceError(msg) from None
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, ValueError) as exc:  # ValueError: no URL at all (`--url notaurl`)
         msg = f"no status service at {url} ({exc}); start one with `curate serve --jobs DIR`"
         raise ServiceError(msg) from None
 

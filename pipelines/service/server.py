@@ -58,8 +58,8 @@ def for_run(output: str, address: str) -> Background:
         msg = f"--serve needs a local output folder, not {output}: run `curate serve` where the folder is readable"
         raise ValueError(msg)
     host, _, port = address.rpartition(":")
-    if not port.isdigit():
-        msg = f"--serve takes [HOST:]PORT, not {address!r}"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        msg = f"--serve takes [HOST:]PORT, a port from 1 to 65535, not {address!r}"
         raise ValueError(msg)
     Path(output).mkdir(parents=True, exist_ok=True)
     return Background(output, host or "127.0.0.1", int(port)).start()

@@ -245,6 +245,24 @@ def test_megatron_export_holds_every_document_copy(plain, tmp_path):
         assert sorted(got) == sorted(expected.values())
 
 
+def test_megatron_export_refuses_in_one_line_an_out_that_is_a_file_and_a_cut_manifest(plain, tmp_path, capsys):
+    """Both ended in a traceback (FileExistsError), or in a JSON error naming no file."""
+    import shutil
+
+    _, job, _ = plain
+    (tmp_path / "afile").write_text("x")
+    assert main(["export", str(job), "--format", "megatron", "--out", str(tmp_path / "afile")]) == 2
+    assert capsys.readouterr().err == f"curate export: {tmp_path / 'afile'} is a file: the export writes a folder " \
+                                      "of .bin/.idx files\n"
+    cut = tmp_path / "cut"
+    shutil.copytree(job, cut)
+    (cut / "manifest.json").write_text((cut / "manifest.json").read_text()[:40])
+    assert main(["export", str(cut), "--format", "megatron", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"curate export: {cut}/manifest.json is not the JSON a finished job writes") and \
+        len(err.splitlines()) == 1
+
+
 def test_shards_load_in_hugging_face_datasets(plain):
     import datasets  # the dev extra installs it; imported here so the other tests do not pay for it
 

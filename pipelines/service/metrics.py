@@ -1,7 +1,9 @@
 """`/metrics`: every job's progress and per-stage counters in the Prometheus text format.
 
 Collected at scrape time from the same cached answers as the JSON endpoints, into a registry of
-our own (not prometheus_client's global one, which Ray's libraries may also fill).
+our own (not prometheus_client's global one, which Ray's libraries may also fill). Every count is a gauge: it
+is what the job folder holds now, and a run killed with shards in flight leaves their live counts behind when
+it is resumed (a Prometheus counter that goes down reads as a reset, and `rate()` over-counts).
 """
 
 from __future__ import annotations
@@ -9,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from pipelines.service.jobs import Jobs
 
 STATES = ("pending", "running", "done", "failed", "interrupted")
-STAGE_COUNTERS = {
+STAGE_COUNTS = {
     "docs_in": "Documents a stage received.",
     "docs_out": "Documents a stage kept.",
     "bytes_in": "Text bytes a stage received.",
@@ -34,15 +36,15 @@ class JobsCollector(Collector):
         percent = GaugeMetricFamily("curation_job_progress_percent", "Shards and corpus steps done, in %.",
                                     labels=["job"])
         shards = GaugeMetricFamily("curation_job_shards", "Input shards, total and done.", labels=["job", "kind"])
-        records = CounterMetricFamily("curation_job_records_read", "Input records read.", labels=["job"])
+        records = GaugeMetricFamily("curation_job_records_read", "Input records read.", labels=["job"])
         documents = GaugeMetricFamily("curation_job_documents_kept", "Documents kept so far.", labels=["job"])
         rate = GaugeMetricFamily("curation_job_records_per_second", "Records read per second, last 10 s.",
                                  labels=["job"])
         eta = GaugeMetricFamily("curation_job_eta_seconds", "Estimated seconds left in the document stages.",
                                 labels=["job"])
-        stage = {k: CounterMetricFamily(f"curation_stage_{k}", h, labels=["job", "stage"])
-                 for k, h in STAGE_COUNTERS.items()}
-        dropped = CounterMetricFamily("curation_stage_dropped", "Documents a stage dropped, per reason.",
+        stage = {k: GaugeMetricFamily(f"curation_stage_{k}", h, labels=["job", "stage"])
+                 for k, h in STAGE_COUNTS.items()}
+        dropped = GaugeMetricFamily("curation_stage_dropped", "Documents a stage dropped, per reason.",
                                       labels=["job", "stage", "reason"])
         step = GaugeMetricFamily("curation_train_step", "Last training step logged.", labels=["job"])
         train = {k: GaugeMetricFamily(f"curation_train_{k}", f"Training {k} at the last step.", labels=["job"])

@@ -25,7 +25,7 @@ import tarfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +45,11 @@ _ODD_DOMAIN = re.compile(rb"^.*[^a-z0-9_.\n-].*$|^[.*].*$|^.*\.$", re.MULTILINE)
 _HOST_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789_.-\n"
 # What separates the words of a URL (RE2, in pyarrow): Python's `\W` would cut Hindi words at their vowel signs
 SEPARATORS = r"[^\p{L}\p{N}\p{M}]+"
+ASCII_SEPARATORS = r"[^a-z0-9]+"  # the same for a lowercased ASCII text
+# Host and path of a URL, its scheme optional (`example.com/a`); userinfo up to the netloc's last `@`, as urlsplit
+_URL_PARTS = (r"^\s*(?:(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?(?:[^/?#\s]*@)?(?P<host>\[[^\]/?#]*\]|[^:/?#\s]*)"
+              r"(?::[0-9]*)?(?P<path>[^?#\s]*)")
+_URL_PARTS_RE = re.compile(_URL_PARTS)
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,12 @@ class HashSet:
     def contains(self, keys: Sequence[str]) -> np.ndarray:
         """Whether each key is an entry."""
         found = np.fromiter((_HASH(k.encode()) for k in keys), np.uint64, count=len(keys))
-        at = np.minimum(np.searchsorted(self.hashes, found), max(len(self.hashes) - 1, 0))
-        return self.hashes[at] == found if len(self.hashes) else np.zeros(len(keys), bool)
+        if not len(self.hashes):
+            return np.zeros(len(keys), bool)
+        order = np.argsort(found)  # sorted queries walk the table in order: ~2x fewer cache misses
+        at = np.empty(len(keys), np.int64)
+        at[order] = np.searchsorted(self.hashes, found[order])
+        return self.hashes[np.minimum(at, len(self.hashes) - 1)] == found
 
 
 def idna(host: str) -> str:
@@ -81,17 +90,24 @@ def idna(host: str) -> str:
 def url_parts(url: str) -> tuple[str, str] | None:
     """(host, path) of a URL, the host as `idna` writes it and the path lowercased without its trailing `/`;
     a URL written without its scheme (`example.com/a`) too. None where no host can be read."""
-    url = url.strip()
-    if "://" not in url[:12]:
-        url = "//" + url.removeprefix("//")
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-    except ValueError:  # an unclosed IPv6 bracket, a port that is not a number
-        return None
-    if not host:
-        return None
-    return idna(host), parts.path.lower().rstrip("/")
+    found = _URL_PARTS_RE.match(url)
+    host = found and _host(found.group("host").lower().rstrip("."))
+    return (host, found.group("path").lower().rstrip("/")) if host else None
+
+
+def hosts_and_paths(urls: pa.Array) -> tuple[list[str | None], list[str]]:
+    """`url_parts` of every URL of a batch, RE2 over all of them (None: no host)."""
+    parts = pc.extract_regex(pc.fill_null(urls, ""), _URL_PARTS)
+    hosts = pc.utf8_rtrim(pc.utf8_lower(pc.fill_null(parts.field("host"), "")), ".").to_pylist()
+    paths = pc.utf8_rtrim(pc.utf8_lower(pc.fill_null(parts.field("path"), "")), "/").to_pylist()
+    return [_host(h) for h in hosts], paths
+
+
+def _host(found: str) -> str | None:
+    """An extracted host (lowercased, no trailing dot) as `idna` writes it; None for none (`http://[::1` too)."""
+    if found.isascii() and not found.startswith("["):
+        return found or None
+    return idna(found.strip("[]")) or None
 
 
 def domain_keys(host: str) -> list[str]:
@@ -112,20 +128,40 @@ def url_keys(host: str, path: str) -> list[str]:
     return keys
 
 
-def decoded(urls: Sequence[str | None]) -> pa.Array:
-    """URLs percent-decoded and lowercased, as the word rules read them (`/Free%20Porn/` -> `/free porn/`)."""
-    return pa.array([unquote(u).lower() if u else "" for u in urls], pa.string())
+def decoded(urls: pa.Array) -> pa.Array:
+    """URLs lowercased and percent-decoded, as the word rules read them (`/Free%20Porn/` -> `/free porn/`)."""
+    lowered = pc.utf8_lower(pc.fill_null(urls, ""))
+    escaped = np.flatnonzero(pc.match_substring(lowered, "%").to_numpy(zero_copy_only=False))
+    if not len(escaped):
+        return lowered
+    values = lowered.to_pylist()
+    for i in escaped.tolist():
+        values[i] = unquote(values[i]).lower()
+    return pa.array(values, pa.string())
 
 
-def url_words(texts: pa.Array) -> list[list[str]]:
-    """The words of each (decoded) URL: its runs of letters, digits and combining marks."""
-    return [[w for w in words if w] for words in pc.split_pattern_regex(texts, SEPARATORS).to_pylist()]
+def url_words(texts: pa.Array) -> pa.ListArray:
+    """The words of each (decoded) URL: its runs of letters, digits and combining marks (empty ones at its ends)."""
+    return _by_script(texts, pc.split_pattern_regex)
 
 
 def squeezed(texts: pa.Array) -> pa.Array:
     """Each text's letters, digits and combining marks alone: where a subword is looked for (`sexcam` in
     `my-sex-cam.example`), and how a subword entry is written (`2 girls 1 cup` is `2girls1cup`)."""
-    return pc.replace_substring_regex(texts, SEPARATORS, "")
+    return _by_script(texts, lambda part, pattern: pc.replace_substring_regex(part, pattern, ""))
+
+
+def _by_script(texts: pa.Array, op: Callable[[pa.Array, str], pa.Array]) -> pa.Array:
+    """`op(texts, separators)`, ASCII texts with `ASCII_SEPARATORS` (RE2's Unicode classes cost ~4x: 5.8 against
+    1.5 us a URL), the others with `SEPARATORS`, in the order of `texts`."""
+    plain = pc.string_is_ascii(texts).to_numpy(zero_copy_only=False)
+    if plain.all():
+        return op(texts, ASCII_SEPARATORS)
+    rows = [np.flatnonzero(plain), np.flatnonzero(~plain)]
+    parts = [op(texts.take(pa.array(r)), p) for r, p in zip(rows, (ASCII_SEPARATORS, SEPARATORS), strict=True)]
+    order = np.empty(len(texts), np.int64)
+    order[np.concatenate(rows)] = np.arange(len(texts))
+    return pa.concat_arrays(parts).take(pa.array(order))
 
 
 def domain_entries(line: str) -> list[str]:

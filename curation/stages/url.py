@@ -104,25 +104,26 @@ class UrlFilter(Stage):
         return pc.fill_null(pc.greater(pc.utf8_length(url), 0), False)
 
     def process(self, batch: pa.Table) -> Processed:
-        urls = batch.column("url").to_pylist()
+        urls = batch.column("url").combine_chunks()
         found = {**self._worded(urls), **self._listed(urls)}  # a listed domain or URL is named before a word
-        reasons, details = zip(*(found.get(i, (None, None)) for i in range(len(urls))), strict=True) if urls \
-            else ((), ())
+        reasons = [found.get(i, (None, None))[0] for i in range(len(urls))]
+        details = [found.get(i, (None, None))[1] for i in range(len(urls))]
         return Processed(batch, pa.array(reasons, pa.string()), pa.array(details, pa.string()))
 
-    def _listed(self, urls: list[str | None]) -> dict[int, tuple[str, str]]:
+    def _listed(self, urls: pa.Array) -> dict[int, tuple[str, str]]:
         """{row: (reason, entry)} of the rows the domain and URL lists block, every row's keys looked up at once;
         the host's own entry named before its parent domain's."""
         lookups = {reason: ([], []) for reason, table in self._lists() if len(table)}
-        for i, url in enumerate(urls):
-            parts = blocklists.url_parts(url) if url else None
-            if parts is None:
+        if not lookups:
+            return {}
+        for i, (host, path) in enumerate(zip(*blocklists.hosts_and_paths(urls), strict=True)):
+            if host is None:
                 continue
-            domains = blocklists.domain_keys(parts[0])
+            domains = blocklists.domain_keys(host)
             if self.allowed.intersection(domains):
                 continue
             for reason, (rows, keys) in lookups.items():
-                found = domains if reason == "blocked_domain" else blocklists.url_keys(*parts)
+                found = domains if reason == "blocked_domain" else blocklists.url_keys(host, path)
                 rows += [i] * len(found)
                 keys += found
         out: dict[int, tuple[str, str]] = {}
@@ -135,18 +136,25 @@ class UrlFilter(Stage):
     def _lists(self) -> tuple[tuple[str, blocklists.HashSet], ...]:
         return ("blocked_domain", self.domains), ("blocked_url", self.urls)
 
-    def _worded(self, urls: list[str | None]) -> dict[int, tuple[str, str]]:
-        """{row: (reason, detail)} of the rows the word lists drop (RE2 over the batch, then Python on the few)."""
+    def _worded(self, urls: pa.Array) -> dict[int, tuple[str, str]]:
+        """{row: (reason, detail)} of the rows the word lists drop: RE2 and set lookups over the batch's words,
+        then Python on the few that hold one."""
         if not (self.words or self.soft_words or self.subwords):
             return {}
         texts = blocklists.decoded(urls)
         out: dict[int, tuple[str, str]] = {}
         if self.words or self.soft_words:
-            for i, words in enumerate(blocklists.url_words(texts)):
-                if banned := sorted(self.words.intersection(words)):
-                    out[i] = "banned_word", banned[0]
-                elif len(soft := sorted(self.soft_words.intersection(words))) >= self.params.soft_min:
-                    out[i] = "soft_banned_words", ", ".join(soft)
+            lists = blocklists.url_words(texts)
+            words, rows = pc.list_flatten(lists), pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+            soft: dict[int, set[str]] = {}
+            for row, word in _members(words, rows, self.soft_words):
+                soft.setdefault(row, set()).add(word)
+            for row, found in soft.items():
+                if len(found) >= self.params.soft_min:
+                    out[row] = "soft_banned_words", ", ".join(sorted(found))
+            for row, word in sorted(_members(words, rows, self.words), key=lambda hit: hit[1]):
+                if out.get(row, ("",))[0] != "banned_word":
+                    out[row] = "banned_word", word
         if self.subwords:
             letters = blocklists.squeezed(texts)
             hits = pc.match_substring_regex(letters, "|".join(map(re.escape, self.subwords)))
@@ -154,6 +162,14 @@ class UrlFilter(Stage):
                 text = letters[i].as_py()
                 out.setdefault(i, ("banned_subword", next(w for w in self.subwords if w in text)))
         return out
+
+
+def _members(words: pa.Array, rows: np.ndarray, listed: frozenset[str]) -> list[tuple[int, str]]:
+    """(row, word) of the batch's words that are in `listed`."""
+    if not listed:
+        return []
+    hit = pc.is_in(words, value_set=pa.array(sorted(listed), pa.string())).to_numpy(zero_copy_only=False)
+    return list(zip(rows[hit].tolist(), words.filter(pa.array(hit)).to_pylist(), strict=True))
 
 
 def _union(sets: Any) -> frozenset[str]:

@@ -127,3 +127,15 @@ def test_a_stage_without_a_list_is_refused():
         UrlFilter()
     with pytest.raises(ValidationError, match="`categories` chooses folders of `blocklists` archives"):
         UrlFilter(words=["w.txt"], categories=["adult"])
+
+
+def test_a_batch_s_hosts_and_paths_are_each_url_s():
+    """The stage reads a batch's URLs with RE2 at once and list entries one by one: the same parts either way."""
+    from curation import blocklists
+
+    urls = ["http://user:p@ss@Example.COM:80/A/b/?q#f", "example.com/x", "http://[::1]/a", "http://[::1",
+            "HTTP://www.Bücher.de./Ä", "localhost:8080/x", "  https://a.b.c/  ", ""]
+    hosts, paths = blocklists.hosts_and_paths(pa.array(urls))
+    assert [p if p else None for p in map(blocklists.url_parts, urls)] == [
+        (h, p) if h else None for h, p in zip(hosts, paths, strict=True)]
+    assert hosts[:5] == ["example.com", "example.com", "::1", None, "www.xn--bcher-kva.de"]

@@ -7,6 +7,7 @@ error location points to.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,13 +173,16 @@ def _checks_of_the_rest(data: dict[str, Any], model: type[BaseModel], checks: Ca
     top-level keys in error are left out (at their defaults), unless one is required (nothing to check then)."""
     bad = {e["loc"][0] for e in errors if e["loc"]}
     fields = model.model_fields
-    if any(key in fields and fields[key].is_required() for key in bad):
+    if not bad or any(key in fields and fields[key].is_required() for key in bad):
         return []
     try:
         rest = model.model_validate({k: v for k, v in data.items() if k not in bad})
     except ValidationError:
         return []
-    return [(loc, msg) for loc, msg in checks(rest) if not loc or loc[0] not in bad]
+    # a problem at a key in error, or naming one (`tokenizer` needs `pack`, `pack` being the key left out), is that
+    # key's own, already reported
+    named = re.compile(r"\b(?:" + "|".join(re.escape(str(key)) for key in bad) + r")\b")
+    return [(loc, msg) for loc, msg in checks(rest) if not (loc and loc[0] in bad) and not named.search(msg)]
 
 
 def read_recipe_text(path: str | Path) -> str:

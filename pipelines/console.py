@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from curation import schema
+from curation import schema, storage
 from curation.mixture import warnings as mixture_warnings
 
 
@@ -91,12 +91,13 @@ def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None)
         f"from {shards['total']} shards ({shards['skipped_already_done']} already done) "
         f"in {stats['wall_seconds']:.1f} s"
     )
+    written = ["documents/", "rejects/", "stats.json", "events.jsonl", "recipe.yaml"]
     if "tokens" in stats:
         _token_summary(stats["tokens"], console)
-        console.print(f"output: {job_dir}  (shards/, manifest.json, tokenizer.model, documents/, rejects/, "
-                      "stats.json, events.jsonl, recipe.yaml)")
-        return
-    console.print(f"output: {job_dir}  (documents/, rejects/, stats.json, events.jsonl, recipe.yaml)")
+        written = ["shards/", "manifest.json", "tokenizer.model", *written]
+    here = [name for name in written if storage.exists(storage.join(job_dir, name.rstrip("/")))
+            or storage.is_folder(storage.join(job_dir, name.rstrip("/")))]  # a job that kept nothing has no documents/
+    console.print(f"output: {job_dir}  ({', '.join(here)})")
 
 
 def _token_summary(tokens: dict[str, Any], console: Console) -> None:

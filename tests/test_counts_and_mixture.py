@@ -315,4 +315,7 @@ pack: {{seq_len: 64, shard_rows: 64, validation: 0.0}}
     assert (books["target_tokens"], books["achieved_tokens"], books["miss_cause"]) == (2000, 0, "no_documents")
     console = Console(record=True, width=400)
     summary(result.stats, result.job_dir, console=console)
-    assert "warning: mixture books: 0 tokens (0.0%) for a target of 2,000 (50.0%)" in console.export_text()
+    printed = console.export_text()
+    assert "warning: mixture books: 0 tokens (0.0%) for a target of 2,000 (50.0%)" in printed
+    assert f"output: {result.job_dir}  (shards/, manifest.json, tokenizer.model, documents/, rejects/, stats.json" \
+        in printed  # what the folder holds (a job that kept nothing has no documents/)

@@ -232,11 +232,12 @@ def _read_json(path: Path) -> Any:
         msg = f"larger than {MAX_JSON_BYTES >> 20} MiB"
         raise Unreadable(msg)
     try:
-        return loads(data)
+        value = loads(data)
     except Unreadable:
         raise
     except ValueError:
         return None  # half written by a tool that writes in place, or damaged: as absent, as it always was
+    return value if isinstance(value, dict) else None  # every file a job writes holds an object: `[1, 2]` is damage
 
 
 def pid_alive(pid: int) -> bool:

@@ -342,6 +342,8 @@ def crafted_jobs(root: Path) -> dict[str, str]:
     (huge / "_progress.json").write_text(json.dumps(progress).replace('"records": 10', '"records": 1e999'))
     digits = write_job(root, name="digits-0123456789", done=True)
     (digits / "stats.json").write_text('{"shards": {"total": ' + "9" * 4000 + "}}")
+    listed = write_job(root, name="listed-0123456789", done=True)  # JSON, but no object: damage, read as absent
+    (listed / "_progress.json").write_text("[1, 2]")  # its status named `AttributeError: 'list' object ...`
     return {"deep-0123456789": "stats.json: JSON nested too deeply",
             "huge-0123456789": "_progress.json: number out of range: 1e999",
             "digits-0123456789": "stats.json: number out of range: 9999"}
@@ -355,6 +357,7 @@ def test_a_crafted_job_folder_is_shown_as_unreadable_and_the_others_as_usual(tmp
         assert listed.status_code == 200, listed.text[:300]
         by_id = {j["id"]: j for j in listed.json()["jobs"]}
         assert by_id["good-0123456789"]["state"] == "done" and by_id["good-0123456789"]["records"] == 10
+        assert by_id["listed-0123456789"]["state"] == "done"
         for job, error in expected.items():
             assert by_id[job]["state"] == "unreadable" and by_id[job]["error"].startswith(error), by_id[job]
             alone = httpx.get(f"{service.url}/api/jobs/{job}", timeout=30)

@@ -54,6 +54,25 @@ def declarations(package: Path, codes: frozenset[str]) -> list[Declaration]:
     return [found[lang] for lang in sorted(found)]
 
 
+def unnamed(package: Path, codes: frozenset[str]) -> list[Declaration]:
+    """One declaration per language our langid cannot name (Hausa, Igbo, Wolof, Kinyarwanda...), `lang` its ISO
+    639-3 code: text that should come out `unknown` or under its language's threshold, not as a confident other."""
+    from curation.stages.langid import expand_keep
+
+    entries = _ENTRY.findall((package / "index.js").read_text(encoding="utf-8"))
+    entries.sort(key=lambda e: ("(" in e[3], not e[1].isalpha()))
+    found: dict[str, Declaration] = {}
+    for bcp47, code, iso6393, name, stage in entries:
+        try:
+            named = bool(expand_keep([iso6393]) & codes) if iso6393 else True
+        except ValueError:  # a code the stage refuses: no model here names the language
+            named = False
+        if int(stage) < 4 or "-" in bcp47 or named or iso6393 in found:
+            continue
+        found[iso6393] = Declaration(iso6393, name, paragraphs(package, code))
+    return [found[lang] for lang in sorted(found)]
+
+
 def paragraphs(package: Path, code: str) -> tuple[str, ...]:
     """The paragraphs of one declaration, by its file name in the package (`hrv`, `srp_latn`)."""
     page = (package / "declaration" / f"{code}.html").read_text(encoding="utf-8")

@@ -49,10 +49,11 @@ class LanguageSettings:
     max_non_alpha_words_ratio: float  # Gopher: least share of words with a letter (datatrove's name)
     terminal_punctuation: str  # characters that end a sentence in this script
     short_line_length: int = SHORT_LINE  # FineWeb: a short line's most characters (`scaled_short_line`)
+    stop_word_share: float | None = None  # share of real text's words that are `stop_words` (Leipzig sentences)
 
 
 _FIELDS = {f.name for f in dataclasses.fields(LanguageSettings)}
-_OVERRIDABLE = _FIELDS - {"language", "script", "source"}
+_OVERRIDABLE = _FIELDS - {"language", "script", "source", "stop_word_share"}  # the last: language ID's, no filter's
 
 
 @lru_cache(maxsize=1)
@@ -165,6 +166,7 @@ def _build(lang: str, script: str, source: str, values: Mapping[str, Any]) -> La
         max_non_alpha_words_ratio=float(values["max_non_alpha_words_ratio"]),
         terminal_punctuation=terminals,
         short_line_length=int(values.get("short_line_length", SHORT_LINE)),
+        stop_word_share=float(share) if (share := values.get("stop_word_share")) is not None else None,
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -172,6 +173,14 @@ def chars_per_word_by_language(folder: Path) -> dict[str, float]:
             for p in sorted(folder.glob("*.txt"))}
 
 
+def stop_word_share(text: str, stop_words: list[str]) -> float:
+    """The share of a text's words (`\\w+`, lowercased) that are the language's stop words: how much of real text
+    they make (the langid stage asks a text labelled by lingua alone for half of it)."""
+    words = re.findall(r"\w+", text.lower())
+    stops = {w.lower() for w in stop_words}
+    return round(sum(w in stops for w in words) / len(words), 4) if words else 0.0
+
+
 def main(argv: list[str]) -> None:
     folder = config_dir(argv)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 1,929 files in seconds, not half a minute
@@ -203,9 +212,12 @@ def main(argv: list[str]) -> None:
         if code not in languages and subset is not None:
             languages[code] = {"fineweb2": subset, "script": subset.split("_")[1], "from": "lingua",
                                **settings_of(configs[subset])}
-    per_word = chars_per_word_by_language(folder.parents[1] / "langid" / "sentences")
+    sentences = folder.parents[1] / "langid" / "sentences"
+    per_word = chars_per_word_by_language(sentences)
     english_per_word = round(per_word.get("en", 0.0), 3)
     for code, entry in languages.items():
+        if (path := sentences / f"{code}.txt").is_file() and entry.get("stop_words"):
+            entry["stop_word_share"] = stop_word_share(path.read_text(encoding="utf-8"), entry["stop_words"])
         if per_word.get(code) and english_per_word:
             entry["short_line_length"] = scaled_short_line(per_word[code], english_per_word)
             for other in entry.get("other_scripts", {}).values():  # measured in one script, as long in the other

@@ -82,8 +82,12 @@ _PUBLIC_RESOLVERS = frozenset(
 _PHONE_WORD_BEFORE = re.compile(
     r"(?i)(?:\b(?:tel|tele|telefon|telephone|telefone|telefono|teléfono|tél|téléphone|phone|phones|ph|fon|"
     r"fone|fax|telefax|mobil|mobile|mob|handy|cell|cellphone|call|ring|whatsapp|sms|hotline|rufnummer|"
-    r"telefonnummer|numéro|contact|kontakt)\b|☎|📞|✆)"
-    r"[\s.:#+\-]*(?:(?:number|no|nr|nummer|num)\b\.?[\s.:]*)?(?:\([^()]{1,12}\)[\s.:]*)?$"
+    r"telefonnummer|numéro|contact|kontakt|"
+    # Russian, Hindi, Arabic, Persian, Vietnamese
+    r"тел|телефон|моб|мобильный|факс|फ़ोन|फोन|मोबाइल|दूरभाष|هاتف|جوال|موبايل|فاكس|تلفن|điện thoại|đt)\b|"
+    # Chinese, Japanese, Korean, Thai: words inside a run of letters (no word boundary before them)
+    r"电话|電話|手机|手機|座机|座機|传真|傳真|热线|熱線|携帯|전화|휴대폰|연락처|팩스|โทรศัพท์|โทร|☎|📞|✆)"
+    r"[\s.:：#+\-]*(?:(?:number|no|nr|nummer|num|号码|號碼|番号|번호)\b\.?[\s.:：]*)?(?:\([^()]{1,12}\)[\s.:：]*)?$"
 )
 _NANP = re.compile(r"^(?:\+?1[ .-]?)?(?:\(([2-9]\d\d)\) ?|([2-9]\d\d)([ .-]))[2-9]\d\d([ .-])\d{4}$")
 _NATIONAL = re.compile(r"^(?:\(0[1-9]\d{0,4}\) ?|0[1-9]\d{0,4} ?/ ?)\d[\d \u2013-]*\d$")

@@ -7,7 +7,7 @@ import pytest
 from curation import schema
 from curation.apply import run_stage
 from curation.schema import documents_table
-from curation.stages.pii import PiiRedaction
+from curation.stages.pii import PiiRedaction, find_phones
 
 
 def redact(text: str, **params: object) -> str:
@@ -98,3 +98,15 @@ def test_kinds_placeholders_policy_and_drop_option():
 
 def test_an_email_wins_over_the_ip_or_phone_inside_it():
     assert redact("user@[93.184.216.34] and +49301234567@sms.example.com") == "user@[<IP>] and <EMAIL>"
+
+
+@pytest.mark.parametrize(("text", "phone"), [
+    ("联系电话：010-62751234", "010-62751234"), ("手机：13800138000", "13800138000"),
+    ("電話番号：03-1234-5678", "03-1234-5678"), ("전화: 02-1234-5678", "02-1234-5678"),
+    ("тел.: 8 (495) 123-45-67", "8 (495) 123-45-67"), ("फ़ोन: 9876543210", "9876543210"),
+    ("هاتف: 0612345678", "0612345678"),
+])
+def test_a_phone_word_of_the_page_s_own_language_says_phone(text, phone):
+    """The words were European only: a Chinese, Japanese, Korean, Russian, Hindi or Arabic contact number stayed."""
+    assert [text[a:b] for a, b in find_phones(text)] == [phone]
+    assert find_phones("这部手机 2024 年上市") == [] and find_phones("тел. 2023 год") == []  # a year stays a year

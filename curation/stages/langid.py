@@ -489,9 +489,10 @@ def _labels(lang: np.ndarray, script: np.ndarray | None) -> np.ndarray:
 
 
 @cache
-def auto_min_score(lang: str) -> float:
-    """`min_score: auto` for documents labelled `lang`: FineWeb-2's threshold, at most `AUTO_CEILING`."""
-    return min(settings_for(lang)[0].language_score, AUTO_CEILING)
+def auto_min_score(lang: str, script: str | None = None) -> float:
+    """`min_score: auto` for documents labelled `lang` (written in `script`: Serbian in Latin script has FineWeb-2's
+    `srp_Latn` threshold): FineWeb-2's threshold, at most `AUTO_CEILING`."""
+    return min(settings_for(lang, script=script)[0].language_score, AUTO_CEILING)
 
 
 class LangIdParams(DocumentFilter.Params):
@@ -925,7 +926,8 @@ class LangId(DocumentFilter):
         letters, visible = (pc.utf8_length(pc.replace_substring_regex(lines, other, "")).to_numpy(zero_copy_only=False)
                             for other in (r"[^\pL\pM]+", r"\s+"))  # a run at a time: 4x faster than per character
         sure = (letters >= PARAGRAPH_LETTERS_MIN) | (opinion.score >= SHORT_PARAGRAPH_SCORE_MIN)
-        trusted = sure & (2 * letters >= visible) & (opinion.score >= self.min_scores(opinion.lang))
+        passed = opinion.score >= self.min_scores(opinion.lang, opinion.lang_script)
+        trusted = sure & (2 * letters >= visible) & passed
         out: list[list[dict[str, Any]]] = [[] for _ in range(len(texts))]
         for j, (doc, start, end) in enumerate(spans):
             label, confidence = (opinion.lang[j], opinion.score[j]) if trusted[j] else (lang[doc], score[doc])
@@ -962,25 +964,30 @@ class LangId(DocumentFilter):
             if scripts is not None and script is not None:
                 rows = np.flatnonzero(lang == code)
                 not_kept[rows] |= np.array([s not in scripts for s in script[rows]], dtype=bool)
-        low = score < self.min_scores(lang)
+        low = score < self.min_scores(lang, script)
         if self._keep is not None and UNKNOWN in self._keep:
             low &= ~unknown  # kept on purpose: an unknown label has no score to compare
         return first_reason(len(lang), [(unknown & (not_kept | low), "lang_unknown"), (not_kept, "lang_not_kept"),
                                         (low, "low_lang_score")])
 
-    def min_scores(self, lang: np.ndarray) -> float | np.ndarray:
-        """The least language score of every document, by its label (see `LangIdParams.min_score`)."""
+    def min_scores(self, lang: np.ndarray, script: np.ndarray | None = None) -> float | np.ndarray:
+        """The least language score of every document, by its label and, for `auto`, the script it is written in
+        (`lang_script`; see `LangIdParams.min_score`)."""
         value = self.params.min_score
         if isinstance(value, float | int):
             return float(value)
         own = value if isinstance(value, dict) else {}
 
-        def threshold(code: str) -> float:
+        def threshold(label: str) -> float:
+            code, _, written = label.partition("\t")
             if code in own:
                 return own[code]
-            return own[EVERY_LANGUAGE] if EVERY_LANGUAGE in own else auto_min_score(code)
+            return own[EVERY_LANGUAGE] if EVERY_LANGUAGE in own else auto_min_score(code, written or None)
 
-        codes, index = np.unique(np.asarray(lang, dtype=str), return_inverse=True)
+        scripts = [""] * len(lang) if script is None else ["" if s is None else str(s) for s in script]
+        labels = np.array([f"{code}\t{s}" for code, s in zip(np.asarray(lang, dtype=str).tolist(), scripts,
+                                                              strict=True)])
+        codes, index = np.unique(labels, return_inverse=True)
         return np.array([threshold(c) for c in codes.tolist()], np.float32)[index]
 
     def process(self, batch: pa.Table) -> Processed:

@@ -365,3 +365,10 @@ def test_code_in_a_document_is_not_read_as_its_language(stage: LangId):
     out = stage.process(pa.table({"text": [prose + "\n" + code]})).table
     assert out.column("lang").to_pylist() == ["zh"]
     assert out.column("lang_score")[0].as_py() > 0.9
+
+
+def test_auto_thresholds_follow_the_script_a_document_is_in():
+    """Latin-script Serbian was held to srp_Cyrl's threshold (0.872, capped at 0.65): 9 of 25 Leipzig documents
+    transliterated to Latin were dropped, 0 of the same in Cyrillic. srp_Latn's is 0.405."""
+    found = LangId(keep=None).min_scores(np.array(["sr", "sr", "sr", "de"]), np.array(["Latn", "Cyrl", None, None]))
+    assert [round(float(x), 3) for x in found] == [0.405, 0.65, 0.65, 0.65]

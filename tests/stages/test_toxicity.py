@@ -161,6 +161,14 @@ def test_turkish_capitals_are_lowercased_the_turkish_way():
     assert Toxicity(languages="all").score(table)["flagged_words"].tolist() == [0, 0, 1, 1]
 
 
+def test_chinese_in_traditional_characters_is_judged_by_the_simplified_list():
+    """The list is written in Simplified characters: Taiwan's and Hong Kong's web went unflagged (41% of the COLD
+    comments it flags, converted to Traditional)."""
+    texts = ["干得好，他妈的恶心女人!", "幹得好，他媽的噁心女人!", "宿舍裡面做愛都不避室友的", "今天天氣很好"]
+    table = _table(texts, ["zh"] * 4)
+    assert Toxicity(languages=["zh"]).score(table)["flagged_words"].tolist() == [1, 1, 1, 0]
+
+
 def test_segmented_languages_match_words_and_split_entries_as_substrings():
     stage = Toxicity(languages=["zh", "ja"])
     # 操你祖宗 is one entry that jieba splits into words: matched as a substring, one flagged word

@@ -255,11 +255,11 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     from curation.train.loader import PackedDataError
     from curation.train.resume import ResumeError
-    from pipelines.train import train  # Ray and torch are imported only when a run really starts
+    from pipelines.train import ResourcesError, train  # Ray and torch are imported only when a run really starts
 
     try:
         result = train(recipe, resume=args.resume, address=args.address)
-    except (FileExistsError, ResumeError, PackedDataError) as exc:
+    except (FileExistsError, ResumeError, PackedDataError, ResourcesError) as exc:
         print(f"curate train: {exc}", file=sys.stderr)
         return 2
     first, last = (result.metrics[0], result.metrics[-1]) if result.metrics else ({}, {})

@@ -131,6 +131,10 @@ class TrainResult:
         return {r["step"]: r["loss"] for r in self.metrics}
 
 
+class ResourcesError(ValueError):
+    """The workers a training recipe asks for cannot run on the Ray it has, and would wait for ever."""
+
+
 def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any] | None = None,
           address: str | None = None, crash_after: int | None = None) -> TrainResult:
     """Run the training job on Ray (starting a local Ray when none is up): `resume` continues from the
@@ -157,14 +161,23 @@ def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any]
         raise ValueError(msg)
     train_dir.mkdir(parents=True, exist_ok=True)
     (train_dir / "train.json").write_text(json.dumps(recipe.model_dump(mode="json"), indent=2))
+    own = False
     if not ray.is_initialized():
-        join_ray(ray_init_options(address))
-    cpus = ray.cluster_resources().get("CPU", 0)
+        options = ray_init_options(address)
+        own = options.get("address") == "local"
+        join_ray(options)
+    cpus, gpus = ray.cluster_resources().get("CPU", 0), ray.cluster_resources().get("GPU", 0)
+    if own and (recipe.workers * recipe.cpus_per_worker > cpus or (recipe.use_gpu and recipe.workers > gpus)):
+        # Ray Train would wait for them and retry its worker group for ever: this machine's Ray cannot grow
+        msg = (f"workers x cpus_per_worker = {recipe.workers} x {recipe.cpus_per_worker}"
+               + (f" ({recipe.workers} GPUs)" if recipe.use_gpu else "") + f" is more than this machine's Ray has "
+               f"({cpus:g} CPUs, {gpus:g} GPUs): lower workers or cpus_per_worker, or give --address a cluster")
+        raise ResourcesError(msg)
     if datasets and recipe.workers * recipe.cpus_per_worker >= cpus:
         # Ray Data's read tasks would wait forever for a CPU the trainer's workers hold (STACK-NOTES).
         msg = (f"workers x cpus_per_worker = {recipe.workers} x {recipe.cpus_per_worker} takes all {cpus:g} CPUs "
                "of the cluster: lower cpus_per_worker to leave Ray Data some")
-        raise ValueError(msg)
+        raise ResourcesError(msg)
     recipe = recipe.model_copy(update={"train_dir": str(train_dir), "job": str(recipe.job_dir().resolve())})
     trainer = TorchTrainer(
         train_loop_per_worker,

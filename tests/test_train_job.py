@@ -132,6 +132,26 @@ def test_curate_train_reports_recipe_problems_before_starting_anything(tmp_path,
     assert "1 problem(s)" in err and "nothing was run" in err
 
 
+@pytest.mark.subprocess
+def test_more_workers_than_this_machine_s_ray_has_are_refused_in_one_line(tmp_path):
+    """Ray Train waited for them and retried its worker group for ever (a 2-CPU Ray, 4 workers of 1 CPU)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    build_train_job(tmp_path / "job")
+    cpus = os.cpu_count() or 1
+    (tmp_path / "t.yaml").write_text(recipe_text(tmp_path / "job", tmp_path / "train", workers=cpus + 1,
+                                                 batch_size=cpus + 1, micro_batches=1))
+    out = subprocess.run([sys.executable, "-m", "pipelines.cli", "train", str(tmp_path / "t.yaml")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=240, env={**os.environ, "RAY_ADDRESS": ""})
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert f"workers x cpus_per_worker = {cpus + 1} x 1.0 is more than this machine's Ray has" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_bundled_train_recipe_names_the_quickstart_job(monkeypatch):
     monkeypatch.chdir(ROOT)  # its paths are relative to where `curate train` runs, the project root
     recipe = load_train_recipe("recipes/train.yaml", check_paths=False)

@@ -177,6 +177,10 @@ class Recipe(_Strict):
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     def job_dir(self, output: str | None = None) -> str:
-        return storage.join(output or self.output, f"{self.name}-{self.fingerprint()[:10]}")
+        """The job folder, a local one as an absolute path: Ray's workers on a cluster run in another folder, and
+        `./jobs` there is not the folder `curate` runs in."""
+        folder = output or self.output
+        return storage.join(folder if storage.is_remote(folder) else storage.canonical(folder),
+                            f"{self.name}-{self.fingerprint()[:10]}")
 
 

@@ -179,3 +179,22 @@ def test_rest_job_control_needs_the_token(head, tmp_path):
         on.stop()
         jobs.stop_job(holder)
         wait_until(lambda: _ended(jobs, holder), "the CPUs given back", timeout=60)
+
+
+def test_a_submitted_recipe_names_its_local_paths_absolutely(tmp_path, monkeypatch):
+    """The recipe runs in Ray's copy of a working folder: README's `curate submit recipes/quickstart.yaml` found no
+    input there, and wrote its job folder under Ray's temporary package folder."""
+    from curation.recipe import parse_recipe
+    from pipelines.submit import with_absolute_paths
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text('{"text": "x"}\n')
+    (tmp_path / "words.txt").write_text("bad\n")
+    monkeypatch.chdir(tmp_path)
+    recipe = with_absolute_paths(parse_recipe(
+        "name: r\noutput: ./jobs\nsources:\n  - {name: a, format: jsonl, paths: [in/*.jsonl, s3://bucket/x/*.jsonl]}\n"
+        "stages:\n  - toxicity: {wordlist: words.txt}\n", check_paths=False))
+    assert recipe.output == str(tmp_path / "jobs")
+    assert recipe.sources[0].paths == [str(tmp_path / "in" / "*.jsonl"), "s3://bucket/x/*.jsonl"]
+    assert next(iter(type(recipe.stages[0]).model_fields)) == "toxicity"
+    assert recipe.stages[0].toxicity.wordlist == str(tmp_path / "words.txt")

@@ -139,3 +139,13 @@ def test_a_batch_s_hosts_and_paths_are_each_url_s():
     assert [p if p else None for p in map(blocklists.url_parts, urls)] == [
         (h, p) if h else None for h, p in zip(hosts, paths, strict=True)]
     assert hosts[:5] == ["example.com", "example.com", "::1", None, "www.xn--bcher-kva.de"]
+
+
+def test_hosts_are_encoded_as_browsers_do_and_paths_compared_decoded(tmp_path):
+    """IDNA 2003 made straße.de strasse.de (another domain); a list's `/新闻` missed a WARC's `/%E6%96%B0%E9%97%BB`."""
+    stage = UrlFilter(domains=[write(tmp_path / "d", "straße.de\n")],
+                      urls=[write(tmp_path / "u", "news.example.cn/新闻/成人\nother.cn/%E6%88%90%E4%BA%BA\n")])
+    assert [r for r, _ in judged(stage, [
+        "https://xn--strae-oqa.de/", "https://straße.de/a", "https://strasse.de/",
+        "http://news.example.cn/%E6%96%B0%E9%97%BB/%E6%88%90%E4%BA%BA/1.html", "http://other.cn/成人/2"])] == [
+        "blocked_domain", "blocked_domain", None, "blocked_url", "blocked_url"]

@@ -94,10 +94,11 @@ class UrlFilter(Stage):
         self.domains = blocklists.HashSet.of(found["domains"])
         self.urls = blocklists.HashSet.of(found["urls"])
         self.allowed = frozenset(blocklists.idna(d) for d in p.allow)
-        self.words = _union(blocklists.read_words(u) for u in p.words)
-        self.soft_words = _union(blocklists.read_words(u) for u in p.soft_words)
-        entries = sorted(_union(blocklists.read_words(u) for u in p.subwords))
-        self.subwords = sorted(set(blocklists.squeezed(pa.array(entries, pa.string())).to_pylist()) - {""})
+        self.words, self.soft_words = (pa.array(sorted(_union(blocklists.read_words(u) for u in uris)), pa.string())
+                                       for uris in (p.words, p.soft_words))
+        entries = pa.array(sorted(_union(blocklists.read_words(u) for u in p.subwords)), pa.string())
+        self.subwords = sorted(set(blocklists.squeezed(entries).to_pylist()) - {""})
+        self.subword_pattern = "|".join(map(re.escape, self.subwords))  # RE2, over each batch's URLs at once
 
     def applies(self, batch: pa.Table) -> pa.ChunkedArray | None:
         url = batch.column("url")
@@ -139,11 +140,11 @@ class UrlFilter(Stage):
     def _worded(self, urls: pa.Array) -> dict[int, tuple[str, str]]:
         """{row: (reason, detail)} of the rows the word lists drop: RE2 and set lookups over the batch's words,
         then Python on the few that hold one."""
-        if not (self.words or self.soft_words or self.subwords):
+        if not (len(self.words) or len(self.soft_words) or self.subwords):
             return {}
         texts = blocklists.decoded(urls)
         out: dict[int, tuple[str, str]] = {}
-        if self.words or self.soft_words:
+        if len(self.words) or len(self.soft_words):
             lists = blocklists.url_words(texts)
             words, rows = pc.list_flatten(lists), pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
             soft: dict[int, set[str]] = {}
@@ -157,18 +158,18 @@ class UrlFilter(Stage):
                     out[row] = "banned_word", word
         if self.subwords:
             letters = blocklists.squeezed(texts)
-            hits = pc.match_substring_regex(letters, "|".join(map(re.escape, self.subwords)))
+            hits = pc.match_substring_regex(letters, self.subword_pattern)
             for i in np.flatnonzero(hits.to_numpy(zero_copy_only=False)).tolist():
                 text = letters[i].as_py()
                 out.setdefault(i, ("banned_subword", next(w for w in self.subwords if w in text)))
         return out
 
 
-def _members(words: pa.Array, rows: np.ndarray, listed: frozenset[str]) -> list[tuple[int, str]]:
+def _members(words: pa.Array, rows: np.ndarray, listed: pa.Array) -> list[tuple[int, str]]:
     """(row, word) of the batch's words that are in `listed`."""
-    if not listed:
+    if not len(listed):
         return []
-    hit = pc.is_in(words, value_set=pa.array(sorted(listed), pa.string())).to_numpy(zero_copy_only=False)
+    hit = pc.is_in(words, value_set=listed).to_numpy(zero_copy_only=False)
     return list(zip(rows[hit].tolist(), words.filter(pa.array(hit)).to_pylist(), strict=True))
 
 

@@ -336,7 +336,8 @@ def _label(line: str) -> str:
     return found.group() if found else line
 
 
-def _words(line: str) -> int:
+def word_count(line: str) -> int:
+    """Words of a line, two characters of a script written without spaces counting as one."""
     return line.count(" ") + 1 + len(_UNSPACED.findall(line)) // 2
 
 
@@ -383,7 +384,7 @@ def _furniture(lines: list[str], held: Counter[str]) -> bool:
     if len(lines) < 2:  # one line is a caption, a line of dialogue (`Alden: That time I was.`), a heading
         return False
     shared = [held[_label(line)] >= 2 for line in lines]
-    if any(_words(line) >= SENTENCE_WORDS or (_words(line) > VALUE_WORDS and not common)
+    if any(word_count(line) >= SENTENCE_WORDS or (word_count(line) > VALUE_WORDS and not common)
            for line, common in zip(lines, shared, strict=True)):
         return False
     labelled = sum(len(line) for line, common in zip(lines, shared, strict=True) if common)

@@ -11,7 +11,8 @@ import re
 from typing import TYPE_CHECKING
 
 from curation.extract.fast import Favor
-from curation.extract.rewrites import rewrite
+from curation.extract.rewrites import rewrite, word_count
+from curation.text.splitter import SENTENCE_TERMINALS
 
 if TYPE_CHECKING:
     from trafilatura.deduplication import LRUCache
@@ -36,6 +37,68 @@ _INLINE_HTML = re.compile(r"</?(?:sup|sub|u)>")
 # backslashes before such a character was k of the page's own; `\|` stays, it keeps a table cell's pipe.
 _ESCAPED = re.compile(r"(\\+)([*_`~\[\]<])")
 _ESCAPED_LINE_START = re.compile(r"^( {0,3})(?:\\([#>+-])|(\d{1,9})\\([.)]))")
+
+
+# A table's row and its cells (a cell's own `|` is escaped in Markdown); a header's rule line (`|---|---|`), which
+# trafilatura writes under a row of header cells only
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
+_HEADER_RULE = re.compile(r"^\s*\|(\s*:?-{3,}:?\s*\|)+\s*$")
+_SENTENCE_END = re.compile(f"[{re.escape(SENTENCE_TERMINALS)}]")
+PROSE_CELL_WORDS = 12
+"""Fewest words (two characters of a script without spaces counting as one) of a table cell that, holding a
+sentence's end too, is a paragraph written in a table: a forum's post in a table of posts, one a row."""
+
+
+def _row(cells: list[str]) -> list[str]:
+    return [f"| {' | '.join(cells)} |"] if cells else []
+
+
+def _unrolled(row: str) -> list[str]:
+    """A table row as lines: its prose cells each a paragraph, the cells between them rows of their own."""
+    lines: list[str] = []
+    cells: list[str] = []
+    for cell in (c.strip() for c in _CELL_BORDER.split(row.strip())[1:-1]):
+        if word_count(cell) >= PROSE_CELL_WORDS and _SENTENCE_END.search(cell):
+            lines += [*_row(cells), cell.replace("\\|", "|")]
+            cells = []
+        elif cell:
+            cells.append(cell)
+    return lines + _row(cells) if lines else [row]
+
+
+def prose_out_of_tables(lines: list[str]) -> list[str]:
+    """The lines with each table without header cells written as paragraphs where its cells hold them
+    (`_unrolled`); tables with headers as they are, and lines in fenced code.
+
+    A forum that sets each post in a row of a table of posts (vBulletin's, SMF's, fanfiction.net's) came out as rows of
+    `| byline | post |`, which the quality rules set aside as layout: a thread of long posts had no prose left and
+    FineWeb's line punctuation dropped it (`benchmarks/forums.py`). Unwrapping such a table before trafilatura
+    (`rewrites.unwrap_layout_tables`) loses half of its posts, so it is read as a table and rewritten here.
+    """
+    out: list[str] = []
+    table: list[str] = []
+    fenced = False
+
+    def flush() -> None:
+        # trafilatura writes tables one under the other with no line between: a headed one starts at the row above
+        # its rule line, and what follows it is taken to be its rows
+        rule = next((k for k, line in enumerate(table) if _HEADER_RULE.match(line)), len(table) + 1)
+        headed = max(rule - 1, 0)
+        out.extend(line for row in table[:headed] for line in _unrolled(row))
+        out.extend(table[headed:])
+        table.clear()
+
+    for line in lines:
+        if _FENCE.match(line):
+            fenced = not fenced
+        if not fenced and _TABLE_ROW.match(line):
+            table.append(line)
+            continue
+        flush()
+        out.append(line)
+    flush()
+    return out
 
 
 def _unescaped(prose: str) -> str:
@@ -69,7 +132,7 @@ def tidy_markdown(markdown: str) -> str:
             line = _ESCAPED_LINE_START.sub(lambda m: m.group(1) + (m.group(2) or m.group(3) + m.group(4)), line)
             line = "".join(part if part.startswith("`") else _plain_prose(part) for part in _INLINE_CODE.split(line))
         out.append(line)
-    return "\n".join(out)
+    return "\n".join(prose_out_of_tables(out))
 
 
 def tidy_text(text: str) -> str:
@@ -86,7 +149,7 @@ def tidy_text(text: str) -> str:
         marker = bool(_MARKER.match(line))
         if not marker:
             out.append(line)
-    return "\n".join(out)
+    return "\n".join(prose_out_of_tables(out))
 
 
 def paragraph_memory() -> LRUCache:

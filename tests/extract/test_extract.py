@@ -516,3 +516,35 @@ def test_a_pre_the_page_marks_as_code_or_that_reads_as_code_is_left_alone():
     columns = ("Name          Size      Modified\nreadme.txt    1 KB      2014-12-15\n"
                "notes.txt     2 KB      2014-12-16.")
     assert [rewritten(f"<pre>{text}</pre>") for text in (shell, sql, columns)] == [0, 0, 0]
+
+
+def test_posts_set_in_a_table_of_posts_come_out_as_paragraphs_and_data_tables_stay_tables():
+    """A forum that sets each post in a row of a table (vBulletin's, SMF's) came out as rows of `| byline | post |`,
+    which the quality rules set aside as layout: a thread of long posts had no prose left, and FineWeb's line
+    punctuation dropped it (`benchmarks/forums.py`). A cell holding a paragraph is now a paragraph, its byline a row
+    of its own; a table with header cells, a row of short values, and a table in a code block stay as they are."""
+    from curation.extract.trafilatura import prose_out_of_tables, trafilatura_extract
+
+    posts = ["I have been looking for a good way to keep my tomatoes from splitting after heavy rain this summer.",
+             "Water them evenly every morning and mulch the beds; the fruit splits when the soil swings wet to dry.",
+             "雨后番茄容易裂果，是因为土壤忽干忽湿，根系突然吸收大量水分，果皮来不及生长。每天早上均匀浇水会好很多。"]
+    rows = "".join(f"<tr><td>gardener{k}<br>Posts: {k * 40 + 3}</td><td>{post}</td></tr>"
+                   for k, post in enumerate(posts))
+    page = (f"<html><body><h1>Tomatoes splitting</h1><table>{rows}</table>"
+            "<table><tr><th>Variety</th><th>Days</th></tr><tr><td>Roma</td><td>75</td></tr></table></body></html>")
+    for markdown in (True, False):
+        text, _ = trafilatura_extract(page, None, fast=False, favor="balanced", include_comments=True,
+                                      include_tables=True, markdown=markdown, seen=None)
+        lines = text.split("\n")
+        assert all(post in lines for post in posts), text  # each post a line of its own, no table border around it
+        assert any(line.startswith("| gardener1") for line in lines)
+        assert "| Roma | 75 |" in text
+
+    data = ["| Weight | 200 g |", "| Colour | dark red, with green shoulders |"]
+    assert prose_out_of_tables(data) == data
+    headed = ["| Term | Meaning |", "|---|---|", f"| split | {posts[1]} |"]
+    assert prose_out_of_tables(headed) == headed
+    fenced = ["```", f"| {posts[0]} |", "```"]
+    assert prose_out_of_tables(fenced) == fenced
+    row = f"| #3 | {posts[0]} | quote \\| reply |"
+    assert prose_out_of_tables([row]) == ["| #3 |", posts[0], "| quote \\| reply |"]

@@ -295,15 +295,10 @@ def peer_charset(body: bytes) -> str:
 
 
 def ours_charset(body: bytes) -> str:
-    """The charset our `decode_html` detects, and the one that really decoded the page if it fell back."""
-    html, detected = decode_html(body, None)
-    for codec in (detected, "utf-8", "cp1252"):  # resiliparse's bytes_to_str fallbacks
-        try:
-            if body.decode(codec) == html:
-                return detected if codec == detected else f"{detected} (invalid, bytes_to_str fell back to {codec})"
-        except (LookupError, UnicodeDecodeError):
-            continue
-    return detected
+    """The charset our `decode_html` decoded the page in, and how many of its bytes it replaced."""
+    html, used = decode_html(body, None)
+    bad = html.count("\ufffd")
+    return f"{used} ({bad} undecodable bytes replaced)" if bad else used
 
 
 def diagnose(page: Page) -> str:

@@ -708,3 +708,45 @@ def test_a_licence_file_that_cannot_be_read_is_read_again_not_taken_as_absent(tm
     flaky(LicenceFaults(EIO, fail_opens=10))
     with pytest.raises(InputReadError, match="could not be read in 3 attempts"):
         licences()
+
+
+def test_http_codings_as_home_made_crawlers_store_them(tmp_path: Path):
+    """A body stored de-chunked under `Transfer-Encoding: chunked` (a requests-based crawler writes what it received),
+    chunks with extensions (RFC 9112) and raw deflate without zlib's header (old IIS) were `bad_http` or
+    `skipped:binary`: browsers read all three. A content coding that does not decode says so."""
+    from tests.test_hostile_inputs import warc_record
+
+    body = page("codings")
+    raw_deflate = zlib.compressobj(wbits=-15)
+    chunked = b"".join(f"{len(part):x};ext=1\r\n".encode() + part + b"\r\n" for part in (body[:100], body[100:]))
+    records = {
+        "dechunked": warc_record("https://x.example/dechunked", body, http_headers="Transfer-Encoding: chunked\r\n"),
+        "extensions": warc_record("https://x.example/extensions", chunked + b"0\r\n\r\n",
+                                  http_headers="Transfer-Encoding: chunked\r\n"),
+        "raw-deflate": warc_record("https://x.example/raw-deflate", raw_deflate.compress(body) + raw_deflate.flush(),
+                                   http_headers="Content-Encoding: deflate\r\n"),
+        "broken-gzip": warc_record("https://x.example/broken-gzip", b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4,
+                                   http_headers="Content-Encoding: gzip\r\n"),
+    }
+    path = tmp_path / "codings.warc.gz"
+    path.write_bytes(b"".join(records.values()))
+    rows = read(WarcReader(), path).to_pylist()
+    assert [r["html"] for r in rows[:3]] == [body] * 3
+    assert rows[3][schema.REASON] == "bad_content_encoding" and rows[3][schema.DETAIL].startswith("gzip: ")
+
+
+def test_a_wet_conversion_that_is_not_utf8_is_a_reject_and_a_cut_character_is_left_out(tmp_path: Path):
+    """WET is UTF-8 text: GBK bytes in a conversion record became a document of U+FFFD, where JSONL and Parquet reject
+    such a record. A character cut by a truncated record's end is left out; the text before it is kept."""
+    text = "北京今天天气晴朗，气温回升。"
+
+    def conversion(url: str, block: bytes) -> bytes:
+        head = (f"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Record-ID: <urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>"
+                f"\r\nWARC-Target-URI: {url}\r\nContent-Type: text/plain\r\nContent-Length: {len(block)}\r\n\r\n")
+        return gzip.compress(head.encode() + block + b"\r\n\r\n")
+
+    path = tmp_path / "mixed.warc.wet.gz"
+    path.write_bytes(conversion("https://x.example/utf8", text.encode()) + conversion("https://x.example/gbk", (
+        text * 3).encode("gbk")) + conversion("https://x.example/cut", text.encode() + "晴".encode()[:2]))
+    rows = [r for r in read(WetReader(), path).to_pylist() if r[schema.REASON] != schema.END_OF_SHARD]
+    assert [(r["text"], r[schema.REASON]) for r in rows] == [(text, None), (None, "invalid_utf8"), (text, None)]

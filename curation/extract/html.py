@@ -3,13 +3,14 @@ text in the right charset, a guard against tags that would stall a parser, which
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+from resiliparse.parse.encoding import detect_encoding
 
 NOT_HTML = "not_html"  # why rows without a page (JSONL, WET) go by the page stages
 
@@ -116,23 +117,81 @@ def html_rows(batch: pa.Table) -> pa.ChunkedArray:
     return pc.is_valid(batch.column("html"))
 
 
-def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
-    """Text of a page and the charset used.
+# What browsers decode a legacy label's pages as (the WHATWG Encoding Standard): the label's Windows superset, whose
+# extra characters real pages use (`①`, `㈱` in cp932; 똠 in cp949; HKSCS in Big5; `€` in GBK). `iso-8859-1` and
+# `ascii` are windows-1252 there too.
+_LABELS = {"x-gbk": "gbk", "gb_2312-80": "gb2312", "csgb2312": "gb2312", "windows-31j": "cp932", "x-sjis": "cp932",
+           "x-euc-jp": "euc_jp", "x-x-big5": "big5", "cn-big5": "big5", "unicode-1-1-utf-8": "utf-8"}
+_SUPERSETS = {"gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs",
+              "iso8859-1": "cp1252", "ascii": "cp1252", "tis-620": "cp874", "iso8859-11": "cp874",
+              "iso8859-9": "cp1254"}
+# a server's default more often than the page's charset (Apache's, old frameworks'): a page's own meta tag wins over it
+_WEAK = "cp1252"
+_MULTIBYTE = frozenset({"gb18030", "cp932", "cp949", "big5hkscs", "euc_jp", "iso2022_jp"})
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+META_SCAN = 4096
+"""Bytes of a page searched for its `<meta charset>` (browsers prescan 1024; pages put long scripts first)."""
+BAD_BYTES_MAX = 0.002
+"""Share of a page's bytes that may fail to decode in a charset that still decodes the page (a summary cut through a
+character, a stray byte): each becomes U+FFFD, as in a browser, instead of the page going to another charset."""
 
-    Valid UTF-8 is UTF-8 whatever a header says (servers default to iso-8859-1, pages go stale);
-    then the declared charset if it decodes; else detection (meta tag, content). UTF-8 with a few
-    stray bytes keeps UTF-8 and replaces them rather than reading the page as cp1252.
+
+def _gbk_euro(error: UnicodeDecodeError) -> tuple[str, int]:
+    """GBK's one-byte `€` (0x80, Windows' cp936), which gb18030 lacks; any other bad byte a U+FFFD."""
+    euro = error.encoding == "gb18030" and error.object[error.start] == 0x80
+    return ("\u20ac" if euro else "\ufffd"), error.start + 1
+
+
+codecs.register_error("curation.html", _gbk_euro)
+
+
+def _codec(label: str | bytes | None) -> str | None:
+    """The Python codec a charset label's pages decode with, browsers' superset of it; None: no such charset."""
+    if isinstance(label, bytes):
+        label = label.decode("ascii", "replace")
+    if not label:
+        return None
+    label = label.strip().lower()
+    try:
+        name = codecs.lookup(_LABELS.get(label, label)).name
+    except LookupError:
+        return None
+    return _SUPERSETS.get(name, name)
+
+
+def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
+    """Text of a page and the codec used.
+
+    A byte-order mark decides; valid UTF-8 is UTF-8 whatever a header says (servers default to iso-8859-1, pages go
+    stale). Then, in order, the header's charset, the page's `<meta>` charset and detection, each label read as
+    browsers read it (`_SUPERSETS`), and the first that decodes all but `BAD_BYTES_MAX` of the page is used, its bad
+    bytes replaced; a header's windows-1252 (or iso-8859-1, ascii: a server default, which decodes anything) comes
+    after the page's meta tag and a multi-byte charset detection finds. When none decodes so well, the one that
+    leaves fewest bytes undecoded.
     """
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return body[len(bom):].decode(codec, errors="replace"), codec
     try:
         return body.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         pass
-    if declared:
-        try:
-            return body.decode(declared), declared.lower()
-        except (LookupError, UnicodeDecodeError):
-            pass
-    encoding = detect_encoding(body, from_html_meta=True)
-    if encoding == "utf-8":
-        return body.decode("utf-8", errors="replace"), encoding
-    return bytes_to_str(body, encoding), encoding
+    header = _codec(declared)
+    found = _META_CHARSET.search(body, 0, META_SCAN)
+    meta = _codec(found.group(1)) if found else None
+    detected = _codec(detect_encoding(body, from_html_meta=False)) or "utf-8"
+    if header == _WEAK:
+        order = [meta, detected if detected in _MULTIBYTE else None, header, detected]
+    else:
+        order = [header, meta, detected]
+    best: tuple[int, str, str] | None = None
+    for codec in dict.fromkeys(c for c in order if c and c not in ("utf-16", "utf-32")):  # no BOM: not those
+        text = body.decode(codec, errors="curation.html")
+        bad = text.count("\ufffd")
+        if bad <= BAD_BYTES_MAX * len(body):
+            return text, codec
+        if best is None or bad < best[0]:
+            best = (bad, text, codec)
+    assert best is not None  # `detected` is always a candidate
+    return best[1], best[2]

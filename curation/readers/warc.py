@@ -6,6 +6,7 @@ import bisect
 import contextlib
 import functools
 import io
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -232,10 +233,10 @@ class WarcReader(Reader):
         if kind == "conversion":
             return self._conversion(base, block)
         if kind == "resource":
-            content_type, charset, body = rec.headers.get("Content-Type"), None, block
+            content_type, charset, body, undecoded = rec.headers.get("Content-Type"), None, block, None
         else:
             try:
-                status, content_type, charset, body = _http_payload(block, self.max_record_bytes)
+                status, content_type, charset, body, undecoded = _http_payload(block, self.max_record_bytes)
             except OSError as exc:
                 base.reason, base.detail = "bad_http", str(exc)[:300]
                 return base
@@ -252,7 +253,10 @@ class WarcReader(Reader):
         if charset is None and content_type and "charset=" in content_type.lower():
             charset = content_type.lower().split("charset=")[1].split(";")[0].strip(" \"'")
         if (binary := binary_body(body, charset)) is not None:
-            base.reason, base.detail = "skipped:binary", f"{binary}, labelled {mime or 'unknown'}"
+            if undecoded:  # a content encoding that did not decode: the page is there, unread
+                base.reason, base.detail = "bad_content_encoding", undecoded
+            else:
+                base.reason, base.detail = "skipped:binary", f"{binary}, labelled {mime or 'unknown'}"
             return base
         base.html = body
         base.meta["http_charset"] = charset
@@ -262,7 +266,13 @@ class WarcReader(Reader):
         if (binary := binary_body(body)) is not None:  # WET is UTF-8 text: random bytes are no conversion
             base.reason, base.detail = "skipped:binary", binary
             return base
-        base.text = body.decode("utf-8", errors="replace")
+        try:
+            base.text = body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.reason != "unexpected end of data":  # not a character cut by a truncated record's end: no UTF-8
+                base.reason, base.detail = "invalid_utf8", str(exc)[:300]
+                return base
+            base.text = body[: exc.start].decode("utf-8")
         return base
 
 
@@ -311,30 +321,68 @@ _DECODERS: dict[str, Callable[[object], object]] = {
 }
 
 
-def _http_payload(block: bytes, limit: int) -> tuple[int | None, str | None, str | None, bytes]:
-    """Status, content type, charset and payload with transfer and content encodings undone.
-
-    Some crawls (ClueWeb) store payloads already decompressed but keep `Content-Encoding`:
-    then only the transfer encoding is undone. At most `limit + 1` payload bytes are decoded, so a
-    small gzip that inflates to gigabytes (a gzip bomb) costs no more than a record over the limit
-    (fastwarc's `auto_decode="all"` would inflate all of it into memory first).
-    """
+def _parsed(block: bytes, decode: str) -> WarcRecord:
     record = WarcRecord()
     record.init_headers(WarcRecordType.response)
     record.set_bytes_content(block)
     record.is_http = True
-    record.parse_http(auto_decode="transfer", quirks_mode=True)  # quirks: LF-only header lines (ClueWeb)
-    body = record.reader.read()  # no larger than the record's block
+    record.parse_http(auto_decode=decode, quirks_mode=True)  # quirks: LF-only header lines (ClueWeb)
+    return record
+
+
+def _http_payload(block: bytes, limit: int) -> tuple[int | None, str | None, str | None, bytes, str | None]:
+    """Status, content type, charset and payload with transfer and content encodings undone, and why a content
+    encoding could not be undone (None: it was, or there was none).
+
+    Some crawls (ClueWeb) store payloads already decompressed but keep `Content-Encoding`, and some crawlers (a
+    requests-based one, writing what it received) payloads already de-chunked but keep `Transfer-Encoding: chunked`:
+    then the bytes are kept as stored. At most `limit + 1` payload bytes are decoded, so a small gzip that inflates to
+    gigabytes (a gzip bomb) costs no more than a record over the limit (fastwarc's `auto_decode="all"` would inflate
+    all of it into memory first).
+    """
+    try:
+        record = _parsed(block, "transfer")
+        body = record.reader.read()  # no larger than the record's block
+    except OSError:  # a chunk header fastwarc does not read: none (stored de-chunked), or with an extension
+        record = _parsed(block, "none")
+        body = _dechunked(record.reader.read())
     given = record.http_headers.get("Content-Encoding") or ""
     codings = [c.strip().lower() for c in given.split(",") if c.strip().lower() not in ("", "identity")]
+    failed = None
     if codings and all(c in _DECODERS for c in codings):
-        stream: object = io.BytesIO(body)
-        for coding in reversed(codings):  # the last coding applied is undone first
-            stream = _DECODERS[coding](stream)
-        with contextlib.suppress(OSError):  # not encoded after all (stored decoded): keep the bytes as they are
-            # nothing from many bytes: the decoder gave up without a word (fastwarc's brotli on random bytes)
-            body = stream.read(limit + 1) or (b"" if len(body) <= _EMPTY_ENCODED else body)  # type: ignore[attr-defined]
-    return record.http_headers.status_code, record.http_content_type, record.http_charset, body[: limit + 1]
+        body, failed = _decoded(body, codings, limit)
+    return record.http_headers.status_code, record.http_content_type, record.http_charset, body[: limit + 1], failed
+
+
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}[ \t]*(?:;[^\r\n]*)?\r?\n")
+
+
+def _dechunked(data: bytes) -> bytes:
+    """A chunked body's data (RFC 9112: chunk extensions ignored), or `data` as it is when it holds no chunk."""
+    parts, at = [], 0
+    while found := _CHUNK_SIZE.match(data, at):
+        size = int(found.group().split(b";")[0], 16)
+        if size == 0:
+            return b"".join(parts)
+        parts.append(data[found.end() : found.end() + size])
+        at = found.end() + size
+        at += 2 if data.startswith(b"\r\n", at) else data.startswith(b"\n", at)
+    return b"".join([*parts, data[at:]]) if parts else data
+
+
+def _decoded(body: bytes, codings: list[str], limit: int) -> tuple[bytes, str | None]:
+    """The payload with its content codings undone (at most `limit + 1` bytes), and why they could not be."""
+    stream: object = io.BytesIO(body)
+    for coding in reversed(codings):  # the last coding applied is undone first
+        stream = _DECODERS[coding](stream)
+    try:
+        # nothing from many bytes: the decoder gave up without a word (fastwarc's brotli on random bytes)
+        return stream.read(limit + 1) or (b"" if len(body) <= _EMPTY_ENCODED else body), None  # type: ignore[attr-defined]
+    except OSError as exc:
+        if codings == ["deflate"]:  # raw deflate, without zlib's header: what old IIS sent, and browsers read
+            with contextlib.suppress(zlib.error):
+                return zlib.decompressobj(-15).decompress(body, limit + 1), None
+        return body, f"{', '.join(codings)}: {exc}"[:300]  # not encoded after all (stored decoded), or broken
 
 
 _EMPTY_ENCODED = 32  # bytes an encoded empty payload takes at most (gzip: 20, brotli: 1)

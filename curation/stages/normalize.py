@@ -28,10 +28,14 @@ def _ftfy() -> Any:
 
 
 # UTF-8 bytes read as cp1252/latin-1 leave a lead character (Â..ô) followed by a continuation byte
-# shown as a latin-1 symbol or a cp1252 punctuation mark: a columnar pre-check before ftfy's slower one.
+# shown as a latin-1 symbol or a cp1252 punctuation mark; read as cp1251, Cyrillic's lead bytes (Р, С) followed by
+# one shown as a letter Russian does not use (ђ, Ѓ, ё...) or a punctuation mark: a columnar pre-check before ftfy's
+# slower one.
 _MOJIBAKE_HINT = (
     r"[\x{c2}-\x{f4}][\x{80}-\x{bf}\x{152}\x{153}\x{160}\x{161}\x{178}\x{17d}\x{17e}\x{192}\x{2c6}"
     r"\x{2dc}\x{2013}\x{2014}\x{2018}-\x{201e}\x{2020}-\x{2022}\x{2026}\x{2030}\x{2039}\x{203a}\x{20ac}\x{2122}]"
+    r"|[РС][\x{400}-\x{40f}\x{450}-\x{45f}\x{490}\x{491}\x{a0}-\x{bf}\x{2013}-\x{2026}\x{2030}\x{2039}\x{203a}"
+    r"\x{20ac}\x{2116}\x{2122}]"
 )
 # Zawgyi: a font encoding of Burmese on the Myanmar block's code points, with other meanings (most Burmese sites
 # before 2019); read as Unicode it is misspelt text. Google's myanmartools detector (a Markov model in its wheel)
@@ -139,7 +143,9 @@ class Normalize(Stage):
                 if not is_bad(values[i]):  # ftfy's own mojibake detector: a regex, far cheaper than a repair
                     continue
                 repaired = fix_text(values[i], _ftfy())
-                if repaired != values[i]:
+                # still mojibake after: ftfy decoded pieces of a text that is no UTF-8 read wrong (GBK read as latin-1
+                # has such pieces), and the rest is beyond repair; the text is left as it came
+                if repaired != values[i] and not is_bad(repaired):
                     values[i], fixed[i] = repaired, 1
             text = pa.array(values, pa.string())
         if p.form != "none":

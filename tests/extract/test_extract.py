@@ -80,6 +80,43 @@ def test_declared_charset_that_lies_falls_back_to_detection():
     assert decode_html("Grüße".encode(), "utf-8") == ("Grüße", "utf-8")
 
 
+LEGACY_PAGE = "<html><head><meta charset=\"{label}\"><title>t</title></head><body><p>{text}</p></body></html>"
+
+
+@pytest.mark.parametrize(("label", "codec", "text"), [
+    ("gbk", "gbk", "朱镕基总理今天在北京会见了来自欧洲的企业家代表团。"),
+    ("gb2312", "gb18030", "𠮷野家的牛丼，双方就经济合作深入交换了意见。"),  # a four-byte character under an old label
+    ("shift_jis", "cp932", "㈱東京防災の社長は①水②食料を準備しましょうと述べた。"),  # Windows' extra characters
+    ("euc-kr", "cp949", "똠양꿍 식당 주인은 손님이 늘기를 기대한다고 말했습니다."),
+    ("big5", "big5hkscs", "香港特區政府今日公布新的房屋政策，市民反應熱烈。"),
+    ("windows-1251", "cp1251", "Правительство Москвы объявило о запуске новой программы."),
+])
+def test_legacy_charsets_decode_as_browsers_read_their_labels(label: str, codec: str, text: str):
+    """A label names the Windows superset browsers decode it with (WHATWG): `shift_jis` pages with `①` and `㈱`, and
+    `euc-kr` ones with a CP949 syllable, were read with the strict codecs and came out corrupted or as mojibake."""
+    body = LEGACY_PAGE.format(label=label, text=text * 4).encode(codec)
+    for declared in (None, label, "iso-8859-1"):  # meta alone; header too; a server's default header over the meta
+        decoded, _ = decode_html(body, declared)
+        assert text in decoded, (declared, decoded[:200])
+
+
+def test_a_broken_byte_is_replaced_and_the_page_keeps_its_charset():
+    """One byte that does not decode (a summary cut through a character, GBK's one-byte euro sign) made the page fall to
+    cp1252: a Chinese news page came out as mojibake and was dropped as English. Now the bad byte alone is U+FFFD, as
+    in a browser, and GBK's 0x80 is its euro sign."""
+    text = "朱镕基总理今天在北京会见了来自欧洲的企业家代表团，双方就经济合作深入交换了意见。" * 5
+    body = LEGACY_PAGE.format(label="gbk", text=text).encode("gbk")
+    cut, _ = decode_html(body.replace(b"</p>", "摘要".encode("gbk") + b"\xd5</p>"), None)
+    assert text + "摘要\ufffd</p>" in cut
+    euro, _ = decode_html(body.replace(b"</p>", b" \x80 9.99</p>"), "gbk")
+    assert text + " € 9.99" in euro
+    bom, used = decode_html(b"\xff\xfe" + "<p>Grüße</p>".encode("utf-16-le"), "iso-8859-1")
+    assert (bom, used) == ("<p>Grüße</p>", "utf-16-le")
+    assert decode_html(b"\xef\xbb\xbf<p>Gr\xc3\xbc\xc3\x9fe</p>", None)[0] == "<p>Grüße</p>"
+    latin, _ = decode_html("<p>Élève à côté, très été</p>".encode("latin-1"), "iso-8859-1")
+    assert latin == "<p>Élève à côté, très été</p>"
+
+
 def test_pathological_page_times_out_and_others_survive():
     heavy = ("<html><body>" + "".join(
         f"<div><p>Paragraph {i} with words.</p><table><tr><td>cell {i}</td></tr></table></div>" for i in range(6000)

@@ -18,6 +18,18 @@ def test_mojibake_is_repaired_and_real_text_is_left_alone():
     assert out.column("_n:normalize:encoding_fixed").to_pylist() == [1, 0]
 
 
+def test_cyrillic_mojibake_is_repaired_and_text_that_is_no_utf8_is_not_called_repaired():
+    """Russian UTF-8 read as cp1251 never reached ftfy, whose hint knew only Latin-1's lead bytes; and
+    GBK read as latin-1, which no UTF-8 repair undoes, was half rewritten by ftfy and counted `encoding_fixed`."""
+    russian = "Правительство Москвы сегодня объявило о запуске новой программы поддержки малого бизнеса."
+    chinese = "新华社北京电，中国和平与发展新时代，经济和社会和谐发展。双方和平共处，合作共赢。"
+    real = "Россия и С.-Петербург: «Сёла» и С«кавычками»"
+    texts = [russian.encode().decode("cp1251"), chinese.encode("gbk").decode("latin-1"), real]
+    out = run_stage(Normalize(), documents_table(texts))
+    assert out.column("text").to_pylist() == [russian, texts[1], real]
+    assert out.column("_n:normalize:encoding_fixed").to_pylist() == [1, 0, 0]
+
+
 def test_unicode_is_composed_and_controls_removed():
     decomposed = unicodedata.normalize("NFD", "Café crème")
     out = run_stage(Normalize(), documents_table([decomposed + "\x00\u200b\ufeff!"])).column("text").to_pylist()

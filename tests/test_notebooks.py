@@ -99,6 +99,20 @@ def test_inspect_filtered_samples_notebook_on_a_chinese_job(chinese_job, tmp_pat
     assert "similarity 1.0" in text
 
 
+def test_inspect_filtered_samples_notebook_on_a_job_whose_dedup_removed_nothing(tmp_path, monkeypatch):
+    """`dedup_pair` raised `LookupError` on a job whose dedup stage found no duplicate, and the notebook stopped there:
+    common on a small or clean corpus."""
+    texts = [f"Note {k}: the tide came in early today, and the boats in the harbour rose with it." for k in range(4)]
+    (tmp_path / "notes.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    recipe = {"name": "no-dups", "output": str(tmp_path / "jobs"), "executor": "local", "local": {"workers": 1},
+              "sources": [{"name": "notes", "format": "jsonl", "paths": [str(tmp_path / "notes.jsonl")]}],
+              "stages": [{"exact_dedup": {}}]}
+    job_dir = run(parse_recipe(yaml.safe_dump(recipe)), quiet=True, kind="local").job_dir
+    outputs = execute("inspect_filtered_samples.ipynb", str(job_dir), tmp_path, monkeypatch)
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert "exact_dedup: no duplicates removed" in text_of(outputs)
+
+
 def test_training_curves_notebook(job, tmp_path, monkeypatch):
     outputs = execute("training_curves.ipynb", str(job.job_dir), tmp_path, monkeypatch)
     text = text_of(outputs)

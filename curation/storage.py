@@ -264,6 +264,13 @@ def write_json_atomic(uri: str, obj: Any, *, indent: int | None = 2) -> None:
     write_bytes_atomic(uri, (json.dumps(obj, indent=indent, sort_keys=False, default=str) + "\n").encode())
 
 
+def read_bytes(uri: str) -> bytes:
+    """A file's bytes as stored (a `.gz` is not inflated)."""
+    fs, path = resolve(uri)
+    with fs.open_input_stream(path, compression=None) as f:
+        return f.read()
+
+
 def read_json(uri: str) -> Any:
     fs, path = resolve(uri)
     with fs.open_input_stream(path) as f:

@@ -29,7 +29,7 @@ from curation.tokens.buckets import SPLITS, pack_bucket, processor, read_summary
 from curation.tokens.config import TrainTokenizer
 from curation.tokens.output_shards import shard_count, write_shard
 from curation.tokens.pack import Packer
-from curation.tokens.tokenizer import text_bytes, train_from_documents
+from curation.tokens.tokenizer import model_problem, text_bytes, train_from_documents
 from curation.tokens.vocabulary import VocabularyError
 from pipelines.executors import Executor
 
@@ -67,10 +67,10 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
     `_work/tokenizer.json` first, so that a resumed job reports it too."""
     target = storage.join(job_dir, "tokenizer.model")
     if storage.exists(target):  # copied or trained by an earlier run of this job
-        return _read(target)
+        return storage.read_bytes(target)
     config = recipe.tokenizer
     if config.model:
-        data = _read(config.model)
+        data = storage.read_bytes(config.model)
     else:
         mixture = recipe.mixture
         in_mixture = {} if mixture is None else {"shares": shares(mixture.sources()), "max_epochs": mixture.max_epochs}
@@ -83,11 +83,9 @@ def _tokenizer(job_dir: str, recipe: Recipe, files: list[str], executor: Executo
         storage.write_json_atomic(storage.join(job_dir, TRAINING), settings | {
             "character_coverage": coverage["character_coverage"], "character_coverage_choice": coverage,
             "vocabulary": sizing})
-    try:
-        processor(data)
-    except RuntimeError as exc:
-        msg = f"tokenizer.model: {config.model!r} is not a sentencepiece model ({exc})"
-        raise ValueError(msg) from None
+    if (problem := model_problem(data)) is not None:
+        msg = f"tokenizer.model: {config.model!r} is {problem}" if config.model else f"the trained model is {problem}"
+        raise ValueError(msg)
     storage.write_bytes_atomic(target, data)
     return data
 
@@ -108,27 +106,23 @@ def _training(job_dir: str) -> dict[str, Any] | None:
     return storage.read_json(training) if storage.exists(training) else None
 
 
-def _read(uri: str) -> bytes:
-    fs, path = storage.resolve(uri)
-    with fs.open_input_stream(path, compression=None) as f:
-        return f.read()
-
-
 def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes, buckets: int,
-              executor: Executor, say: Say) -> tuple[dict[str, np.ndarray], fertility.Counts]:
-    """Tokenize every documents file not done yet; return each source's token histogram (train split) and
-    the documents, characters and tokens per language, summed as the results arrive so that the driver
-    never holds one summary per file."""
+              executor: Executor, say: Say) -> tuple[dict[str, np.ndarray], fertility.Counts, Counter[str]]:
+    """Tokenize every documents file not done yet; return each source's token histogram (train split), the
+    documents, characters and tokens per language, and the train split's tokens and `<unk>` tokens, summed as the
+    results arrive so that the driver never holds one summary per file."""
     outs = {shard: storage.join(job_dir, TOKENS, f"{shard}.parquet") for shard in files}
     todo = [s for s in files if not storage.exists(outs[s])]
     hists: dict[str, np.ndarray] = {}
     languages: fertility.Counts = {}
+    train: Counter[str] = Counter()
 
     def fold(summary: dict[str, Any]) -> None:
         for source, part in summary.items():
             hist = np.asarray(part["histogram"], dtype=np.int64)
             hists[source] = hists[source] + hist if source in hists else hist
             fertility.add(languages, part.get("languages", {}))
+            train.update(tokens=part["tokens"]["train"], unknown=part.get("unknown_tokens", {}).get("train", 0))
 
     for shard in files:
         if shard not in todo:
@@ -138,7 +132,7 @@ def _tokenize(job_dir: str, recipe: Recipe, files: dict[str, str], model: bytes,
                             validation=recipe.pack.validation, mixture=recipe.mixture,
                             held_out=recipe.tokenizer.held_out_share()) for s in todo]
     _gather(executor, refs, "tokenize", say, fold)
-    return hists, languages
+    return hists, languages, train
 
 
 def _pack(job_dir: str, recipe: Recipe, tokens_files: list[str], buckets: int, plans: dict[str, SourcePlan],
@@ -220,7 +214,10 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
     if warning:
         say(f"warning: {warning}")
     buckets = max(1, math.ceil(text_bytes(files) / recipe.pack.bucket_bytes)) if files else 1
-    histograms, languages = _tokenize(job_dir, recipe, docs, model, buckets, executor, say)
+    histograms, languages, train = _tokenize(job_dir, recipe, docs, model, buckets, executor, say)
+    unknown = _unknown(train["tokens"], train["unknown"])
+    if unknown["warning"]:
+        say(f"warning: {unknown['warning']}")
     empty = np.zeros_like(next(iter(histograms.values())))
     for source in recipe.sources:  # a source whose documents were all dropped keeps its target, reported missed
         histograms.setdefault(source.name, empty)
@@ -252,12 +249,22 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
         "mixture": _mixture_report(plans, splits["train"]["tokens_per_source"]),
         "fertility": fertility.report([languages]),
         "fertility_measured_on": _measured_on(recipe),
+        "unknown_tokens": unknown,
         "splits": splits,
         "versions": versions,
         "seconds": round(time.time() - started, 3),
     }
     storage.write_json_atomic(manifest_uri, manifest)
     return manifest
+
+
+def _unknown(tokens: int, unknown: int) -> dict[str, Any]:
+    """How many of the train split's `tokens` are the tokenizer's `<unk>`: text it cannot spell, lost from the shards
+    (a model given without byte fallback meeting characters it never saw: Chinese through an English tokenizer)."""
+    share = unknown / tokens if tokens else 0.0
+    warning = (f"{unknown:,} of the train split's {tokens:,} tokens ({share:.2%}) are <unk>: text the tokenizer "
+               "cannot spell is lost from the shards (a model without byte_fallback)") if unknown else None
+    return {"tokens": unknown, "share": round(share, 6), "warning": warning}
 
 
 def _measured_on(recipe: Recipe) -> dict[str, Any]:
@@ -277,8 +284,9 @@ def token_stats(manifest: dict[str, Any]) -> dict[str, Any]:
     character (and on which documents), and the tokenizer's warning, if any."""
     splits = {s: {k: v for k, v in part.items() if k != "shards"} | {"shards": len(part["shards"])}
               for s, part in manifest["splits"].items()}
-    warning = manifest.get("tokenizer_training", {}).get("vocabulary", {}).get("warning")
+    warnings = [manifest.get("tokenizer_training", {}).get("vocabulary", {}).get("warning"),
+                manifest.get("unknown_tokens", {}).get("warning")]
     return {"seq_len": manifest["seq_len"], "vocab_size": manifest["vocab_size"], "splits": splits,
             "mixture": manifest["mixture"], "fertility": manifest.get("fertility", {}),
             "fertility_measured_on": manifest.get("fertility_measured_on", {}),
-            "tokenizer_warnings": [warning] if warning else [], "seconds": manifest["seconds"]}
+            "tokenizer_warnings": [w for w in warnings if w], "seconds": manifest["seconds"]}

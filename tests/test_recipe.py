@@ -154,6 +154,29 @@ def test_every_file_a_stage_reads_is_checked_before_work(monkeypatch, tmp_path):
     assert len(found) == 2, found
 
 
+def test_a_tokenizer_model_that_cannot_pack_is_refused_before_work(monkeypatch, tmp_path):
+    """A truncated, garbage or empty `.model`, or one without EOS, passed validation and failed after all the curation
+    with a traceback; a trained tokenizer's `options: {eos_id: -1}` too."""
+    import sentencepiece as spm
+
+    monkeypatch.chdir(ROOT)
+    text = "Tide pools hold anemones, crabs and small fish between the rocks.\n" * 50
+    (tmp_path / "corpus.txt").write_text(text + "Every pool is a small world of its own.\n" * 50)
+    spm.SentencePieceTrainer.train(input=str(tmp_path / "corpus.txt"), model_prefix=str(tmp_path / "good"),
+                                   vocab_size=30, eos_id=-1, minloglevel=2)
+    noeos = (tmp_path / "good.model").read_bytes()
+    for name, data in {"empty": b"", "garbage": b"\x00garbage" * 20, "noeos": noeos, "cut": noeos[:100]}.items():
+        (tmp_path / f"{name}.model").write_bytes(data)
+    expected = {"empty": "an empty file, no sentencepiece model",
+                "garbage": "not a sentencepiece model (", "cut": "not a sentencepiece model (",
+                "noeos": "a sentencepiece model without an EOS piece (eos_id -1)"}
+    for name, why in expected.items():
+        found = problems(GOOD + f"tokenizer: {{model: {tmp_path / name}.model}}\npack: {{seq_len: 64}}\n")
+        assert len(found) == 1 and f"tokenizer.model: '{tmp_path / name}.model' is {why}" in found[0], found
+    found = problems(GOOD + "tokenizer: {train: {vocab_size: 500, options: {eos_id: -1}}}\npack: {seq_len: 64}\n")
+    assert "eos_id must be >= 0: packing ends every document with the EOS piece" in found[0], found
+
+
 def test_paragraph_bloom_dedup_must_come_last_among_corpus_stages(monkeypatch):
     monkeypatch.chdir(ROOT)
     text = GOOD + "  - bloom_dedup: {}\n  - exact_dedup: {}\n"

@@ -214,3 +214,24 @@ def test_the_ablations_union_tokenizer_is_sized_as_a_jobs(corpus, tmp_path):
     assert warning.startswith(f"tokenizer.train.vocab_size: lowered from 64,000 to {pieces:,}: ")
     with pytest.raises(VocabularyError, match=r"^tokenizer\.train\.vocab_size: 64,000 is more than this sample"):
         train_union_tokenizer([str(path)], settings.model_copy(update={"hard_vocab_limit": True}), seed=1)
+
+
+def test_a_given_tokenizer_that_cannot_spell_the_corpus_is_warned_about_and_counted(corpus, tmp_path, capsys):
+    """An English model without byte fallback turns every Chinese character into `<unk>` (lost from the shards); the
+    run said nothing. Now the manifest counts the `<unk>` tokens and the summary warns; a trained tokenizer (byte
+    fallback) has none."""
+    english = (corpus / "en.jsonl").read_text(encoding="utf-8")
+    texts = [json.loads(line)["text"] for line in english.splitlines()]
+    (tmp_path / "en.txt").write_text("\n".join(texts), encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(tmp_path / "en.txt"), model_prefix=str(tmp_path / "en"), vocab_size=400,
+                                   minloglevel=2)
+    path = recipe(corpus, tmp_path / "given", ("zh", "en"), {"model": str(tmp_path / "en.model")})
+    code, out, _ = curate(capsys, "run", str(path))
+    assert code == 0
+    unknown = json.loads((job_dir(tmp_path / "given") / "manifest.json").read_text())["unknown_tokens"]
+    assert unknown["tokens"] > 100 and 0.03 < unknown["share"] < 1, unknown  # a run of unknown characters is one
+    assert f"warning: {unknown['tokens']:,} of the train split's" in out and "are <unk>" in out
+    path = recipe(corpus, tmp_path / "trained", ("zh", "en"), trained(1500, hard_vocab_limit=False))
+    assert curate(capsys, "run", str(path), "--quiet")[0] == 0
+    manifest = json.loads((job_dir(tmp_path / "trained") / "manifest.json").read_text())
+    assert manifest["unknown_tokens"] == {"tokens": 0, "share": 0.0, "warning": None}

@@ -12,6 +12,7 @@ from curation import storage
 from curation.recipe.models import Recipe
 from curation.shards import list_shards
 from curation.stages.base import named_files
+from curation.tokens.tokenizer import model_problem
 from curation.yaml_model import Located
 
 
@@ -34,8 +35,12 @@ def path_checks(recipe: Recipe) -> list[Located]:
                                 "no reader can open it (pyarrow takes UTF-8 paths); rename it"))
     out += _shared_files(recipe, matched)
     out += _reads_output(recipe, matched)
-    if recipe.tokenizer is not None and recipe.tokenizer.model and not storage.exists(recipe.tokenizer.model):
-        out.append((("tokenizer", "model"), f"no tokenizer model at {recipe.tokenizer.model!r}"))
+    if recipe.tokenizer is not None and recipe.tokenizer.model:
+        model = recipe.tokenizer.model
+        if not storage.exists(model):
+            out.append((("tokenizer", "model"), f"no tokenizer model at {model!r}"))
+        elif (problem := model_problem(storage.read_bytes(model))) is not None:
+            out.append((("tokenizer", "model"), f"{model!r} is {problem}"))
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
         for key, path, mark in named_files(params):
             if not (storage.exists(path) or (mark.folders and storage.is_folder(path))):

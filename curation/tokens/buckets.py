@@ -80,7 +80,7 @@ def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed:
         "tokens": tokens,
         **_repeats(path, fs, mixture),
     }).sort_by([("bucket", "ascending"), ("id", "ascending")])
-    summary = _summary(rows)
+    summary = _summary(rows, sp.unk_id())
     unseen = np.ones(len(ids), bool) if held_out is None else held_out_documents(ids, held_out, validation)
     measured = table.filter(pa.array(unseen))
     sources = np.asarray(measured.column("source").to_pylist(), dtype=object)
@@ -120,8 +120,11 @@ def _repeats(path: str, fs: Any, mixture: MixtureParams | None) -> dict[str, pa.
     return {"repeats": pa.array(mixture.repeats(sizes.to_numpy(zero_copy_only=False)), pa.int32())}
 
 
-def _summary(rows: pa.Table) -> dict[str, Any]:
+def _summary(rows: pa.Table, unk_id: int) -> dict[str, Any]:
     lengths = pc.list_value_length(rows.column("tokens")).to_numpy(zero_copy_only=False) + 1  # + EOS
+    tokens = rows.column("tokens")
+    at = pc.list_parent_indices(tokens).to_numpy()[pc.list_flatten(tokens).to_numpy() == unk_id]
+    unknown = np.bincount(at, minlength=rows.num_rows)  # per document: text the tokenizer could not spell
     repeats = rows.column("repeats").to_numpy() if "repeats" in rows.column_names else None
     sources = np.asarray(rows.column("source").to_pylist(), dtype=object)
     valid = rows.column("valid").to_numpy(zero_copy_only=False)
@@ -133,6 +136,7 @@ def _summary(rows: pa.Table) -> dict[str, Any]:
         out[source] = {
             "documents": {"train": int(train.sum()), "valid": int((mine & valid).sum())},
             "tokens": {"train": int(lengths[train].sum()), "valid": int(lengths[mine & valid].sum())},
+            "unknown_tokens": {"train": int(unknown[train].sum())},
             "histogram": histogram(u[train], lengths[train], None if repeats is None else repeats[train]).tolist(),
         }
     return out

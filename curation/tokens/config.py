@@ -44,6 +44,9 @@ class TrainTokenizer(_Strict):
         if keys:
             msg = f"set {', '.join(keys)} as key(s) of `train`, not in `options`"
             raise ValueError(msg)
+        if isinstance(value.get("eos_id"), int) and value["eos_id"] < 0:
+            msg = "eos_id must be >= 0: packing ends every document with the EOS piece"
+            raise ValueError(msg)
         return value
 
 

@@ -128,6 +128,22 @@ def load_tokenizer(path: Path | str) -> spm.SentencePieceProcessor:
     return spm.SentencePieceProcessor(model_file=str(path))
 
 
+def model_problem(data: bytes) -> str | None:
+    """Why these bytes are no tokenizer a job can pack with (None: they are one): not a sentencepiece model, one
+    without pieces (an empty file loads as such), or one without an EOS piece, which ends every packed document."""
+    if not data:  # loads as a model of no pieces, which says "Model is not initialized" on stderr at each use
+        return "an empty file, no sentencepiece model"
+    try:
+        sp = spm.SentencePieceProcessor(model_proto=data)
+    except RuntimeError as exc:
+        return f"not a sentencepiece model ({str(exc).splitlines()[0][:200]})"
+    if sp.get_piece_size() == 0:
+        return "a sentencepiece model without pieces"
+    if sp.eos_id() < 0:
+        return "a sentencepiece model without an EOS piece (eos_id -1): packing ends every document with one"
+    return None
+
+
 def model_hash(path: Path | str) -> str:
     """sha256 (hex) of the `.model` bytes: the identity of a tokenizer recorded in manifests."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()

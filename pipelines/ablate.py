@@ -104,9 +104,9 @@ class AblationResult:
 
 
 def claim(folder: str, resume: bool) -> None:
-    """As `curate train`: a folder holding an earlier ablation's work is resumed only when asked."""
-    earlier = storage.exists(storage.join(folder, layout.PLAN)) or Path(storage.join(folder, layout.RUNS)).is_dir()
-    if earlier and not resume:
+    """As `curate train`: a folder holding an earlier ablation's training runs is resumed only when asked (one that
+    stopped before training, refused for an overlapping evaluation set, is started again)."""
+    if Path(storage.join(folder, layout.RUNS)).is_dir() and not resume:
         msg = f"{folder} holds an earlier run of this ablation: resume it (--resume), or give another name or output"
         raise FileExistsError(msg)
 
@@ -256,7 +256,8 @@ def _absolute(path: str) -> str:
 def run_specs(ablation: Ablation, packed: dict[str, Job], model: str, training: Training | None = None,
               seeds: dict[str, list[int]] | None = None) -> list[RunSpec]:
     """Every run's spec (with `training`, the ablation's by default; `seeds` by variant, else `training`'s); a
-    run with checkpoints must resume as `curate train --resume` would (else refused here, before any starts)."""
+    run with checkpoints, finished or not, must resume as `curate train --resume` would (else refused here, before
+    any starts)."""
     training = training or ablation.training
     specs = []
     sets = [s.model_dump(mode="json") | {"path": _absolute(s.path)} for s in ablation.evaluation.sets]
@@ -267,7 +268,7 @@ def run_specs(ablation: Ablation, packed: dict[str, Job], model: str, training: 
             recipe = ablation.train_recipe(str(Path(job.dir).resolve()), train_dir, seed, int(manifest["seq_len"]),
                                            name=f"{variant}-seed{seed}", training=training)
             saved = checkpoint_dirs(Path(train_dir))
-            if saved and layout.read_done(Path(train_dir), recipe.steps, recipe.job) is None:
+            if saved:  # a finished run too: its results must be this spec's (a changed model once reused them)
                 check_resume(recipe, saved[-1], manifest)
             specs.append(RunSpec(variant, seed, recipe.model_dump(mode="json"), sets, _absolute(model),
                                  ablation.evaluation.batch_size))

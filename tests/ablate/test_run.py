@@ -111,6 +111,8 @@ def test_an_evaluation_set_holding_a_training_document_stops_the_ablation(finish
     found = json.loads(Path(tmp_path, "ablations", "tiny", "overlap.json").read_text())
     assert {v: n["overlapping"] for v, n in found["leaked"].items()} == {"base": 1, "no-length": 1}
     assert not Path(tmp_path, "ablations", "tiny", "runs").exists()  # nothing trained
+    with pytest.raises(OverlapError):  # so run again as it was, not taken for an earlier run to resume
+        run_ablation(load_ablation(path), quiet=True)
 
     refused = load_ablation(path)  # with `overlap: warn`, the same finding is a warning and the ablation goes on
     warned = refused.model_copy(update={"evaluation": refused.evaluation.model_copy(update={"overlap": "warn"})})
@@ -152,6 +154,13 @@ def test_an_ablation_killed_mid_training_resumes_to_the_uninterrupted_table(fini
     assert resumed.curves.equals(curves.filter(pc.is_in(curves["variant"], pa.array(VARIANTS))))
     losses = [r["loss"] for r in read_jsonl(run / METRICS)]
     assert losses == [r["loss"] for r in read_jsonl(Path(finished.folder, "runs", "base", "seed-0") / METRICS)]
+
+    # its finished runs are this spec's: a changed model is refused, not answered with the old model's numbers
+    spec = json.loads(path.read_text())
+    spec["training"]["model"] |= {"d_model": 48, "n_heads": 2, "n_kv_heads": 2}
+    path.write_text(json.dumps(spec))
+    assert main(["ablate", str(path), "--resume", "--quiet"]) == 2
+    assert "model.d_model 32 -> 48" in capsys.readouterr().err
 
 
 def test_the_mixture_search_trains_proxies_fits_them_and_verifies_its_proposal(finished):

@@ -255,13 +255,20 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     from curation.train.loader import PackedDataError
     from curation.train.resume import ResumeError
+    from pipelines.run import interrupted_by_sigterm, interruption
     from pipelines.train import ResourcesError, train  # Ray and torch are imported only when a run really starts
 
     try:
-        result = train(recipe, resume=args.resume, address=args.address)
+        with interrupted_by_sigterm():
+            result = train(recipe, resume=args.resume, address=args.address)
     except (FileExistsError, ResumeError, PackedDataError, ResourcesError) as exc:
         print(f"curate train: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:  # SIGTERM or SIGINT: the workers end with this process's Ray
+        signum = interruption(exc)
+        print(f"curate train: interrupted ({signum.name}); its checkpoints are kept: --resume goes on from the last",
+              file=sys.stderr)
+        return 128 + signum
     first, last = (result.metrics[0], result.metrics[-1]) if result.metrics else ({}, {})
     print(f"{len(result.metrics)} steps in {result.seconds:.1f} s: loss {first.get('loss', float('nan')):.4f} -> "
           f"{last.get('loss', float('nan')):.4f}, val_loss {last.get('val_loss')}, {len(result.spikes)} spike(s)")

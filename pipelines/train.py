@@ -144,7 +144,7 @@ def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any]
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
-    from pipelines.executors.ray import join_ray
+    from pipelines.executors.ray import join_ray, keeping_sigterm
 
     train_dir = recipe.output_dir().resolve()
     saved = checkpoint_dirs(train_dir)
@@ -165,7 +165,7 @@ def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any]
     if not ray.is_initialized():
         options = ray_init_options(address)
         own = options.get("address") == "local"
-        join_ray(options)
+        keeping_sigterm(lambda: join_ray(options))
     cpus, gpus = ray.cluster_resources().get("CPU", 0), ray.cluster_resources().get("GPU", 0)
     if own and (recipe.workers * recipe.cpus_per_worker > cpus or (recipe.use_gpu and recipe.workers > gpus)):
         # Ray Train would wait for them and retry its worker group for ever: this machine's Ray cannot grow

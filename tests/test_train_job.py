@@ -152,6 +152,36 @@ def test_more_workers_than_this_machine_s_ray_has_are_refused_in_one_line(tmp_pa
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.subprocess
+def test_sigterm_stops_curate_train_and_its_workers_and_says_so(tmp_path):
+    """SIGTERM made `curate train` abort with Ray's native stack dump (exit 134) while its workers went on training
+    and checkpointing; now it stops them, says so in one line, and `--resume` goes on from the last checkpoint."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    build_train_job(tmp_path / "job")
+    (tmp_path / "t.yaml").write_text(recipe_text(tmp_path / "job", tmp_path / "train", workers=1, micro_batches=1,
+                                                 steps=100_000, checkpoint_every=2))
+    metrics = tmp_path / "train" / "metrics.jsonl"
+    process = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "train", str(tmp_path / "t.yaml")], cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "RAY_ADDRESS": ""})
+    deadline = time.time() + 240
+    while len(read_jsonl(metrics)) < 5 and process.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    err = process.communicate(timeout=120)[1]
+    assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert "curate train: interrupted (SIGTERM); its checkpoints are kept" in err
+    assert "SIGTERM received" not in err and "Traceback" not in err
+    steps = len(read_jsonl(metrics))
+    time.sleep(5)
+    assert len(read_jsonl(metrics)) == steps  # no worker goes on training
+    assert checkpoint_dirs(tmp_path / "train")
+
+
 def test_bundled_train_recipe_names_the_quickstart_job(monkeypatch):
     monkeypatch.chdir(ROOT)  # its paths are relative to where `curate train` runs, the project root
     recipe = load_train_recipe("recipes/train.yaml", check_paths=False)

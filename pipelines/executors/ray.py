@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
 
@@ -96,24 +96,33 @@ def _streaming_task(fn: Callable[..., Iterator[Any]]) -> Any:
     return ray.remote(num_returns="streaming", _generator_backpressure_num_objects=BATCHES_AHEAD)(fn)
 
 
+T = TypeVar("T")
+
+
+def keeping_sigterm(start: Callable[[], T]) -> T:
+    """`start()`, which starts or joins Ray, with the caller's SIGTERM handler kept: ray.init makes SIGTERM
+    `sys.exit` the driver (a crash to its caller), while the caller's own handler stops its work and says how it
+    ended (`curate run`'s ends the job `interrupted`)."""
+    caller = signal.getsignal(signal.SIGTERM)
+    main = threading.current_thread() is threading.main_thread()
+    try:
+        started = start()
+    except SystemExit as exc:  # ray.init's own handler: SIGTERM came while it started Ray
+        if callable(caller) and main and exc.code == signal.SIGTERM:
+            signal.signal(signal.SIGTERM, caller)
+            caller(signal.SIGTERM, None)  # the caller's way to stop
+        raise
+    if callable(caller) and main:
+        signal.signal(signal.SIGTERM, caller)
+    return started
+
+
 class RayExecutor(Executor):
     shuffles = True
 
     def __init__(self, recipe: Recipe | None = None, address: str | None = None) -> None:
         """Join the Ray this process runs, else start or join the recipe's (default: an embedded one)."""
-        # ray.init makes SIGTERM `sys.exit` the driver, a crash to its caller: a handler of the caller's own stays
-        # (`curate run`'s ends the job `interrupted`).
-        caller = signal.getsignal(signal.SIGTERM)
-        main = threading.current_thread() is threading.main_thread()
-        try:
-            self._started = _start_ray(recipe.ray if recipe else RayConfig(), address)
-        except SystemExit as exc:  # ray.init's own handler: SIGTERM came while it started Ray
-            if callable(caller) and main and exc.code == signal.SIGTERM:
-                signal.signal(signal.SIGTERM, caller)
-                caller(signal.SIGTERM, None)  # the caller's way to stop (`curate run`: `interrupted`)
-            raise
-        if callable(caller) and main:
-            signal.signal(signal.SIGTERM, caller)
+        self._started = keeping_sigterm(lambda: _start_ray(recipe.ray if recipe else RayConfig(), address))
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> ray.ObjectRef:
         return _task(fn).remote(*args, **kwargs)

@@ -288,3 +288,23 @@ def test_spawned_workers_reopen_the_shards(job16):
     ds._open()  # mapped in the parent; the spawned worker must get paths and map them itself
     got = indices(PackedLoader(ds, num_workers=1, multiprocessing_context="spawn"))
     assert got == ds.rank_rows(0, ds.rows_per_rank, epoch=0).tolist()
+
+
+def test_a_token_id_past_the_vocabulary_is_refused_naming_the_row(tmp_path):
+    """A shard with flipped bytes gave token 65535 with a vocabulary of 1,000: the loader used directly (no sha256 of
+    the shards, as `curate train` checks) handed it to the model, whose embedding lookup fails far from the cause."""
+    from curation.train.loader import PackedDataError
+
+    build_job(tmp_path, seq_len=SEQ_LEN)
+    shard = tmp_path / json.loads((tmp_path / "manifest.json").read_text())["splits"]["train"]["shards"][0]["file"]
+    rows = pa.ipc.open_stream(shard.read_bytes()).read_all()  # in memory: the file is rewritten under it
+    tokens = rows.column("tokens").combine_chunks()
+    values = tokens.values.to_numpy().copy()
+    values[5 * (SEQ_LEN + 1) + 3] = 65535  # in the sixth row
+    flipped = pa.FixedSizeListArray.from_arrays(pa.array(values), type=tokens.type)
+    with pa.OSFile(str(shard), "wb") as sink, pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_table(rows.set_column(rows.schema.get_field_index("tokens"), rows.schema.field("tokens"), flipped))
+    ds = PackedDataset(tmp_path, "train", seed=1, batch_size=4, shuffle=False)
+    assert ds.batch([0, 1, 2, 3])["input_ids"].max() < 1000
+    with pytest.raises(PackedDataError, match="row 5 of the train split holds a token id past the vocabulary"):
+        ds.batch([4, 5, 6])

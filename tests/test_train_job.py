@@ -113,6 +113,8 @@ def test_recipe_errors_point_at_lines(tmp_path):
     text = f"job: {tmp_path / 'job'}\nsteps: 10\nbatch_size: 4\nmodel: {{max_seq_len: 16}}\n"
     with pytest.raises(RecipeError, match=r"t.yaml:4:\d+: model.max_seq_len: 16 is shorter than the job's rows"):
         parse_train_recipe(text, "t.yaml")
+    with pytest.raises(RecipeError, match=r"t.yaml:3:13: batch_size: 400 is more than the job's 280 train rows"):
+        parse_train_recipe(f"job: {tmp_path / 'job'}\nsteps: 10\nbatch_size: 400\n", "t.yaml")
     with pytest.raises(RecipeError, match=r"t.yaml:1:6: job: .*manifest.json not found"):
         parse_train_recipe(f"job: {tmp_path / 'nothing'}\nsteps: 1\nbatch_size: 1\n", "t.yaml")
     recipe = parse_train_recipe(f"job: {tmp_path / 'job'}\nsteps: 10\nbatch_size: 4\n", "t.yaml")

@@ -160,6 +160,10 @@ def _manifest_checks(recipe: TrainRecipe) -> list[tuple[tuple[Any, ...], str]]:
     if recipe.model.max_seq_len is not None and recipe.model.max_seq_len < int(manifest["seq_len"]):
         out.append((("model", "max_seq_len"), f"{recipe.model.max_seq_len} is shorter than the job's rows "
                     f"(seq_len {manifest['seq_len']})"))
+    rows = int(manifest["splits"].get("train", {}).get("rows", 0))
+    if recipe.batch_size > rows:
+        out.append((("batch_size",), f"{recipe.batch_size} is more than the job's {rows} train rows: every step "
+                    "would train on fewer rows than it says"))
     if recipe.val_every and "valid" not in manifest["splits"]:
         out.append((("val_every",), "the job has no `valid` split (pack.validation: 0); set val_every: 0"))
     return out

@@ -358,6 +358,7 @@ class PackedDataset(IterableDataset):
                     starts[i, valid] = True  # the padding is a segment of its own
             doc = chunk.starts[chunk.start_offsets[r]:chunk.start_offsets[r + 1]]
             starts[i, doc[doc < s]] = True
+        self._check_ids(rows, input_ids, labels)
         np.cumsum(starts, axis=1, out=segment_ids)
         segment_ids -= 1
         positions = np.arange(s, dtype=np.int64)
@@ -366,6 +367,17 @@ class PackedDataset(IterableDataset):
         np.subtract(positions, first, out=position_ids)
         return {"input_ids": views[0], "labels": views[1], "position_ids": views[2], "segment_ids": views[3],
                 "index": buffer[4 * n * s:]}
+
+    def _check_ids(self, rows: np.ndarray, input_ids: np.ndarray, labels: np.ndarray) -> None:
+        """Token ids past the vocabulary come from a shard changed after packing (`verify_packed` finds it by its
+        sha256; a loader used directly does not hash): an embedding lookup would fail on the device, far from here."""
+        vocab = self.manifest.get("vocab_size")
+        if vocab is None or not len(rows) or max(int(input_ids.max()), int(labels.max())) < vocab:
+            return
+        row = int(rows[np.flatnonzero((input_ids >= vocab).any(axis=1) | (labels >= vocab).any(axis=1))[0]])
+        msg = (f"{self.job_dir}: row {row} of the {self.split} split holds a token id past the vocabulary ({vocab}): "
+               "its shard was damaged or replaced after packing; pack the job again")
+        raise PackedDataError(msg)
 
     def provenance(self, row_indices: Sequence[int] | np.ndarray | torch.Tensor) -> list[list[str]]:
         """The document ids filling each given global row, in row order (for tracing a loss spike)."""

@@ -39,9 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,7 +51,7 @@ sys.path.insert(0, str(PROJECT_ROOT))
 from curation import schema
 from curation.apply import run_stage
 from curation.recipe import Recipe, parse_recipe
-from curation.stages import DocumentFilter, Stage
+from curation.stages import Stage
 from curation.stages.build import build_stages, set_up
 
 ZH_EN, EN = "web-zh-en", "web-en"
@@ -108,68 +106,15 @@ class Chain:
         batch = schema.documents_table(texts if texts is not None else [None] * n, source=source)
         if pages is not None:
             batch = batch.append_column(schema.HTML, pa.array(pages, pa.binary()))
-        given: dict[str, pa.Table] = {}  # what each stage was given: its scores of the rows it dropped
         for name, stage in self.stages:
             if (texts is not None and stage.name in PAGE_ONLY) or (only is not None and stage.name not in only):
                 continue
-            given[name] = batch
             batch = run_stage(stage, batch, name=name)
         by_id = {row["id"]: row for row in batch.to_pylist()}
-        scores = self._deciding_scores(given, by_id)
         order = [schema.document_id(source, i) for i in range(n)]  # run_stage regroups rows: back to input order
         return [Verdict((ids or order)[i], by_id[key][schema.REASON] is None, by_id[key][schema.STAGE],
-                        by_id[key][schema.REASON], by_id[key][schema.DETAIL] or scores.get(key), by_id[key])
+                        by_id[key][schema.REASON], by_id[key][schema.DETAIL], by_id[key])
                 for i, key in enumerate(order)]
-
-    def _deciding_scores(self, given: dict[str, pa.Table], rows: dict[str, dict[str, Any]]) -> dict[str, str]:
-        """For each row a filter dropped without a detail: the score its reason names and the bound it broke, the
-        row's own where the stage gives one per document (`_<bound>`), else the stage's parameter:
-        `gopher_alpha_words_ratio=0.74, min_alpha_words_ratio=0.8`."""
-        out = {}
-        for name, stage in self.stages:
-            dropped = [i for i, r in rows.items() if r[schema.STAGE] == name and not r[schema.DETAIL]]
-            if not dropped or name not in given or not isinstance(stage, DocumentFilter):
-                continue
-            table = given[name]
-            table = table.filter(pc.is_in(table.column("id"), pa.array(dropped)))
-            values = stage.score(table)
-            params = {key: v for key, v in stage.params.model_dump().items() if isinstance(v, int | float)}
-            for k, doc in enumerate(table.column("id").to_pylist()):
-                reason = rows[doc][schema.REASON]
-                named = _named_by(reason, values)
-                if not named:
-                    continue
-                found = [f"{key}={_number(values[key][k])}" for key in named]
-                gram = _NGRAM_REASON.match(reason or "")
-                bounds = values.get(f"_{gram.group(1)}_bounds") if gram else None  # gopher_repetition's, per n
-                if bounds is not None and int(gram.group(2)) in bounds:
-                    found.append(f"bound={_number(bounds[int(gram.group(2))][k])}")
-                    named.append("_")
-                if not any(key.startswith("_") for key in named):  # no bound per document: the stage's own
-                    found += [f"{key}={_number(params[key])}" for key in _named_by(reason, params)
-                              if _tokens(reason) <= _tokens(key)]
-                out[doc] = ", ".join(found)
-        return out
-
-
-_NGRAM_REASON = re.compile(r"^(top|dup)_(\d+)gram$")
-
-
-def _tokens(name: str) -> set[str]:
-    return set(name.strip("_").split("_")) - {"too", "few", "many", "low", "long", "high", "min", "max", "gopher",
-                                               "c4", "fineweb"}
-
-
-def _named_by(reason: str | None, values: dict[str, Any]) -> list[str]:
-    """The keys of scores (or params) sharing most words with `reason`, per-document bounds (`_...`) last."""
-    want = _tokens(reason or "")
-    shared = {key: len(want & _tokens(key)) for key, v in values.items() if isinstance(v, np.ndarray | int | float)}
-    best = max(shared.values(), default=0)
-    return sorted((key for key, n in shared.items() if n == best and best), key=lambda key: key.startswith("_"))
-
-
-def _number(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, float | np.floating) else str(value)
 
 
 # -- printing ---------------------------------------------------------------------------------------

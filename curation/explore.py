@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -383,8 +384,8 @@ def _first_row(scores: dict[str, Any]) -> dict[str, Any]:
     for name, values in scores.items():
         if isinstance(values, dict):
             out.update(_first_row({f"{name}[{key}]": v for key, v in values.items()}))
-        else:
-            out[name] = _plain(values[0])
+        else:  # a bound the same for every document is one number
+            out[name] = _plain(values[0] if np.ndim(values) else values)
     return out
 
 

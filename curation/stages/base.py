@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
 from curation.lang.mixed import PARAGRAPHS, carried
+from curation.stages.details import deciding_details
 
 
 class StageParams(BaseModel):
@@ -139,6 +140,10 @@ class DocumentFilter(Stage):
     class Params(StageParams):
         keep_scores: bool = Field(False, description="Keep this filter's scores as columns of the output.")
 
+    # The detail of a drop whose reason no score is named after (`curation.stages.details`): a text, or the keys of
+    # the score and the parameter that give it.
+    explained: ClassVar[dict[str, str | tuple[str, ...]]] = {}
+
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
@@ -174,6 +179,9 @@ class DocumentFilter(Stage):
             original = batch.column("text").combine_chunks().cast(pa.string())
             table = with_text(table, pc.if_else(pa.array(mask, pa.bool_()), text.cast(pa.string()), original))
         counts = {key: scores[f"_{key}"] for key in self.count_keys if f"_{key}" in scores}
+        if details is None and not mask.all():
+            details = deciding_details(np.asarray(reasons, dtype=object), mask, scores, self.params.model_dump(),
+                                       self.explained)
         return Processed(table, pa.array(np.where(mask, None, reasons), type=pa.string()), details, counts or None)
 
 

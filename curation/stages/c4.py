@@ -78,6 +78,8 @@ class C4(LanguageFilter):
     """
 
     name = "c4"
+    explained: ClassVar[dict[str, str | tuple[str, ...]]] = {
+        "lorem_ipsum": "'lorem ipsum' in the text", "curly_bracket": "a curly bracket, { or }, in the text judged"}
     resources = Resources(cpus=1.0)
     # No `fallback_language` here: its only per-language setting is the terminal punctuation, and the
     # Gopher and FineWeb stages of the same chain count the documents judged by fallback settings.

@@ -34,6 +34,8 @@ class Density(DocumentFilter):
     """
 
     name = "density"
+    explained: ClassVar[dict[str, str | tuple[str, ...]]] = {
+        "too_compressible": ("compression_ratio", "min_compression_ratio")}
     resources = Resources(cpus=0.5)
     output_columns: ClassVar[dict[str, pa.DataType]] = {"compression_ratio": pa.float64()}
 

@@ -344,10 +344,10 @@ class GopherRepetition(LanguageFilter):
             scores[_column("dup", n, p.max_dup_ngram_char_frac)] = _ratio(values, chars)
         scores["_chars"] = chars
         scores[f"_{FALLBACK_LANGUAGE}"] = langs.fallback
+        scores["_top_bounds"] = top_bounds  # type: ignore[assignment]
+        scores["_dup_bounds"] = dup_bounds  # type: ignore[assignment]
         if langs.groups:
             scores["_max_dup_line_frac"] = langs.per_document(p.max_dup_line_frac, lambda s: s.dup_line_frac)
-            scores["_top_bounds"] = top_bounds  # type: ignore[assignment]
-            scores["_dup_bounds"] = dup_bounds  # type: ignore[assignment]
         return scores
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -360,7 +360,7 @@ class GopherRepetition(LanguageFilter):
             if bound is not None:
                 rules.append((s[key] > bound, key))
         for kind, own in (("top", p.max_top_ngram_char_frac), ("dup", p.max_dup_ngram_char_frac)):
-            bounds = s.get(f"_{kind}_bounds", own)
+            bounds = s[f"_{kind}_bounds"]
             rules += [(s[_column(kind, n, own)] > v, f"{kind}_{n}gram") for n, v in sorted(bounds.items())]
         with np.errstate(invalid="ignore"):
             return first_reason(len(s["_chars"]), rules)

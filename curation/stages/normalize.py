@@ -158,7 +158,10 @@ class Normalize(Stage):
         changed = pc.invert(pc.equal(text, before)).to_numpy(zero_copy_only=False).astype(np.int64)
         table = with_text(batch, text)
         reasons = pa.array(np.where(empty, "empty", np.where(zawgyi, "zawgyi", None)), pa.string())
-        return Processed(table, reasons, counts={"encoding_fixed": fixed, "changed": changed})
+        zawgyi_detail = f"Burmese in the Zawgyi font encoding (p > {ZAWGYI_ABOVE})"
+        details = pa.array(np.where(empty, "no text left: whitespace and control characters only",
+                                    np.where(zawgyi, zawgyi_detail, None)), pa.string())
+        return Processed(table, reasons, details, counts={"encoding_fixed": fixed, "changed": changed})
 
     @staticmethod
     def _zawgyi(text: pa.Array) -> np.ndarray:

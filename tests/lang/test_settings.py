@@ -96,6 +96,7 @@ def test_a_language_in_two_scripts_has_the_settings_of_each() -> None:
     assert lang_settings.other_scripts("sr") == {"Latn"} and lang_settings.other_scripts("de") == frozenset()
 
 
+@pytest.mark.subprocess  # the generator runs as the maintainer runs it
 def test_shipped_data_is_what_the_generator_derives(tmp_path: Path) -> None:
     configs = DATA / "fineweb2" / "configs"
     if not configs.is_dir():

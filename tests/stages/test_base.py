@@ -106,3 +106,28 @@ def test_a_filter_rewrites_what_it_keeps_adds_public_scores_and_counts_from_hidd
     assert "shout_length" not in Shout().process(batch).table.column_names
     out = run_stage(Shout(), batch)
     assert out.column(schema.count_column("shout", "marks")).to_pylist() == [1, 0, 2]
+
+
+def test_every_drop_of_a_filter_carries_the_score_and_the_bound_that_decided_it():
+    """Gopher's, C4's, FineWeb's, length and density drops had no detail (the documentation promises one): the score
+    their reason names and the bound it broke, the document's own where a language sets it."""
+    from curation.stages import C4, Density, FineWeb, GopherRepetition, Normalize
+
+    texts = ["short text here.", "x " * 300, " \n\t ", "lorem ipsum dolor sit amet, consectetur. " * 20,
+             "We met at noon. {It rained.} Then we left. Nobody stayed. The end came. Home at last. " * 3]
+    expected = {
+        GopherQuality: ["gopher_words=3, min_words=50", "gopher_mean_word_length=1, min_mean_word_length=3"],
+        GopherRepetition: ["top_2gram_char_frac=0.625, bound=0.2", "top_2gram_char_frac=1.5, bound=0.2"],
+        C4: ["c4_sentences=1, min_sentences=5", "c4_sentences=0, min_sentences=5", "c4_sentences=0, min_sentences=5",
+             "'lorem ipsum' in the text", "a curly bracket, { or }, in the text judged"],
+        Length: ["n_words=3, min_words=50"],
+        Normalize: [None, None, "no text left: whitespace and control characters only"],
+    }
+    ids = documents_table(texts).column("id").to_pylist()
+    for stage, details in expected.items():
+        by_id = {row["id"]: row for row in run_stage(stage(), documents_table(texts)).to_pylist()}
+        found = [by_id[i][schema.DETAIL] for i in ids[: len(details)]]
+        assert found == details, (stage.name, found)
+    for stage in (FineWeb, Density, GopherQuality, GopherRepetition, C4, Length):
+        rows = run_stage(stage(), documents_table(texts)).to_pylist()
+        assert all(row[schema.DETAIL] for row in rows if row[schema.REASON]), stage.name

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from curation.dedup.corpus_stage import AddedColumns
 
 DOCUMENTS = "documents"
+INPUTS_USED = "_work/inputs.json"  # the shards whose documents the corpus stages and packing take
+FINAL = "_work/final"  # a record per shard whose final documents are written (after the corpus stages)
 WORK_DOCUMENTS = "_work/documents"  # documents before corpus stages, when a recipe has any
 REJECTS = "rejects"
 SHARDS = "_shards"
@@ -149,10 +151,32 @@ def _later_outputs(job_dir: str) -> str | None:
     return next((name for name in ("manifest.json", "shards") if storage.exists(storage.join(job_dir, name))), None)
 
 
-def _delete(uri: str) -> None:
-    fs, path = storage.resolve(uri)
-    if fs.get_file_info(path).type == pa.fs.FileType.File:
-        fs.delete_file(path)
+def _record(data: bytes) -> dict[str, Any] | None:
+    """A JSON record of the job folder, None when it does not parse (cut short: a crash, a full disk, a hand)."""
+    try:
+        record = json.loads(data)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _lost_documents(job_dir: str, folder: str, done: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """{shard: how} for the done shards whose documents file is gone, or holds other bytes than its record says
+    (cut, replaced): one listing of the folder, no file opened."""
+    fs, path = storage.resolve(storage.join(job_dir, folder))
+    sizes = {i.base_name.removesuffix(".parquet"): i.size
+             for i in fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True)) if i.type == pa.fs.FileType.File}
+    lost = {}
+    for name, record in done.items():
+        if not record.get("documents"):
+            continue
+        recorded = record.get("documents_bytes")
+        if name not in sizes:
+            lost[name] = f"is read again: its documents file {folder}/{name}.parquet is gone"
+        elif recorded is not None and sizes[name] != recorded:
+            lost[name] = (f"is read again: its documents file {folder}/{name}.parquet holds {sizes[name]} bytes, "
+                          f"its record says {recorded}")
+    return lost
 
 
 def _is_folder(fs: pa.fs.FileSystem, path: str) -> bool:
@@ -246,6 +270,10 @@ class _ParquetFile:
         self.writer.close()
         self.fs.move(self.tmp, self.path)
 
+    def size(self) -> int:
+        """Bytes of the committed file: its record keeps them, and a rerun tells a file cut or replaced since."""
+        return self.fs.get_file_info(self.path).size
+
 
 @dataclass
 class _Shard:
@@ -275,6 +303,7 @@ class JobWriter:
         self.open: dict[str, _Shard] = {}
         self.done: dict[str, dict[str, Any]] = {}
         self.inputs: dict[str, dict[str, int] | None] = {}  # shard -> its input's fingerprint as its read began
+        self.damaged: dict[str, str] = {}  # done shards whose record or documents a rerun found damaged: how
 
     # -- before the run ---------------------------------------------------------------------
     def resume(self) -> dict[str, dict[str, Any]]:
@@ -286,24 +315,23 @@ class JobWriter:
         for info in fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True)):
             if info.path.endswith(".json"):
                 with fs.open_input_stream(info.path) as f:
-                    record = json.loads(f.read())
-                self.done[record["shard"]] = record
+                    record = _record(f.read())
+                if record is None:  # cut by a hand (records are written whole): the shard is read again, as if lost
+                    fs.delete_file(info.path)
+                    continue
+                self.done[info.base_name.removesuffix(".json")] = record
+        if _later_outputs(self.dir) is None:  # the documents still to be used: those lost are read again
+            self.damaged |= _lost_documents(self.dir, self.documents, self.done)
         return self.done
 
     def forget(self, shards: dict[str, str]) -> None:
-        """Undo done shards (their input changed: {shard: how}), to be read again: the record goes first (a crash
-        meanwhile leaves them undone), then their documents and rejects, which the new read may not replace.
-        Refused (`JobFolderError`) once later steps (corpus stages, packing) used their documents."""
-        later = _later_outputs(self.dir)
-        if later:
-            name, how = next(iter(sorted(shards.items())))
-            more = f" (and {len(shards) - 1} more shards)" if len(shards) > 1 else ""
-            msg = (f"the input of shard {name} {how}{more} since the job folder {self.dir} was written, and its "
-                   f"documents are already used by {later}: give `output` (--output) another folder, or remove "
-                   "this one to start again")
-            raise JobFolderError(msg)
+        """Undo done shards (their input changed or is gone, their record or documents damaged: {shard: how}), to
+        be read again: the record goes first (a crash meanwhile leaves them undone), then their documents and
+        rejects, which the new read may not replace. Refused (`JobFolderError`) once later steps (corpus stages,
+        packing) used the job's documents."""
+        self.refuse_after_later_steps(shards)
         for name in sorted(shards):
-            _delete(storage.join(self.dir, SHARDS, f"{name}.json"))
+            storage.delete(storage.join(self.dir, SHARDS, f"{name}.json"))
             self.done.pop(name, None)
         fs, _ = storage.resolve(self.dir)
         for folder in (DOCUMENTS, WORK_DOCUMENTS, REJECTS):
@@ -311,6 +339,32 @@ class JobWriter:
             for info in fs.get_file_info(pa.fs.FileSelector(path, recursive=True, allow_not_found=True)):
                 if info.type == pa.fs.FileType.File and info.base_name.removesuffix(".parquet") in shards:
                     fs.delete_file(info.path)
+
+    def refuse_after_later_steps(self, shards: dict[str, str]) -> None:
+        """`JobFolderError` naming the first of `shards` ({shard: how its input changed}) when later steps (corpus
+        stages, packing) already used the job's documents: their output would no longer be the inputs'."""
+        later = _later_outputs(self.dir)
+        if later and shards:
+            name, how = next(iter(sorted(shards.items())))
+            more = f" (and {len(shards) - 1} more shards)" if len(shards) > 1 else ""
+            msg = (f"the input of shard {name} {how}{more} since the job folder {self.dir} was written, and the "
+                   f"job's documents are already used by {later}: give `output` (--output) another folder, or "
+                   "remove this one to start again")
+            raise JobFolderError(msg)
+
+    def record_inputs_used(self, shards: list[str]) -> None:
+        """Name the shards whose documents the later steps (corpus stages, packing) take, before they start."""
+        storage.write_json_atomic(storage.join(self.dir, INPUTS_USED), sorted(shards))
+
+    def inputs_used(self) -> set[str] | None:
+        """The shards the later steps took (`record_inputs_used`); None before them, or when the record is cut."""
+        uri = storage.join(self.dir, INPUTS_USED)
+        if not storage.exists(uri):
+            return None
+        with contextlib.suppress(ValueError):
+            names = storage.read_json(uri)
+            return set(names) if isinstance(names, list) else None
+        return None
 
     # -- while it runs ----------------------------------------------------------------------
     def add(self, batch: pa.Table) -> list[str]:
@@ -386,6 +440,7 @@ class JobWriter:
         record = {
             "shard": shard.name,
             "documents": shard.documents.rows if shard.documents else 0,
+            "documents_bytes": shard.documents.size() if shard.documents else 0,
             "rejects_written": sum(shard.reject_counts.values()),
             "counters": shard.counters,
             "input": self.inputs.get(shard.name),  # a rerun redoes the shard when its input is another file
@@ -456,8 +511,35 @@ def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Tab
     else:
         record = _rewrite_shard(job_dir, shard, pq.read_table(path, filesystem=fs), final, removed, rewrites,
                                 sample=sample, max_per_reason=max_per_reason, added=added)
-    storage.write_json_atomic(storage.join(job_dir, "_work", "final", f"{shard}.json"), record)
+    if record["documents"]:
+        record["documents_bytes"] = fs.get_file_info(storage.resolve(final)[1]).size
+    storage.write_json_atomic(storage.join(job_dir, FINAL, f"{shard}.json"), record)
     return record
+
+
+def finalized(job_dir: str, shards: list[str]) -> set[str]:
+    """The shards whose final documents are written as their record in `_work/final/` says: the others (never
+    written, or their record cut, or their file gone or cut since) are written again."""
+    fs, path = storage.resolve(storage.join(job_dir, FINAL))
+    listed = fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True))
+    records = {i.base_name.removesuffix(".json"): i.path for i in listed if i.base_name.endswith(".json")}
+    _, documents = storage.resolve(storage.join(job_dir, DOCUMENTS))
+    sizes = {i.base_name.removesuffix(".parquet"): i.size
+             for i in fs.get_file_info(pa.fs.FileSelector(documents, allow_not_found=True))}
+    done = set()
+    for shard in shards:
+        if shard not in records:
+            continue
+        with fs.open_input_stream(records[shard]) as f:
+            record = _record(f.read())
+        if record is None:
+            continue
+        if record.get("documents"):
+            size = sizes.get(shard)
+            if size is None or size != record.get("documents_bytes", size):
+                continue
+        done.add(shard)
+    return done
 
 
 def _rewrite_shard(job_dir: str, shard: str, table: pa.Table, final: str, removed: pa.Table,
@@ -528,8 +610,12 @@ class EventLog:
         if self.local:
             fs, path = storage.resolve(self.uri)
             fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
+            with open(path, "a+b") as f:  # appends go to the end whatever the position read from
+                end, cut = f.seek(0, 2), False
+                if end:
+                    f.seek(end - 1)
+                    cut = f.read(1) != b"\n"  # a last line cut by a crash: this event starts a line of its own
+                f.write((b"\n" if cut else b"") + f"{line}\n".encode())
         else:
             self.lines.append(line)
             storage.write_bytes_atomic(self.uri, ("\n".join(self.lines) + "\n").encode())

@@ -83,8 +83,8 @@ def input_fingerprint(shard: Shard) -> dict[str, int] | None:
 
 def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]:
     """{shard: how its input changed} for the shards `done` records (`_shards/` records) whose input is not
-    the file they were read from: another size or modification time than the record's `input`. A record
-    without one (written before inputs were fingerprinted) is taken as is."""
+    the file they were read from: another size or modification time than the record's `input` (a record
+    without one, written before inputs were fingerprinted, is taken as is), or no longer listed."""
     changed = {}
     for shard in shards:
         before = (done.get(shard.name) or {}).get("input")
@@ -92,4 +92,7 @@ def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]
         if before and now and now != before:
             changed[shard.name] = (f"{shard.uri} changed (size {before['size']} -> {now['size']} bytes, modified "
                                    f"{before['mtime_ns'] / 1e9:.3f} -> {now['mtime_ns'] / 1e9:.3f})")
+    listed = {shard.name for shard in shards}
+    for name in sorted(set(done) - listed):  # its documents would stay in the job's output
+        changed[name] = "is gone: no file the recipe's paths list reads as it now"
     return changed

@@ -245,6 +245,13 @@ def exists(uri: str) -> bool:
     return fs.get_file_info(path).type == pafs.FileType.File
 
 
+def delete(uri: str) -> None:
+    """Delete the file at `uri`, if one is there."""
+    fs, path = resolve(uri)
+    if fs.get_file_info(path).type == pafs.FileType.File:
+        fs.delete_file(path)
+
+
 def is_folder(uri: str) -> bool:
     """Whether a folder is at this path or URI."""
     fs, path = resolve(uri)

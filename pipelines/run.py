@@ -161,6 +161,8 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
         if todo:
             _run_document_stages(job, todo, stages, executor, into)
         _check_every_shard_arrived(job, into)
+        if corpus_stages or recipe.pack is not None:
+            job.writer.record_inputs_used([s.name for s in job.shards])
         if corpus_stages:
             corpus_counters = _run_corpus_stages(job, corpus_stages, executor, into.early)
         if recipe.pack is not None:
@@ -205,10 +207,14 @@ def _open_job(recipe: Recipe, job_dir: str, stage_names: list[str], corpus_stage
                        rejects_max_per_reason=recipe.rejects.max_per_reason,
                        documents=WORK_DOCUMENTS if corpus_stages else DOCUMENTS, recipe_hash=recipe.fingerprint())
     done = writer.resume()
-    changed = changed_inputs(shards, done)
+    changed = changed_inputs(shards, done) | writer.damaged
     if changed:  # documents of the old file would stay beside the new file's: read those shards again
         writer.forget(changed)
     todo = [s for s in shards if s.name not in done]
+    # a file added once the job's documents went into dedup or packing would miss them (a shard of theirs whose
+    # record alone was lost is read again: its documents come out the same)
+    used = writer.inputs_used()
+    writer.refuse_after_later_steps({s.name: f"{s.uri} was added" for s in todo if used is None or s.name not in used})
     writer.inputs = {s.name: input_fingerprint(s) for s in todo}
     storage.write_bytes_atomic(storage.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
     events = EventLog(job_dir)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pyarrow.fs as pa_fs
 
 from curation import storage
 from curation.job import document_files
@@ -193,8 +194,12 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
     """Tokenize, mix, pack and shuffle the job's final documents; write and return the manifest."""
     manifest_uri = storage.join(job_dir, "manifest.json")
     if storage.exists(manifest_uri):
-        say("tokens: manifest.json exists, shards already written")
-        return storage.read_json(manifest_uri)
+        written, why = _written(job_dir, manifest_uri)
+        if written is not None:
+            say("tokens: manifest.json exists, shards already written")
+            return written
+        say(f"tokens: {why}: packed again")
+        storage.delete(manifest_uri)
     started = time.time()
     # the files of this run's shards the job recorded (shards that kept nothing have none), never another file
     wanted = set(shard_names)
@@ -256,6 +261,26 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
     }
     storage.write_json_atomic(manifest_uri, manifest)
     return manifest
+
+
+def _written(job_dir: str, manifest_uri: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The job's manifest when it and every shard it names are as written, else None and why: the manifest cut,
+    or a shard gone or of other bytes than the manifest records (cut, replaced). Bad shards are deleted, so
+    packing again writes them anew; the others are counted, not rewritten."""
+    try:
+        manifest = storage.read_json(manifest_uri)
+        entries = [entry for split in manifest["splits"].values() for entry in split["shards"]]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None, "manifest.json does not parse"
+    fs, path = storage.resolve(storage.join(job_dir, SHARDS))
+    listed = fs.get_file_info(pa_fs.FileSelector(path, allow_not_found=True))
+    sizes = {f"{SHARDS}/{i.base_name}": i.size for i in listed}
+    bad = [e["file"] for e in entries if e["file"] not in sizes or sizes[e["file"]] != e.get("bytes", sizes[e["file"]])]
+    if not bad:
+        return manifest, None
+    for file in bad:
+        storage.delete(storage.join(job_dir, file))
+    return None, f"{bad[0]} is gone or cut" + (f" (and {len(bad) - 1} more shards)" if len(bad) > 1 else "")
 
 
 def _unknown(tokens: int, unknown: int) -> dict[str, Any]:

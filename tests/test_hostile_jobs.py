@@ -207,6 +207,72 @@ def test_a_changed_input_whose_documents_later_steps_used_is_refused_in_one_line
     assert len(documents(first.job_dir)) == 2  # left as it was
 
 
+def test_an_input_removed_is_forgotten_and_one_added_or_removed_after_dedup_is_refused(tmp_path: Path):
+    """A removed input kept its documents in the output (`shards: total 16, done 17`); one added after dedup or
+    packing ran was copied into `documents/` undeduplicated and never packed."""
+    a = write_notes(tmp_path / "in" / "a.jsonl", ["a1", "a2"])
+    b = write_notes(tmp_path / "in" / "b.jsonl", ["b1"])
+    recipe = parse_recipe(local_recipe([f"{tmp_path}/in/*.jsonl"], tmp_path / "jobs"))
+    job = Path(run(recipe, quiet=True).job_dir)
+    next((job / "documents").glob("notes-a*.parquet")).unlink()  # lost since: read again
+    assert len(documents(run(recipe, quiet=True).job_dir)) == 3
+    b.unlink()
+    again = run(recipe, quiet=True)
+    assert documents(again.job_dir) == sorted([prose("a1", 40), prose("a2", 40)])
+    assert again.stats["shards"]["done"] == again.stats["shards"]["total"] == 1
+
+    deduped = parse_recipe(local_recipe([f"{tmp_path}/in/*.jsonl"], tmp_path / "jobs", name="dedup",
+                                        stages="stages:\n  - exact_dedup: {}\n"))
+    first = run(deduped, quiet=True)
+    write_notes(tmp_path / "in" / "c.jsonl", ["a1"])  # a copy of a document the dedup already judged
+    with pytest.raises(JobFolderError, match=r"the input of shard notes-c\.jsonl-\w+ .*c\.jsonl was added since"):
+        run(deduped, quiet=True)
+    (tmp_path / "in" / "c.jsonl").unlink()
+    a.unlink()
+    with pytest.raises(JobFolderError, match=r"the input of shard notes-a\.jsonl-\w+ is gone: .* already used by"):
+        run(deduped, quiet=True)
+    assert len(documents(first.job_dir)) == 2  # left as it was
+
+
+def test_a_damaged_job_folder_is_mended_by_the_rerun(tmp_path: Path):
+    """A rerun said `done` over a documents file deleted or cut, a packed shard gone or cut, a record, manifest or
+    dedup result cut short (those three with a traceback), and appended its events to a cut last line. Now each is
+    written again, the same; a shard whose record is lost is read again, as a shard the dedup took."""
+    write_notes(tmp_path / "in" / "a.jsonl", ["a1", "a2", "a1"])
+    write_notes(tmp_path / "in" / "b.jsonl", ["b1", "b2"])
+    stages = ("stages:\n  - exact_dedup: {}\n"
+              "tokenizer: {train: {vocab_size: 300, hard_vocab_limit: false}}\npack: {seq_len: 32, shard_rows: 2}\n")
+    recipe = parse_recipe(local_recipe([f"{tmp_path}/in/*.jsonl"], tmp_path / "jobs", stages=stages))
+    job = Path(run(recipe, quiet=True).job_dir)
+    want = documents(job)
+    assert len(want) == 4
+    shards = {f.name: f.read_bytes() for f in (job / "shards").glob("*.arrow")}
+    final, work = sorted((job / "documents").glob("*.parquet")), sorted((job / "_work" / "documents").glob("*"))
+    final[0].unlink()
+    final[1].write_bytes(final[1].read_bytes()[:300])
+    first, second = sorted(shards)[:2]
+    (job / "shards" / first).unlink()
+    (job / "shards" / second).write_bytes(shards[second][:100])
+    removed = job / "_work" / "removed" / "exact_dedup.parquet"
+    removed.write_bytes(removed.read_bytes()[:50])
+    events = job / "events.jsonl"
+    events.write_bytes(events.read_bytes()[:-7])
+    again = run(recipe, quiet=True)
+    assert documents(job) == want
+    assert {f.name: f.read_bytes() for f in (job / "shards").glob("*.arrow")} == shards
+    assert again.stats["documents"]["out"] == 4
+    assert all(json.loads(line) for line in events.read_text().splitlines()[-3:])  # each event a line of its own
+
+    manifest = (job / "manifest.json").read_text()
+    (job / "manifest.json").write_text(manifest[:20])
+    run(recipe, quiet=True)
+    assert json.loads((job / "manifest.json").read_text())["splits"] == json.loads(manifest)["splits"]
+
+    (job / "_shards" / f"{work[0].stem}.json").write_text('{"sha')  # a record cut: its shard is read again
+    assert run(recipe, quiet=True).finished == [work[0].stem]
+    assert documents(job) == want
+
+
 # -- 16: two runs of one job at once ---------------------------------------------------------------------------
 
 GATES: dict[str, tuple[threading.Event, threading.Event]] = {}  # tag -> (a batch arrived, let it go on)

@@ -38,10 +38,15 @@ def shard_count(rows: int, shard_rows: int) -> int:
 
 def write_shard(bucket_files: list[str], bucket_rows: list[int], index: int, shard_rows: int, seed: int,
                 out: str) -> dict[str, Any]:
-    """Write output shard `index` of a split whose buckets hold `bucket_rows` rows; return its counts.
-    A shard already there is complete (shards are renamed into place), so a rerun only counts it."""
+    """Write output shard `index` of a split whose buckets hold `bucket_rows` rows; return its counts, sha256 and
+    bytes. A shard already there is complete (shards are renamed into place), so a rerun only counts it; one that
+    does not read whole (cut or damaged since) is written again."""
+    fs, path = storage.resolve(out)
     if storage.exists(out):
-        return shard_counts(read_rows(out)) | {"sha256": file_sha256(out)}
+        try:
+            return _described(read_rows(out), out)
+        except ValueError:  # pyarrow's ArrowInvalid: not a whole stream
+            fs.delete_file(path)
     offsets = np.concatenate([[0], np.cumsum(bucket_rows)]).astype(np.int64)
     total = int(offsets[-1])
     positions = np.arange(index * shard_rows, min(total, (index + 1) * shard_rows), dtype=np.int64)
@@ -53,11 +58,17 @@ def write_shard(bucket_files: list[str], bucket_rows: list[int], index: int, sha
         pieces.append(read_rows(bucket_files[b]).take(pa.array(rows[mine] - offsets[b])))
         order.append(mine)
     table = pa.concat_tables(pieces).take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
-    fs, _ = storage.resolve(out)
     with storage.temp_path(out) as tmp, fs.open_output_stream(tmp, compression=None) as sink, \
             pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=BATCH_ROWS)
-    return shard_counts(table) | {"sha256": file_sha256(out)}  # the trainer checks it before it trains
+    return _described(table, out)
+
+
+def _described(table: pa.Table, out: str) -> dict[str, Any]:
+    """A shard's entry in the manifest: its counts, its sha256 (the trainer checks it before it trains) and its
+    bytes (a rerun of the job checks them: a listing, no file read)."""
+    fs, path = storage.resolve(out)
+    return shard_counts(table) | {"sha256": file_sha256(out), "bytes": fs.get_file_info(path).size}
 
 
 def file_sha256(uri: str) -> str:

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from curation import storage
 from curation.dedup.corpus_stage import REMOVALS, REWRITES, AddedColumns, CorpusResult, CorpusStage
-from curation.job import WORK_DOCUMENTS, document_files, finalize_shard
+from curation.job import WORK_DOCUMENTS, document_files, finalize_shard, finalized
 from pipelines.dedup import runner, sort_shuffle, stage_columns
 from pipelines.executors import Executor
 
@@ -125,11 +125,15 @@ def _stage_result(job_dir: str, files: list[str], name: str, stage: CorpusStage,
                          for folder in ("removed", "rewritten"))
     fs, path = storage.resolve(out)
     if storage.exists(out):
-        meta = pq.read_metadata(path, filesystem=fs).metadata
-        rewrites = (pq.read_table(storage.resolve(rewrites_out)[1], filesystem=fs)
-                    if storage.exists(rewrites_out) else None)
-        return CorpusResult(pq.read_table(path, filesystem=fs), int(meta[b"documents_seen"]),
-                            rewrites if rewrites is not None else REWRITES.empty_table(), json.loads(meta[b"extra"]))
+        try:
+            meta = pq.read_metadata(path, filesystem=fs).metadata
+            rewrites = (pq.read_table(storage.resolve(rewrites_out)[1], filesystem=fs)
+                        if storage.exists(rewrites_out) else None)
+            return CorpusResult(pq.read_table(path, filesystem=fs), int(meta[b"documents_seen"]),
+                                rewrites if rewrites is not None else REWRITES.empty_table(),
+                                json.loads(meta[b"extra"]))
+        except (ValueError, KeyError, TypeError):  # cut or replaced since (ArrowInvalid is a ValueError): again
+            fs.delete_file(path)
     table, seen, rewrites, report = _compute(files, name, stage, removed, executor, early or {})
     if rewrites.num_rows:  # written first: the removals file marks the stage as done
         with storage.temp_path(rewrites_out) as tmp:
@@ -171,7 +175,8 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
             on_done(name, counters[name])
         stage_column = pa.array([name] * table.num_rows, pa.string())
         removed = pa.concat_tables([removed, table.append_column("stage", stage_column).select(removed.column_names)])
-    pending = [s for s in shards if not storage.exists(storage.join(job_dir, "_work", "final", f"{s}.json"))]
+    finished = finalized(job_dir, shards)
+    pending = [s for s in shards if s not in finished]
     removed, rewrites = executor.share(removed), executor.share(rewrites)
     shared_added = executor.share(added) if added else ()
     written = [executor.result(task) for task in [

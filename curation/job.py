@@ -163,9 +163,7 @@ def _record(data: bytes) -> dict[str, Any] | None:
 def _lost_documents(job_dir: str, folder: str, done: dict[str, dict[str, Any]]) -> dict[str, str]:
     """{shard: how} for the done shards whose documents file is gone, or holds other bytes than its record says
     (cut, replaced): one listing of the folder, no file opened."""
-    fs, path = storage.resolve(storage.join(job_dir, folder))
-    sizes = {i.base_name.removesuffix(".parquet"): i.size
-             for i in fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True)) if i.type == pa.fs.FileType.File}
+    sizes = storage.file_sizes(storage.join(job_dir, folder), ".parquet")
     lost = {}
     for name, record in done.items():
         if not record.get("documents"):
@@ -303,7 +301,7 @@ class JobWriter:
         self.open: dict[str, _Shard] = {}
         self.done: dict[str, dict[str, Any]] = {}
         self.inputs: dict[str, dict[str, int] | None] = {}  # shard -> its input's fingerprint as its read began
-        self.damaged: dict[str, str] = {}  # done shards whose record or documents a rerun found damaged: how
+        self.damaged: dict[str, str] = {}  # done shards whose documents a rerun found gone or cut: how
 
     # -- before the run ---------------------------------------------------------------------
     def resume(self) -> dict[str, dict[str, Any]]:
@@ -520,17 +518,14 @@ def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Tab
 def finalized(job_dir: str, shards: list[str]) -> set[str]:
     """The shards whose final documents are written as their record in `_work/final/` says: the others (never
     written, or their record cut, or their file gone or cut since) are written again."""
-    fs, path = storage.resolve(storage.join(job_dir, FINAL))
-    listed = fs.get_file_info(pa.fs.FileSelector(path, allow_not_found=True))
-    records = {i.base_name.removesuffix(".json"): i.path for i in listed if i.base_name.endswith(".json")}
-    _, documents = storage.resolve(storage.join(job_dir, DOCUMENTS))
-    sizes = {i.base_name.removesuffix(".parquet"): i.size
-             for i in fs.get_file_info(pa.fs.FileSelector(documents, allow_not_found=True))}
+    recorded = set(storage.file_sizes(storage.join(job_dir, FINAL), ".json"))
+    sizes = storage.file_sizes(storage.join(job_dir, DOCUMENTS), ".parquet")
+    fs, folder = storage.resolve(storage.join(job_dir, FINAL))
     done = set()
     for shard in shards:
-        if shard not in records:
+        if shard not in recorded:
             continue
-        with fs.open_input_stream(records[shard]) as f:
+        with fs.open_input_stream(f"{folder}/{shard}.json") as f:
             record = _record(f.read())
         if record is None:
             continue

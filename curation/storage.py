@@ -245,6 +245,15 @@ def exists(uri: str) -> bool:
     return fs.get_file_info(path).type == pafs.FileType.File
 
 
+def file_sizes(folder: str, suffix: str = "") -> dict[str, int]:
+    """{name without `suffix`: bytes} of the files directly in `folder` whose names end in `suffix` (none: {}): one
+    listing, no file opened."""
+    fs, path = resolve(folder)
+    return {i.base_name.removesuffix(suffix): i.size
+            for i in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+            if i.type == pafs.FileType.File and i.base_name.endswith(suffix)}
+
+
 def delete(uri: str) -> None:
     """Delete the file at `uri`, if one is there."""
     fs, path = resolve(uri)

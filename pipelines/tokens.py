@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pyarrow.fs as pa_fs
 
 from curation import storage
 from curation.job import document_files
@@ -272,9 +271,7 @@ def _written(job_dir: str, manifest_uri: str) -> tuple[dict[str, Any] | None, st
         entries = [entry for split in manifest["splits"].values() for entry in split["shards"]]
     except (ValueError, KeyError, TypeError, AttributeError):
         return None, "manifest.json does not parse"
-    fs, path = storage.resolve(storage.join(job_dir, SHARDS))
-    listed = fs.get_file_info(pa_fs.FileSelector(path, allow_not_found=True))
-    sizes = {f"{SHARDS}/{i.base_name}": i.size for i in listed}
+    sizes = {f"{SHARDS}/{name}": size for name, size in storage.file_sizes(storage.join(job_dir, SHARDS)).items()}
     bad = [e["file"] for e in entries if e["file"] not in sizes or sizes[e["file"]] != e.get("bytes", sizes[e["file"]])]
     if not bad:
         return manifest, None

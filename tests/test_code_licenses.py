@@ -83,6 +83,13 @@ def test_every_installed_package_with_a_licence_file_gets_a_licence():
          "General Public License as published by the Free Software Foundation; either version 2.1 of the License, "
          "or (at your option) any later version.", ["LGPL-2.1-or-later"]),
         ("Just some words about the project and how to build it, nothing about terms at all.", []),
+        # restrictions beside a permissive notice: the repository is not permissive (it passed as MIT)
+        ("Released under the MIT license.\n\n\"Commons Clause\" License Condition v1.0: the Software is provided "
+         "to you by the Licensor under the License, subject to the following condition.",
+         ["MIT", "LicenseRef-Commons-Clause"]),
+        ("Copyright Acme.\nUnauthorized copying of this file, via any medium is strictly prohibited. Proprietary and "
+         "confidential.\nThis product bundles leftpad, released under the MIT license.",
+         ["LicenseRef-Proprietary", "MIT"]),
     ],
 )
 def test_licence_notices_and_names(text: str, expected: list[str]):
@@ -105,6 +112,10 @@ def test_headers_and_classes():
     assert header_license("// SPDX-License-Identifier: GPL-2.0-or-later WITH Linux-syscall-note\nint x;") == (
         "GPL-2.0-or-later WITH Linux-syscall-note")
     assert header_license("# SPDX-License-Identifier: GPL-3.0\n") == "GPL-3.0-only"  # deprecated id normalised
+    # a tag that does not parse is the file's word still: of no known class, never the repository's licence instead
+    proprietary = header_license("# SPDX-License-Identifier: LicenseRef-Proprietary\nx = 1\n")
+    assert proprietary == "LicenseRef-Proprietary" and license_class(proprietary) == "unknown"
+    assert license_class("MIT AND LicenseRef-Commons-Clause") == "unknown"
     assert header_license("/* Licensed under the Apache License, Version 2.0 */") == "Apache-2.0"
     assert header_license("import os\n# see LICENSE\n") is None
     assert license_class("MIT OR GPL-3.0-only") == "permissive"  # OR: the user may choose

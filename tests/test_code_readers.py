@@ -229,3 +229,21 @@ def test_a_pattern_ending_in_a_slash_names_folders_each_standing_for_its_files(t
     metas = [next(iter(reader.records(s.uri))).meta for s in shards]
     assert [(m["repo"], m["path"]) for m in metas] == [("other", "b.py"), ("proj", "src/a.py"),
                                                        ("proj", "vendor/six/six.py")]
+
+
+def test_an_archive_of_a_repository_s_own_folder_keeps_its_dotfiles_and_skips_git(tmp_path: Path):
+    """`tar -C repo -czf r.tar.gz .` names its members `./.git/HEAD`, `./.bashrc`: stripping every leading `.` made
+    them `git/HEAD` (hooks and config read as code, credentials in a remote URL with them) and `bashrc`."""
+    repo = tmp_path / "repo"
+    files = {".git/HEAD": "ref: refs/heads/main\n", ".git/hooks/pre-commit.sample": "#!/bin/sh\nexit 0\n",
+             ".bashrc": "export PATH=$HOME/bin:$PATH\nalias ll='ls -l'\n", "src/app.py": "print('hello')\n",
+             ".github/workflows/ci.yml": "on: push\njobs: {}\n"}
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    archive = tmp_path / "repo.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(repo, arcname=".")
+    table = read(archive)
+    assert outcomes(table)["skipped:vcs"] == 2
+    assert sorted(d["path"] for d in documents(table)) == [".bashrc", ".github/workflows/ci.yml", "src/app.py"]

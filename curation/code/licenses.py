@@ -77,6 +77,10 @@ _NOTICES = [  # (pattern over lowercased words joined by single spaces, SPDX id)
     (r"(?:released|licensed|distributed|available) under (?:the )?(?:terms of the )?(?:simplified|2 clause|"
      r"freebsd) bsd license", "BSD-2-Clause"),
     (r"this is free and unencumbered software released into the public domain", "Unlicense"),
+    # restrictions a permissive text beside them does not lift: of no permissive class whatever stands with them
+    (r"commons clause", "LicenseRef-Commons-Clause"),
+    (r"unauthori[sz]ed copying of this file via any medium is strictly prohibited|proprietary and confidential",
+     "LicenseRef-Proprietary"),
 ]
 _NOTICE_RES = [(re.compile(r"\b" + p + r"\b"), spdx) for p, spdx in _NOTICES]
 _NAMES = {  # a licence file that is only a name
@@ -183,8 +187,9 @@ def licenses_in_file(text: str) -> list[str]:
 def header_license(text: str) -> str | None:
     """The licence a source file declares in its header: SPDX tags first, then a standard notice."""
     head = text[:HEADER_CHARS]
-    tags = [normalize(m.group(1)) for m in _SPDX_TAG.finditer(head)]
-    tags = [t for t in tags if t]
+    # a tag that does not parse (`LicenseRef-Proprietary`, a typo) is the file's own word still: kept as written, of
+    # class unknown, never the repository's licence instead
+    tags = [normalize(m.group(1)) or m.group(1)[:100] for m in _SPDX_TAG.finditer(head)]
     if tags:
         return " AND ".join(dict.fromkeys(tags)) if len(tags) > 1 else tags[0]
     if "licen" not in head.lower():  # every notice says licence/license: most files stop here

@@ -361,15 +361,24 @@ def _zip_link(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
 
 
+def _relative(name: str) -> str:
+    """A member's name without its leading `./` and `/`: `tar -C repo -czf r.tgz .` names `./.git/HEAD` (stripping
+    every leading `.` made it `git/HEAD`, no longer version control, and `.bashrc` `bashrc`)."""
+    while name.startswith(("./", "/")):
+        name = name[2:] if name.startswith("./") else name[1:]
+    return name
+
+
 def _root(names: list[str]) -> str:
     """The single top folder all members share (GitHub archives' `owner-repo-sha/`), else ''."""
-    tops = {n.lstrip("./").split("/", 1)[0] for n in names if "/" in n.lstrip("./")}
-    flat = any("/" not in n.lstrip("./") for n in names)
+    relative = [_relative(n) for n in names]
+    tops = {n.split("/", 1)[0] for n in relative if "/" in n}
+    flat = any("/" not in n for n in relative)
     return tops.pop() if len(tops) == 1 and not flat else ""
 
 
 def _strip(name: str, root: str) -> str:
-    name = name.lstrip("./") if name.startswith("./") else name
+    name = _relative(name)
     return name[len(root) + 1 :] if root and name.startswith(root + "/") else name
 
 

@@ -197,3 +197,20 @@ def test_kinds_placeholders_and_drop_option(params: dict, expected: str):
     assert out.column("text").to_pylist() == [expected]
     dropped = run_stage(CodeSecrets(max_secrets=1), documents({"x.py": text, "y.py": "x = 1\n"}))
     assert dropped.column(schema.REASON).to_pylist() == ["too_many_secrets", None]
+
+
+def test_keys_of_the_vendors_a_model_team_uses_are_redacted():
+    """GitHub's fine-grained tokens, OpenAI's project keys, Anthropic's, Hugging Face's, Google Cloud's and Shopify's
+    keys were left in clear; `hf_hub_download` and `sk-learn` are no keys."""
+    alnum = string.ascii_letters + string.digits
+
+    def r(n: int, alphabet: str = alnum) -> str:
+        return "".join(RNG.choice(alphabet) for _ in range(n))
+
+    keys = [f"github_pat_{r(22)}_{r(59)}", f"sk-proj-{r(60, alnum + '_-')}", f"sk-ant-api03-{r(93, alnum + '_-')}",
+            f"hf_{r(34)}", f"AIza{r(35)}", f"shpat_{r(32, '0123456789abcdef')}"]
+    code = "from huggingface_hub import hf_hub_download\nmodel = 'sk-learn'\n" + "".join(
+        f'KEY_{i} = connect("{key}")\n' for i, key in enumerate(keys))
+    out = run_stage(CodeSecrets(), documents({"client.py": code})).column("text").to_pylist()[0]
+    assert not any(key in out for key in keys), out
+    assert out.count("<SECRET>") == len(keys) and "hf_hub_download" in out and "'sk-learn'" in out

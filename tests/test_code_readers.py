@@ -182,6 +182,12 @@ def test_stack_like_parquet_and_jsonl_rows(tmp_path: Path):
     (doc,) = documents(table)
     assert (doc["language"], doc["license_class"], doc["license"]) == ("rust", "permissive", None)
     assert table.column("url").to_pylist()[0] == "https://example.org/r"
+    # The Stack's `lang` holds linguist's names: named as files of the language read from a folder are
+    labelled = [{"content": "x\n", "path": f"f{i}", "lang": lang}
+                for i, lang in enumerate(["Jupyter Notebook", "Batchfile", "Protocol Buffer", "Python", "C++"])]
+    pq.write_table(pa.Table.from_pylist(labelled), tmp_path / "labels.parquet")
+    table = read(tmp_path / "labels.parquet", language_field="lang")
+    assert [d["language"] for d in documents(table)] == ["jupyter", "batch", "proto", "python", "c++"]
 
 
 @pytest.mark.parametrize(("layout", "name"), [("files", "notes.jsonl"), ("archives", "repo.bin")])

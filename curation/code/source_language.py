@@ -31,6 +31,20 @@ _ALIASES = {  # identify's short or dialect tags -> the language name used in me
 }  # fmt: skip
 
 
+# GitHub linguist's names (The Stack's `lang` column) whose identify tag is spelt otherwise
+_LINGUIST = {
+    "jupyter notebook": "jupyter", "batchfile": "batch", "protocol buffer": "proto", "visual basic": "vb",
+    "visual basic .net": "vb", "assembly": "asm", "coffeescript": "coffee",
+}  # fmt: skip
+
+
+def language_of_label(label: str) -> str:
+    """The language name of a table's label (The Stack's linguist names: `Jupyter Notebook` -> `jupyter`), as files
+    of that language read from a folder are named, so that `code_filters: {languages: ...}` selects both alike."""
+    name = label.strip().lower()
+    return _LINGUIST.get(name, _ALIASES.get(name, name))
+
+
 @functools.cache
 def _generality() -> Counter[str]:
     counts: Counter[str] = Counter()

@@ -45,7 +45,7 @@ from curation.code.repository import (
     folder_root,
     wants_text,
 )
-from curation.code.source_language import detect_language, is_binary_name
+from curation.code.source_language import detect_language, is_binary_name, language_of_label
 from curation.readers.base import DecompressionBombError, Reader, Record, is_io_error, link_target
 from curation.readers.jsonl import JsonlReader
 from curation.readers.parquet import parquet_rows
@@ -285,7 +285,7 @@ class CodeReader(Reader):
         language = row.pop(o.language_field, None)
         declared = row.pop(o.license_field, None)
         record = self._text_record(position, repo, path, content, size, None, row,
-                                   language=str(language).lower() if language else None)
+                                   language=language_of_label(str(language)) if language else None)
         if record.meta["license"] is None:  # a header in the file itself beats the column
             record.meta.update(column_license(declared))
         record.url = None if url is None else str(url)

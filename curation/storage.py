@@ -82,7 +82,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(re.escape(pattern[i]))
             i += 1
     try:
-        return re.compile("".join(out) + r"\Z")
+        return re.compile("".join(out) + r"\Z", re.DOTALL)  # a name may hold a newline: `**` still reaches it
     except re.error as exc:  # a bracket that is no character class: `[z-a]`, `x[]]`
         msg = f"bad pattern {pattern!r}: {exc}"
         raise ValueError(msg) from exc

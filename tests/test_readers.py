@@ -159,9 +159,10 @@ def test_a_batch_of_raw_pages_is_one_joined_buffer_equal_to_pyarrows_own(values)
 
 
 def test_a_file_whose_name_holds_a_newline_is_listed(tmp_path: Path):
-    """`**` did not reach it: the file was neither read nor counted."""
+    """A folder pattern (`checkouts/*/`, each folder a repository) did not reach it: the file was neither read nor
+    counted."""
     from curation import storage
 
     (tmp_path / "repo" / "src").mkdir(parents=True)
     (tmp_path / "repo" / "src" / "new\nline.py").write_text("x = 1\n")
-    assert storage.expand(f"{tmp_path}/**/*.py") == [f"{tmp_path}/repo/src/new\nline.py"]
+    assert storage.expand(f"{tmp_path}/*/") == [f"{tmp_path}/repo/src/new\nline.py"]

@@ -7,6 +7,7 @@ error location points to.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -171,6 +172,12 @@ def _checks_of_the_rest(data: dict[str, Any], model: type[BaseModel], checks: Ca
                         errors: list[Any]) -> list[Located]:
     """`checks` of the keys that did validate, so that one invalid key does not hide the other problems: the
     top-level keys in error are left out (at their defaults), unless one is required (nothing to check then)."""
+    repaired = _without_unknown_keys(data, errors)
+    if repaired is not None:  # only misspelt keys: the recipe without them is what the user meant, checks and all
+        try:
+            return checks(model.model_validate(repaired))
+        except ValidationError:
+            pass
     bad = {e["loc"][0] for e in errors if e["loc"]}
     fields = model.model_fields
     if not bad or any(key in fields and fields[key].is_required() for key in bad):
@@ -183,6 +190,23 @@ def _checks_of_the_rest(data: dict[str, Any], model: type[BaseModel], checks: Ca
     # key's own, already reported
     named = re.compile(r"\b(?:" + "|".join(re.escape(str(key)) for key in bad) + r")\b")
     return [(loc, msg) for loc, msg in checks(rest) if not (loc and loc[0] in bad) and not named.search(msg)]
+
+
+def _without_unknown_keys(data: dict[str, Any], errors: list[Any]) -> dict[str, Any] | None:
+    """`data` without the keys the errors call unknown (`text_fild:`), when those are all the errors; else None."""
+    if not errors or any(e["type"] != "extra_forbidden" for e in errors):
+        return None
+    repaired = copy.deepcopy(data)
+    for error in errors:
+        *path, key = error["loc"]
+        node: Any = repaired
+        try:
+            for step in path:
+                node = node[step]
+            del node[key]
+        except (KeyError, IndexError, TypeError):  # a path through a union's tag: not a plain key to drop
+            return None
+    return repaired
 
 
 def read_recipe_text(path: str | Path) -> str:

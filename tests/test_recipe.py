@@ -247,3 +247,20 @@ mixture: {weights: {notes: 1.0}, total_tokens: -5}
         "r.yaml:6:36: stages[0].length.only[0]: no source named 'nope' (sources: notes, notes)",
         "r.yaml:4:42: sources[1].paths[0]: no file matches 'missing.jsonl'",
     ]
+
+
+def test_a_misspelt_key_inside_a_source_hides_no_other_problem(monkeypatch):
+    """`text_fild:` in a source made its whole `sources` invalid, and the cross-checks (duplicate names, mixture,
+    `only:`, stage order, `pack` without `tokenizer`) came only after it was fixed: the recipe without the misspelt
+    keys is checked now, as the user meant it."""
+    monkeypatch.chdir(ROOT)
+    text = ("name: typo\nsources:\n"
+            "  - {name: web, format: jsonl, paths: ['recipes/sample/notes.jsonl.gz'], text_fild: text}\n"
+            "stages:\n  - exact_dedup: {}\n  - length: {min_words: 5, only: [wbe]}\n"
+            "mixture: {weights: {webb: 1.0}, total_tokens: 1000}\npack: {seq_len: 64}\n")
+    found = problems(text)
+    assert found[0].startswith("r.yaml:3:74: sources[0].text_fild: unknown key")
+    for expected in ("pack: `pack` needs `tokenizer`", "mixture.weights.webb: no source named 'webb'",
+                     "document stage 'length' after corpus stage 'exact_dedup'",
+                     "stages[1].length.only[0]: no source named 'wbe'"):
+        assert any(expected in p for p in found), (expected, found)

@@ -33,11 +33,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import xxhash
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 HISTOGRAM_BINS = 4096
 # A source with documents in at most this share of the bins has about one document per non-empty bin.
@@ -58,6 +58,20 @@ def unit_hash(ids: Sequence[str], salt: int) -> np.ndarray:
     return np.fromiter((digest(i.encode(), salt) for i in ids), dtype=np.uint64, count=len(ids)) / _TWO64
 
 
+def _token_count(value: Any) -> Any:
+    """`5e9` as 5,000,000,000: YAML reads an exponent without a dot as a string, and a budget is written so."""
+    if isinstance(value, str):
+        try:
+            number = float(value.replace("_", ""))
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() else value
+    return value
+
+
+TokenCount = Annotated[int, BeforeValidator(_token_count)]
+
+
 class MixtureParams(BaseModel):
     """Output token shares (`weights`) or budgets (`tokens`) per source; every source must be named."""
 
@@ -65,8 +79,9 @@ class MixtureParams(BaseModel):
 
     weights: dict[str, float] | None = Field(
         None, description="Share of output tokens per source (normalized to sum to 1; 0 leaves a source out).")
-    tokens: dict[str, int] | None = Field(None, description="Output token budget per source (instead of weights).")
-    total_tokens: int | None = Field(
+    tokens: dict[str, TokenCount] | None = Field(
+        None, description="Output token budget per source (instead of weights).")
+    total_tokens: TokenCount | None = Field(
         None, gt=0, description="With weights: the output size in tokens. Default: the largest mixture in which no "
         "source is repeated (the scarcest source, relative to its weight, is used exactly once).")
     max_epochs: float = Field(

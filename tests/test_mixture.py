@@ -154,3 +154,11 @@ def test_recipe_errors_name_key_and_line(tail, where, message, tmp_path, monkeyp
     with pytest.raises(RecipeError) as err:
         parse_recipe(RECIPE + tail, "r.yaml")
     assert any(f"r.yaml:{where}" in str(p) and message in str(p) for p in err.value.problems), str(err.value)
+
+
+def test_token_budgets_written_with_an_exponent_are_numbers():
+    """docs/tokens.md writes `tokens: {web: 5e9}`, which YAML reads as a string: it was refused."""
+    from curation.mixture import MixtureParams
+
+    assert MixtureParams(tokens={"web": "5e9", "code": "1_000"}).tokens == {"web": 5_000_000_000, "code": 1000}
+    assert MixtureParams(weights={"web": 1.0}, total_tokens="2e9").total_tokens == 2_000_000_000

@@ -154,6 +154,16 @@ def lookup(job: str | Path, ids: list[str], columns: tuple[str, ...] = ("id", "s
 # -- DataFrames for notebooks ----------------------------------------------------------------------
 
 
+def _job(job: str | Path) -> Path:
+    """`job` as a folder, or `FileNotFoundError` naming where it was looked for: a wrong path gave empty frames,
+    and a notebook's relative `CURATION_JOB` (the kernel runs in `notebooks/`) an opaque `KeyError` later."""
+    path = Path(job)
+    if not path.is_dir():
+        msg = f"no job folder at {path.absolute()}"
+        raise FileNotFoundError(msg)
+    return path
+
+
 def _frame(rows: Any) -> pd.DataFrame:
     import pandas as pd
 
@@ -162,11 +172,13 @@ def _frame(rows: Any) -> pd.DataFrame:
 
 def funnel(job: str | Path) -> pd.DataFrame:
     """Per stage: documents in and out, kept share, drops and skips per reason, bytes, seconds."""
+    _job(job)
     return _frame(JobFolder(job).funnel())
 
 
 def reasons(job: str | Path) -> pd.DataFrame:
     """Per stage and reason: documents dropped, and how many of them were kept as samples in `rejects/`."""
+    _job(job)
     sampled = {(s, r): sum(rows_in(f)) for s, by in reject_files(job).items() for r, f in by.items()}
     rows = [{"stage": row["stage"], "reason": reason, "dropped": n, "sampled": sampled.get((row["stage"], reason), 0)}
             for row in JobFolder(job).funnel() for reason, n in row["dropped"].items()]
@@ -177,6 +189,12 @@ def reasons(job: str | Path) -> pd.DataFrame:
 def rejects(job: str | Path, stage: str | None = None, reason: str | None = None, *,
             limit: int | None = None) -> pd.DataFrame:
     """Sampled rejects with `stage`, `reason` and `detail` columns, optionally of one stage and reason."""
+    _job(job)
+    if stage is not None:  # a misspelt stage gave an empty frame, as a stage that dropped nothing does
+        known = {row["stage"] for row in JobFolder(job).funnel()} | set(reject_files(job))
+        if stage not in known:
+            msg = f"no stage {stage!r} in {job}: its stages are {', '.join(sorted(known))}"
+            raise ValueError(msg)
     tables = []
     for s, by in reject_files(job).items():
         for r, files in by.items():
@@ -205,6 +223,7 @@ def samples(job: str | Path, per_reason: int = 3, *, seed: int = 0, chars: int =
 
 def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None = None) -> pd.DataFrame:
     """A seeded random sample of `n` kept documents (of one source if given)."""
+    _job(job)
     files = list(document_files(job).values())
     # a job that kept nothing has no documents file: its frame still has the documents' columns
     empty = pa.schema(schema.DOCUMENT_FIELDS).empty_table()
@@ -217,6 +236,7 @@ def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None
 
 def dedup_clusters(job: str | Path, stage: str | None = None) -> pd.DataFrame:
     """One row per removed duplicate: its stage, reason, survivor and cluster (all corpus stages by default)."""
+    _job(job)
     frames = []
     for s in dedup_stages(job) if stage is None else [stage]:
         table = removed_table(job, s)
@@ -260,6 +280,7 @@ class SideBySide:
 def dedup_pair(job: str | Path, stage: str | None = None, survivor: str | None = None) -> SideBySide:
     """A dedup cluster side by side: the given survivor's, else the largest cluster of `stage` (or the first
     corpus stage that removed anything)."""
+    _job(job)
     stages = [stage] if stage else dedup_stages(job)
     for s in stages:
         clusters = [c for c in cluster_table(job, s) if c["survivor"] and survivor in (None, c["survivor"])]
@@ -280,6 +301,7 @@ def dedup_pair(job: str | Path, stage: str | None = None, survivor: str | None =
 def train_metrics(job: str | Path) -> pd.DataFrame:
     """Every step the trainer logged in `train/metrics.jsonl` (see `curation.progress` for the fields), with
     `spiked`: whether the step was flagged (`spike` holds the reason)."""
+    _job(job)
     frame = _frame(JobFolder(job).train_metrics() or {"step": [], "loss": []})
     if "spike" not in frame.columns:
         frame["spike"] = None
@@ -290,12 +312,14 @@ def train_metrics(job: str | Path) -> pd.DataFrame:
 def spikes(job: str | Path) -> pd.DataFrame:
     """Flagged steps: the trainer's `train/spikes.jsonl` (step, loss, reason, action, documents), else the
     flagged lines of metrics.jsonl."""
+    _job(job)
     return _frame(JobFolder(job).train_spikes() or {"step": [], "loss": [], "reason": []})
 
 
 def spike_documents(job: str | Path, step: int) -> pd.DataFrame:
     """The documents in the batch of `step`: as spikes.jsonl or the metrics line lists them, or through the
     provenance of the packed rows the line names."""
+    _job(job)
     folder = JobFolder(job)
     rows = [r for r in folder.train_spikes() if r["step"] == step] or [
         r for r in folder.train_metrics() if r["step"] == step]

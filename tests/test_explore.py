@@ -70,6 +70,21 @@ def test_a_job_that_kept_nothing_samples_an_empty_frame_with_the_documents_colum
     assert frame[["id", "source", "url", "title"]].empty
 
 
+def test_a_wrong_job_path_or_stage_name_is_an_error_not_an_empty_frame(tmp_path):
+    """`funnel("jobs/nope")` and `rejects(job, "lenght")` gave empty frames; the notebook, given a `CURATION_JOB`
+    relative to the repository while its kernel runs in `notebooks/`, then failed with `KeyError: 'docs_in'`."""
+    with pytest.raises(FileNotFoundError, match=f"no job folder at {tmp_path / 'nope'}"):
+        explore.funnel(tmp_path / "nope")
+    job = tmp_path / "job-0123456789"
+    write_documents(job, ["a"])
+    sampled = job / "rejects" / "stage=length" / "reason=too_few_words"
+    sampled.mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["b"], "text": ["b"], "detail": ["n_words=1, min_words=50"]}), sampled / "s.parquet")
+    with pytest.raises(ValueError, match=r"no stage 'lenght' in .*: its stages are length"):
+        explore.rejects(job, "lenght")
+    assert list(explore.rejects(job, "length")["id"]) == ["b"]
+
+
 def test_spike_documents_through_packed_row_provenance(tmp_path):
     job = tmp_path / "packed-0123456789"
     write_documents(job, ["a", "b", "c", "d"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -101,14 +102,16 @@ def test_inspect_filtered_samples_notebook_on_a_chinese_job(chinese_job, tmp_pat
 
 def test_inspect_filtered_samples_notebook_on_a_job_whose_dedup_removed_nothing(tmp_path, monkeypatch):
     """`dedup_pair` raised `LookupError` on a job whose dedup stage found no duplicate, and the notebook stopped there:
-    common on a small or clean corpus."""
+    common on a small or clean corpus. `CURATION_JOB` relative to the repository, as the README writes it, is found
+    from `notebooks/`, where the kernel runs."""
     texts = [f"Note {k}: the tide came in early today, and the boats in the harbour rose with it." for k in range(4)]
     (tmp_path / "notes.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
     recipe = {"name": "no-dups", "output": str(tmp_path / "jobs"), "executor": "local", "local": {"workers": 1},
               "sources": [{"name": "notes", "format": "jsonl", "paths": [str(tmp_path / "notes.jsonl")]}],
               "stages": [{"exact_dedup": {}}]}
-    job_dir = run(parse_recipe(yaml.safe_dump(recipe)), quiet=True, kind="local").job_dir
-    outputs = execute("inspect_filtered_samples.ipynb", str(job_dir), tmp_path, monkeypatch)
+    job_dir = Path(run(parse_recipe(yaml.safe_dump(recipe)), quiet=True, kind="local").job_dir)
+    (tmp_path / "notebooks").mkdir()  # the kernel runs in notebooks/; CURATION_JOB as the README writes it
+    outputs = execute("inspect_filtered_samples.ipynb", f"jobs/{job_dir.name}", tmp_path / "notebooks", monkeypatch)
     assert not [o for o in outputs if o["output_type"] == "error"]
     assert "exact_dedup: no duplicates removed" in text_of(outputs)
 

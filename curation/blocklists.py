@@ -259,6 +259,17 @@ def read_archive(uri: str, categories: Sequence[str] | None) -> dict[str, list[n
     return found
 
 
+def archive_categories(uri: str) -> set[str]:
+    """The categories (folders holding a `domains` or `urls` file) of a UT1-style archive."""
+    held = set()
+    with storage.open_text_stream(uri) as stream, tarfile.open(fileobj=stream, mode="r|*") as archive:
+        for member in archive:
+            folders, _, name = member.name.strip("/").rpartition("/")
+            if member.isfile() and name in LIST_NAMES and folders:
+                held.add(folders.rpartition("/")[2])
+    return held
+
+
 def read_words(uri: str) -> frozenset[str]:
     """A word list: one word or phrase a line, lowercased; `#` comments and blank lines skipped."""
     with storage.open_text_stream(uri) as stream:

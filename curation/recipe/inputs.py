@@ -42,9 +42,10 @@ def path_checks(recipe: Recipe) -> list[Located]:
         elif (problem := model_problem(storage.read_bytes(model))) is not None:
             out.append((("tokenizer", "model"), f"{model!r} is {problem}"))
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
-        for key, path, mark in named_files(params):
-            if not (storage.exists(path) or (mark.folders and storage.is_folder(path))):
-                out.append((("stages", i, kind, *key), f"no {mark.what} at {path!r}"))
+        missing = [(key, f"no {mark.what} at {path!r}") for key, path, mark in named_files(params)
+                   if not (storage.exists(path) or (mark.folders and storage.is_folder(path)))]
+        for key, message in missing or params.file_problems():
+            out.append((("stages", i, kind, *key), message))
     return out
 
 

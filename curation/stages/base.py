@@ -31,6 +31,11 @@ class StageParams(BaseModel):
         None, description="Apply the stage to documents of these sources only; others pass unchanged."
     )
 
+    def file_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """(key path, message) for what the files the keys name hold that the stage cannot use, once they exist:
+        checked before work, as their existence is (`curation.recipe.inputs.path_checks`)."""
+        return []
+
 
 @dataclass(frozen=True)
 class ReadsFile:

@@ -53,6 +53,14 @@ class UrlParams(StageParams):
         "run together (`sexcam` in `my-sex-cam.example`); an entry's own spaces and signs are left out too.",
     )
 
+    def file_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A category no archive holds (a misspelt one blocked nothing, silently)."""
+        if self.categories is None:
+            return []
+        held = set().union(*(blocklists.archive_categories(uri) for uri in self.blocklists))
+        return [(("categories", k), f"no archive of `blocklists` has a category {name!r} (they have: "
+                 f"{', '.join(sorted(held))})") for k, name in enumerate(self.categories) if name not in held]
+
     @model_validator(mode="after")
     def _some_list(self) -> UrlParams:
         if not (self.blocklists or self.domains or self.urls or self.words or self.soft_words or self.subwords):

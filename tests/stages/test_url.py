@@ -120,6 +120,9 @@ def test_a_ut1_archive_is_read_by_category_and_its_links_are_not_followed(tmp_pa
     assert every == ["blocked_domain", "blocked_url", "blocked_domain", "blocked_domain", None, None]
     adult = [r for r, _ in judged(UrlFilter(blocklists=[archive], categories=["adult"]), urls)]
     assert adult == ["blocked_domain", "blocked_url", None, "blocked_domain", None, None]
+    # a misspelt category blocked nothing, without a word: refused before work, as a missing file is
+    assert UrlFilter(blocklists=[archive], categories=["adult", "adlt"]).params.file_problems() == [
+        (("categories", 1), "no archive of `blocklists` has a category 'adlt' (they have: adult, gambling)")]
 
 
 def test_a_stage_without_a_list_is_refused():

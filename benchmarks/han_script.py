@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._data import data_root
+from benchmarks._data import data_or_exit
 from benchmarks._results import figure, write_results
 from curation.lang.han_script import HANS, HANT, converter, han_scripts, to_simplified
 from curation.stages.langid import LangId
@@ -49,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=3)
     args = parser.parse_args()
-    root = data_root()
+    root = data_or_exit("langid/sentences/zh.txt", "html/readability/pages/pixnet", "html/newspaper")
     sentences = (root / "langid/sentences/zh.txt").read_text(encoding="utf-8").splitlines()
     s2t = converter("s2t")
     pixnet = gzip.decompress((root / "html/readability/pages/pixnet/expected.html.gz").read_bytes()).decode()

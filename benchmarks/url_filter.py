@@ -40,7 +40,7 @@ import psutil
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _data import PROJECT_ROOT, data_root
+from _data import PROJECT_ROOT, data_or_exit, data_root
 from _results import figure, write_results
 
 sys.path.insert(0, str(PROJECT_ROOT))
@@ -158,6 +158,7 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=2000, help="entries drawn from each list")
     parser.add_argument("--speed-urls", type=int, default=200_000, help="URLs timed (the sets, repeated)")
     args = parser.parse_args()
+    data_or_exit("html/trafilatura/evaldata.json", "warc")
     lists = assets()
     rng = random.Random(42)
     groups = {"real": real_urls(), **listed(lists / "url_filterblacklistsv0_3_0.tar.gz", args.sample, rng)}

@@ -44,7 +44,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _zh_en_data as data
-from _data import PROJECT_ROOT, data_root
+from _data import PROJECT_ROOT, data_or_exit
 from _results import figure, write_results
 
 sys.path.insert(0, str(PROJECT_ROOT))
@@ -373,20 +373,14 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, help="an earlier run's --json: print each figure beside it")
     parser.add_argument("--english-pages", type=int, default=None, help="at most this many English pages")
     args = parser.parse_args()
-    root = data_root()
+    root = data_or_exit("langid/sentences/zh.txt", "html")  # without it, a partial set of figures would be written
     chains = {ZH_EN: Chain(recipe(ZH_EN)), EN: Chain(recipe(EN))}
     print(f"recipes: recipes/{ZH_EN}.yaml, recipes/{EN}.yaml (document stages: "
           f"{', '.join(n for n, _ in chains[ZH_EN].stages)})")
     technical_articles(chains)
-    if root.is_dir():
-        chinese_web(chains[ZH_EN], root)
-    else:
-        print(f"\n2. test data not found at {root} (set CURATION_TESTDATA): Chinese web documents skipped")
+    chinese_web(chains[ZH_EN], root)
     mixed(chains, Chain(recipe(ZH_EN, per_paragraph=True)))
-    if root.is_dir():
-        english(chains, root, args.english_pages)
-    else:
-        print(f"\n4. test data not found at {root}: English pages skipped")
+    english(chains, root, args.english_pages)
     if args.json:
         args.json.write_text(json.dumps(FIGURES, indent=2) + "\n", encoding="utf-8")
         print(f"\nfigures written to {args.json}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -561,9 +562,9 @@ def _add_train_classifier(sub: Commands) -> None:
         "train-classifier",
         help="train a fastText classifier (quality, toxicity) from labelled JSONL; writes the model and its sidecar",
         description="Train a fastText supervised model on positives vs negatives, evaluate it on a seeded "
-        "held-out split and write MODEL and its sidecar MODEL.json (labels, hyper-parameters, held-out metrics, "
-        "score quantiles for the classifier stage's top_fraction). Defaults follow DCLM (wordNgrams 2, lr 0.1, "
-        "dim 100, epoch 5).",
+        "held-out split and write MODEL and its sidecar, MODEL with the suffix .json (quality.bin: quality.json; "
+        "labels, hyper-parameters, held-out metrics, score quantiles for the classifier stage's top_fraction). "
+        "Defaults follow DCLM (wordNgrams 2, lr 0.1, dim 100, epoch 5).",
     )
     train.add_argument("--positive", nargs="+", default=[], metavar="JSONL", help="positive examples (files, globs)")
     train.add_argument("--negative", nargs="+", default=[], metavar="JSONL", help="negative examples (files, globs)")
@@ -653,6 +654,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # `curate schema | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit would fail too
+        return 0
     except ConnectionError as exc:
         from pipelines.executors.base import RayUnreachable  # here: the executors cost 0.3 s to import
 

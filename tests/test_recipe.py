@@ -132,6 +132,10 @@ def test_cli_validate_and_schema(tmp_path):
     assert json.loads(schema.stdout)["title"] == "curation recipe"
     run = subprocess.run([*cli, "run", str(bad)], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 2 and "nothing was run" in run.stderr
+    # `curate schema | head`: the reader closes the pipe early, which ended in a BrokenPipeError traceback
+    piped = subprocess.Popen([*cli, "schema"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert piped.stdout.read(10) and piped.stdout.close() is None
+    assert piped.wait() == 0 and b"Traceback" not in piped.stderr.read()
 
 
 def test_missing_model_file_is_reported_before_work(monkeypatch):

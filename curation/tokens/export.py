@@ -44,6 +44,10 @@ def export_megatron(job_dir: str, out_dir: str | Path, splits: tuple[str, ...] =
         msg = f"{out_dir} is a file: the export writes a folder of .bin/.idx files"
         raise NotADirectoryError(msg)
     path = storage.join(job_dir, "manifest.json")
+    if not storage.exists(path):
+        msg = (f"{path} not found: not a packed job folder (or the job has not finished packing); the recipe needs "
+               "`tokenizer` and `pack`")
+        raise FileNotFoundError(msg)
     try:
         manifest = storage.read_json(path)
     except ValueError as exc:  # cut or edited by hand

@@ -261,6 +261,10 @@ def test_megatron_export_refuses_in_one_line_an_out_that_is_a_file_and_a_cut_man
     err = capsys.readouterr().err
     assert err.startswith(f"curate export: {cut}/manifest.json is not the JSON a finished job writes") and \
         len(err.splitlines()) == 1
+    (cut / "manifest.json").unlink()  # a job without `pack`: pyarrow's "[Errno 2] Failed to open local file"
+    assert main(["export", str(cut), "--format", "megatron", "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (f"curate export: {cut}/manifest.json not found: not a packed job folder (or "
+                                       "the job has not finished packing); the recipe needs `tokenizer` and `pack`\n")
 
 
 def test_shards_load_in_hugging_face_datasets(plain):

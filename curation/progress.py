@@ -410,8 +410,9 @@ class JobFolder:
         records = final.get("records_read", progress.get("records", 0))
         running = state == "running"
         rate = _rate((progress.get("series") or {}).get("points") or [], 1, RECENT_SECONDS) if running else None
-        mean = records / elapsed if elapsed else None
         already = first.get("already_done", 0)
+        # a rerun that found every shard done read nothing: the job's records over its milliseconds are no rate
+        mean = records / elapsed if elapsed and not (shards_total and already >= shards_total) else None
         eta = None
         if running and phase == "documents" and elapsed and shards_done > already:
             eta = round((shards_total - shards_done) * elapsed / (shards_done - already), 1)

@@ -163,6 +163,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"curate serve: --ray-address needs a token in ${args.token_env}; job control stays off",
               file=sys.stderr)
     job_control = Control(token, args.ray_address, args.submit_output) if args.ray_address and token else None
+    if not Path(args.jobs).is_dir():  # it answered `ok` with an empty list, which looks like no job ran
+        print(f"curate serve: no folder at {Path(args.jobs).absolute()} yet: no job is shown until one is written "
+              "there (--jobs names the folder jobs are written to)", file=sys.stderr)
     serve(args.jobs, host=args.host, port=args.port, job_control=job_control, ablations_dir=args.ablations)
     return 0
 

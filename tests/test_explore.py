@@ -187,3 +187,15 @@ def test_dedup_pair_side_by_side(job):
     assert len(small.removed) == 1 and small.survivor["source"] == "notes"
     with pytest.raises(LookupError):
         explore.dedup_pair(job.job_dir, survivor="no-such-id")
+
+
+def test_a_rerun_that_read_nothing_shows_no_rate(tmp_path):
+    """A rerun finding every shard done showed the job's records over its 3 ms as 10,333 records/s."""
+    from tests.test_service import write_job
+
+    job = write_job(tmp_path, done=True)
+    assert JobFolder(job).status()["rate"]["mean_records_per_s"] == 1.0  # 10 records in 10 s
+    events = [{"time": 200.0, "event": "job_started", "shards": 4, "already_done": 4},
+              {"time": 200.003, "event": "job_done"}]
+    (job / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert JobFolder(job).status()["rate"]["mean_records_per_s"] is None

@@ -412,3 +412,20 @@ def test_a_status_url_that_is_no_url_and_a_port_out_of_range_are_refused_in_one_
     assert exited.value.code == 2 and "a port from 1 to 65535, not '70000'" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"a port from 1 to 65535, not '99999'"):
         for_run("/tmp", "99999")
+
+
+@pytest.mark.subprocess
+def test_serve_says_so_when_its_jobs_folder_is_not_there(tmp_path: Path):
+    """Started from another folder (or `--jobs` misspelt), the service answered `ok` with no job, and nothing said
+    why."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", "--jobs", str(tmp_path / "nojobs"),
+                                "--port", str(free_port())], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        first = process.stderr.readline()
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert first.startswith(f"curate serve: no folder at {tmp_path / 'nojobs'} yet: no job is shown")

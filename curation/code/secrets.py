@@ -83,6 +83,7 @@ _PLACEHOLDERS = frozenset({
     "default", "placeholder", "required", "optional", "string", "str", "bytes", "env",
 })
 _SEPARATORS = set("_-.:/")
+_TIMESTAMP_OR_VERSION = re.compile(r"\d{4}-\d\d-\d\d(?:[T ][\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?|v?\d+(?:\.\d+){1,3}")
 _WORDISH = re.compile(r"[A-Za-z0-9]")
 _DELIMITERS = frozenset(" \t\r\n\"'=:")
 _BASE64URL = re.compile(r"[A-Za-z0-9_\-+/=]*")
@@ -147,6 +148,8 @@ def plausible_value(value: str) -> bool:
     if len(value) < 6 or any(c.isspace() for c in value) or "://" in value:
         return False
     if value.lower().strip("<>{}[]()$*'\"`") in _PLACEHOLDERS or value.startswith(("arn:", "/", "./", "~/")):
+        return False
+    if _TIMESTAMP_OR_VERSION.fullmatch(value.strip("'\"")):  # `"PasswordLastUsed": "2016-09-08T21:47:36Z"`, `v2.1.0`
         return False
     has_letter = any(c.isalpha() for c in value)
     has_other = any(c.isdigit() or (not c.isalnum() and c not in _SEPARATORS) for c in value)
@@ -242,9 +245,25 @@ def _keywords(text: str, path: str, language: str | None) -> list[tuple[int, int
                     or heuristic.is_sequential_string(value) or heuristic.is_potential_uuid(value)):
                 continue
             at = line.find(value)
-            if at >= 0:
+            if at >= 0 and not _about_a_secret(line[:at]):
                 spans.append((start + at, start + at + len(value), "password"))
     return spans
+
+
+# Words of a key that name something about a secret, not the secret: `secretName: web-tls-2024` (a Kubernetes
+# Secret's name), `secret_version`, `api_key_header_name`, `PasswordLastUsed`, `AWS_ACCESS_KEY_ID`
+_ABOUT = frozenset({"name", "names", "version", "header", "id", "ids", "type", "path", "file", "url", "uri", "length",
+                    "policy", "last", "used", "date", "time", "expires", "expiry", "field", "label", "ref", "arn",
+                    "format", "hint", "prompt", "reset", "strength", "pattern", "regex", "rotation", "hash"})
+_KEY = re.compile(r"([A-Za-z_][\w.-]*)[\"']?\s*(?::=|=>|[:=])\s*[\"'(]*\s*$")
+_KEY_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _about_a_secret(before: str) -> bool:
+    """Whether the key a value is assigned to (the text before the value on its line) names something about a secret
+    rather than the secret itself."""
+    found = _KEY.search(before)
+    return bool(found) and any(w.lower() in _ABOUT for w in _KEY_WORDS.findall(found.group(1)))
 
 
 def find_secrets(text: str, path: str = "", language: str | None = None, *, tokens: bool = True,

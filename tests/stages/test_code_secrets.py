@@ -214,3 +214,18 @@ def test_keys_of_the_vendors_a_model_team_uses_are_redacted():
     out = run_stage(CodeSecrets(), documents({"client.py": code})).column("text").to_pylist()[0]
     assert not any(key in out for key in keys), out
     assert out.count("<SECRET>") == len(keys) and "hf_hub_download" in out and "'sk-learn'" in out
+
+
+def test_values_about_a_secret_are_not_redacted():
+    """A Kubernetes Secret's name, a version, a header's name, a password's last-used time and an access key's id were
+    redacted as passwords; the passwords beside them still are."""
+    files = {"tls.yaml": "spec:\n  secretName: web-tls-2024\n",
+             "client.py": 'secret_version = "v2.1.0"\napi_key_header_name = "X-Api-Key-2"\n'
+                          'DB_PASSWORD = "S3cr3tP4ss99"\n',
+             "user.json": '{\n  "PasswordLastUsed": "2016-09-08T21:47:36Z",\n  "Password": "hunter2X!9"\n}\n',
+             ".env": "AWS_ACCESS_KEY_ID=notthesecret123\nDB_PASS=hunter2X!9\n"}
+    out = dict(zip(files, run_stage(CodeSecrets(), documents(files)).column("text").to_pylist(), strict=True))
+    assert out["tls.yaml"] == files["tls.yaml"]
+    assert out["client.py"] == files["client.py"].replace("S3cr3tP4ss99", "<SECRET>")
+    assert out["user.json"] == files["user.json"].replace("hunter2X!9", "<SECRET>")
+    assert out[".env"] == files[".env"].replace("hunter2X!9", "<SECRET>")

@@ -8,6 +8,8 @@ error location points to.
 from __future__ import annotations
 
 import copy
+import difflib
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,6 +91,24 @@ def _duplicate_keys(node: yaml.Node, file: str) -> list[Problem]:
     return problems
 
 
+@functools.cache
+def _key_names(model: type[BaseModel]) -> tuple[str, ...]:
+    """Every key name of `model` and the models inside it (its JSON schema's properties)."""
+    schema = model.model_json_schema()
+    names = set(schema.get("properties", {}))
+    for definition in schema.get("$defs", {}).values():
+        names.update(definition.get("properties", {}))
+    return tuple(sorted(names))
+
+
+def _did_you_mean(model: type[BaseModel], error: dict[str, Any]) -> str:
+    """`; did you mean 'min_words'?` for an unknown key close to a key of the schema (`min_word`, `sourcs`)."""
+    if error["type"] != "extra_forbidden" or not error["loc"]:
+        return ""
+    close = difflib.get_close_matches(str(error["loc"][-1]), _key_names(model), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _describe(error: dict[str, Any]) -> str:
     kind, msg = error["type"], error["msg"]
     if kind == "extra_forbidden":
@@ -156,8 +176,8 @@ def parse_yaml_model(text: str, file: str, model: type[BaseModel],
     try:
         validated = model.model_validate(data)
     except ValidationError as exc:
-        problems += [problem_at(root, file, e["loc"], (describe and describe(e)) or _describe(e),
-                                e["type"] == "extra_forbidden") for e in exc.errors()]
+        problems += [problem_at(root, file, e["loc"], (describe and describe(e)) or _describe(e) + _did_you_mean(
+            model, e), e["type"] == "extra_forbidden") for e in exc.errors()]
         if checks:
             problems += [problem_at(root, file, loc, msg) for loc, msg in _checks_of_the_rest(data, model, checks,
                                                                                             exc.errors())]

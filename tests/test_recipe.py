@@ -40,8 +40,11 @@ def test_valid_recipe_parses_with_defaults(monkeypatch):
 def test_unknown_key_points_at_the_key():
     text = GOOD.replace("timeout_s: 1", "timeout_s: 1, tiemout: 3")
     assert problems(text, check_paths=False) == [
-        "r.yaml:5:29: stages[0].extract.tiemout: unknown key (not part of the recipe schema; see `curate schema`)"
+        "r.yaml:5:29: stages[0].extract.tiemout: unknown key (not part of the recipe schema; see `curate schema`); "
+        "did you mean 'timeout_s'?"
     ]
+    far = GOOD.replace("timeout_s: 1", "timeout_s: 1, xyzzy: 3")  # nothing close: no guess
+    assert problems(far, check_paths=False)[0].endswith("see `curate schema`)")
 
 
 def test_every_problem_is_reported_with_line_and_expectation():

@@ -44,7 +44,8 @@ _HINTS: dict[str, tuple[str, ...]] = {
                             "glptt-", "glagent-", "gloas-"),
     "SlackDetector": ("xox", "XOX", "hooks.slack.com"), "JwtTokenDetector": ("eyJ",),
     "StripeDetector": ("k_live_",), "SendGridDetector": ("SG.",), "NpmDetector": ("_authToken",),
-    "PypiTokenDetector": ("pypi-",), "OpenAIDetector": ("T3BlbkFJ", "sk-", "hf_", "AIza", "shp"),
+    "PypiTokenDetector": ("pypi-",),
+    "OpenAIDetector": ("T3BlbkFJ", "sk-", "hf_", "AIza", "shp", "earer", "EARER", "pi-key", "pi-Key", "PI-KEY"),
     "AzureStorageKeyDetector": ("AccountKey=",),
     "SquareOAuthDetector": ("sq0csp-",), "BasicAuthDetector": ("://",), "MailchimpDetector": ("-us",),
     "ArtifactoryDetector": ("AKC", *(f"AP{c}" for c in "0123456789ABCDEF")),
@@ -59,7 +60,11 @@ _MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
     # service keys, Anthropic's, Hugging Face's, Google Cloud's, Shopify's
     "OpenAIDetector": tuple(re.compile(p) for p in (
         r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}", r"sk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{80,}",
-        r"hf_[A-Za-z0-9]{34}", r"AIza[0-9A-Za-z_-]{35}", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}")),
+        r"hf_[A-Za-z0-9]{34}", r"AIza[0-9A-Za-z_-]{35}", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+        # a token in an HTTP header written into code: `Authorization: Bearer ...`, `X-Api-Key: ...`
+        # (with a digit: a phrase of words is no token)
+        r"(?i:bearer)\s+((?=[A-Za-z._~+/-]*\d)[A-Za-z0-9._~+/-]{20,}=*)(?![\w${}<])",
+        r"(?i:x-api-key)[\"']?\s*[:=,]\s*[\"']((?=[A-Za-z_-]*\d)[A-Za-z0-9_\-]{16,})[\"']")),
 }
 # One RE2 pattern (pyarrow, linear time) a file must match before any plugin runs: a superset of
 # what the token plugins and private-key blocks find.
@@ -70,6 +75,7 @@ TOKEN_HINT = "|".join([
     r"pypi-AgE", r"T3BlbkFJ", r"[MNO][\w-]{23,25}\.[\w-]{6}\.", r"\d{8,10}:[\w-]{35}", r"AccountKey=",
     r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}", r"sq0csp-", r"://[^\s:/@]+:[^\s/@]+@", r"[0-9a-z]{32}-us\d",
     r"PRIVATE KEY|PuTTY-User-Key-File", r"github_pat_|sk-(?:proj|svcacct|admin|ant)-|hf_[A-Za-z0-9]{34}|AIza|shp[acps]",
+    r"(?i:bearer\s|x-api-key)",
 ])  # fmt: skip
 KEYWORD_HINT = (r"(?i)(?:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|"
                 r"client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contrase)")

@@ -201,7 +201,8 @@ def test_kinds_placeholders_and_drop_option(params: dict, expected: str):
 
 def test_keys_of_the_vendors_a_model_team_uses_are_redacted():
     """GitHub's fine-grained tokens, OpenAI's project keys, Anthropic's, Hugging Face's, Google Cloud's and Shopify's
-    keys were left in clear; `hf_hub_download` and `sk-learn` are no keys."""
+    keys, and tokens in `Authorization: Bearer` and `X-Api-Key` headers, were left in clear; `hf_hub_download` and
+    `sk-learn` are no keys."""
     alnum = string.ascii_letters + string.digits
 
     def r(n: int, alphabet: str = alnum) -> str:
@@ -211,9 +212,14 @@ def test_keys_of_the_vendors_a_model_team_uses_are_redacted():
             f"hf_{r(34)}", f"AIza{r(35)}", f"shpat_{r(32, '0123456789abcdef')}"]
     code = "from huggingface_hub import hf_hub_download\nmodel = 'sk-learn'\n" + "".join(
         f'KEY_{i} = connect("{key}")\n' for i, key in enumerate(keys))
+    # tokens in HTTP headers written into code; a header built from a variable, and words after "bearer", stay
+    bearer, api_key = r(40, alnum + "._-") + "7", r(24) + "3"
+    code += (f'headers = {{"Authorization": "Bearer {bearer}", "X-Api-Key": "{api_key}"}}\n'
+             'later = {"Authorization": f"Bearer {token}"}\nscheme = "bearer authentication_scheme_default"\n')
     out = run_stage(CodeSecrets(), documents({"client.py": code})).column("text").to_pylist()[0]
-    assert not any(key in out for key in keys), out
-    assert out.count("<SECRET>") == len(keys) and "hf_hub_download" in out and "'sk-learn'" in out
+    assert not any(key in out for key in [*keys, bearer, api_key]), out
+    assert out.count("<SECRET>") == len(keys) + 2 and "hf_hub_download" in out and "'sk-learn'" in out
+    assert 'f"Bearer {token}"' in out and "bearer authentication_scheme_default" in out
 
 
 def test_values_about_a_secret_are_not_redacted():

@@ -116,6 +116,11 @@ def test_headers_and_classes():
     proprietary = header_license("# SPDX-License-Identifier: LicenseRef-Proprietary\nx = 1\n")
     assert proprietary == "LicenseRef-Proprietary" and license_class(proprietary) == "unknown"
     assert license_class("MIT AND LicenseRef-Commons-Clause") == "unknown"
+    # the Commons Clause after a project's MIT text binds it; a bundled component's licence after it does not count
+    mit = next(t for t in (p.read_text() for p in SITE.glob("*.dist-info/LICENSE*")) if "Permission is hereby" in t)
+    clause = '\n\n"Commons Clause" License Condition v1.0\nThe Software is provided to you by the Licensor.\n'
+    assert folder_license({"LICENSE": mit + clause}) == "MIT AND LicenseRef-Commons-Clause"
+    assert folder_license({"LICENSE": mit}) == "MIT"
     assert header_license("/* Licensed under the Apache License, Version 2.0 */") == "Apache-2.0"
     assert header_license("import os\n# see LICENSE\n") is None
     assert license_class("MIT OR GPL-3.0-only") == "permissive"  # OR: the user may choose

@@ -82,6 +82,7 @@ _NOTICES = [  # (pattern over lowercased words joined by single spaces, SPDX id)
     (r"unauthori[sz]ed copying of this file via any medium is strictly prohibited|proprietary and confidential",
      "LicenseRef-Proprietary"),
 ]
+_RESTRICTIONS = frozenset({"LicenseRef-Commons-Clause", "LicenseRef-Proprietary"})
 _NOTICE_RES = [(re.compile(r"\b" + p + r"\b"), spdx) for p, spdx in _NOTICES]
 _NAMES = {  # a licence file that is only a name
     "apache 2 0": "Apache-2.0", "apache license 2 0": "Apache-2.0", "apache license version 2 0": "Apache-2.0",
@@ -213,10 +214,12 @@ def folder_license(files: dict[str, str]) -> str | None:
     plain, other, choice = [], [], False
     for name, text in sorted(files.items()):
         reuse = _REUSE_FILE.search(name)
-        if reuse:
-            ids = [n] if (n := normalize(reuse.group(1))) else licenses_in_file(text)[:1]
-        else:
-            ids = licenses_in_file(text)[:1]
+        found = licenses_in_file(text)
+        # a file's first licence is the project's (the others are its bundled components'), but a restriction
+        # binds whatever stands before it (MIT's text, then the Commons Clause)
+        ids = found[:1] + [spdx for spdx in found[1:] if spdx in _RESTRICTIONS]
+        if reuse and (n := normalize(reuse.group(1))):
+            ids = [n]
         (plain if _PLAIN_FILE.match(name.rsplit("/", 1)[-1]) else other).extend(ids)
         choice |= not ids and bool(_CHOICE.search(text))  # cryptography's LICENSE: "either of the licenses"
     chosen = list(dict.fromkeys(plain or other))

@@ -290,14 +290,15 @@ def test_binary_bodies_labelled_html_are_skipped_as_binary_and_text_is_not(tmp_p
         "short-random-br": (SHORT_RANDOM, "Content-Encoding: br\r\n"),
         "pdf-br": (brotli.compress(PDF), "Content-Encoding: br\r\n"),
         "utf16": ("\ufeff<html><body><p>a page in UTF-16</p></body></html>".encode("utf-16-le"), ""),
+        "utf16-unmarked": ("<html><body><p>北京市今天发布了新的交通政策。</p></body></html>".encode("utf-16-be"), ""),
         "cp1251": (russian.encode("cp1251"), ""),
     }
     path = tmp_path / "bodies.warc.gz"
     path.write_bytes(b"".join(response(good_url(k), body, headers=h) for k, (body, h) in bodies.items()))
     table = read(WarcReader(), path)
     # random bytes that brotli refuses are no page in brotli; those it reads as nothing are kept as they were stored
-    assert outcome(table) == {"doc": 3, "skipped:binary": 5, "bad_content_encoding": 1}
-    assert documents(table, "url") == [good_url("page"), good_url("utf16"), good_url("cp1251")]
+    assert outcome(table) == {"doc": 4, "skipped:binary": 5, "bad_content_encoding": 1}
+    assert documents(table, "url") == [good_url(k) for k in ("page", "utf16", "utf16-unmarked", "cp1251")]
     skipped = details(table)["skipped:binary"]
     assert skipped[:2] == ["a PDF by its first bytes, labelled text/html",
                            "a PNG by its first bytes, labelled text/html"]

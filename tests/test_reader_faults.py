@@ -24,6 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import brotli
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -717,6 +718,8 @@ def test_http_codings_as_home_made_crawlers_store_them(tmp_path: Path):
     from tests.test_hostile_inputs import warc_record
 
     body = page("codings")
+    long_body = b"<html><body>" + b"".join(b"<p>Paragraph %d of a long page, cut in transit.</p>" % i
+                                           for i in range(400)) + b"</body></html>"
     raw_deflate = zlib.compressobj(wbits=-15)
     chunked = b"".join(f"{len(part):x};ext=1\r\n".encode() + part + b"\r\n" for part in (body[:100], body[100:]))
     records = {
@@ -727,12 +730,20 @@ def test_http_codings_as_home_made_crawlers_store_them(tmp_path: Path):
                                    http_headers="Content-Encoding: deflate\r\n"),
         "broken-gzip": warc_record("https://x.example/broken-gzip", b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4,
                                    http_headers="Content-Encoding: gzip\r\n"),
+        "cut-brotli": warc_record("https://x.example/cut-brotli", brotli.compress(long_body)[:-40],
+                                  http_headers="Content-Encoding: br\r\n"),
+        "cut-gzip": warc_record("https://x.example/cut-gzip", gzip.compress(long_body)[:-40],
+                                http_headers="Content-Encoding: gzip\r\n"),
     }
     path = tmp_path / "codings.warc.gz"
     path.write_bytes(b"".join(records.values()))
     rows = read(WarcReader(), path).to_pylist()
     assert [r["html"] for r in rows[:3]] == [body] * 3
     assert rows[3][schema.REASON] == "bad_content_encoding" and rows[3][schema.DETAIL].startswith("gzip: ")
+    # a payload cut short is read up to the cut, in brotli as in gzip (brotli's was refused whole)
+    for cut in rows[4:6]:
+        assert cut[schema.REASON] is None and 1000 < len(cut["html"]) < len(long_body)
+        assert long_body.startswith(cut["html"])
 
 
 def test_a_wet_conversion_that_is_not_utf8_is_a_reject_and_a_cut_character_is_left_out(tmp_path: Path):

@@ -7,10 +7,13 @@ import codecs
 import functools
 import re
 
+import charset_normalizer
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from resiliparse.parse.encoding import detect_encoding
+
+from curation.readers.sniff import utf16_unmarked
 
 NOT_HTML = "not_html"  # why rows without a page (JSONL, WET) go by the page stages
 
@@ -168,11 +171,14 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     browsers read it (`_SUPERSETS`), and the first that decodes all but `BAD_BYTES_MAX` of the page is used, its bad
     bytes replaced; a header's windows-1252 (or iso-8859-1, ascii: a server default, which decodes anything) comes
     after the page's meta tag and a multi-byte charset detection finds. When none decodes so well, the one that
-    leaves fewest bytes undecoded.
+    leaves fewest bytes undecoded, or charset-normalizer's guess where it leaves fewer. UTF-16 without a mark is
+    known by its NULs (`utf16_unmarked`).
     """
     for bom, codec in _BOMS:
         if body.startswith(bom):
             return body[len(bom):].decode(codec, errors="replace"), codec
+    if wide := utf16_unmarked(body):  # NULs are valid UTF-8: before it
+        return body.decode(wide, errors="replace"), wide
     try:
         return body.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
@@ -194,4 +200,12 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
         if best is None or bad < best[0]:
             best = (bad, text, codec)
     assert best is not None  # `detected` is always a candidate
+    # resiliparse's guess does not read it either (it names no Korean, and says utf-8 for EUC-KR): a statistical
+    # detector's, which is slower and only needed here
+    guess = charset_normalizer.from_bytes(body).best()
+    codec = _codec(guess.encoding) if guess is not None else None
+    if codec is not None:
+        text = body.decode(codec, errors="curation.html")
+        if text.count("\ufffd") < best[0]:
+            return text, codec
     return best[1], best[2]

@@ -6,10 +6,13 @@ content-encoding it did not apply); decoded as a page or as WET text they become
 bytes of a binary format, or when more than `MAX_CONTROL_SHARE` of its first `SNIFF_BYTES` bytes are
 control characters, which no text in any 8-bit or multi-byte encoding holds (random bytes: 11%; text:
 none but tab, newlines, form feed and the escape of ISO-2022). UTF-16 and UTF-32 (by their byte-order
-mark or a declared charset), where every other byte of ASCII is NUL, are text.
+mark or a declared charset), where every other byte of ASCII is NUL, are text, and so is UTF-16 without
+either that decodes strictly into text.
 """
 
 from __future__ import annotations
+
+import codecs
 
 SNIFF_BYTES = 4096
 MAX_CONTROL_SHARE = 0.05
@@ -28,6 +31,7 @@ _MAGIC = (
 _BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _WIDE = ("utf-16", "utf16", "utf-32", "utf32", "ucs-2", "ucs2", "ucs-4")
 _CONTROL = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
+_CONTROL_CHARS = dict.fromkeys(_CONTROL)  # str.translate's table: delete them
 
 
 def binary_body(body: bytes, declared: str | None = None) -> str | None:
@@ -44,6 +48,32 @@ def binary_body(body: bytes, declared: str | None = None) -> str | None:
         return None
     sample = body[:SNIFF_BYTES]
     control = len(sample) - len(sample.translate(None, _CONTROL))
-    if sample and control > MAX_CONTROL_SHARE * len(sample):
+    if sample and control > MAX_CONTROL_SHARE * len(sample) and not _utf16(sample):  # UTF-16 without its mark
         return f"{control / len(sample):.0%} of its first {len(sample)} bytes are control characters"
+    return None
+
+
+
+def utf16_unmarked(body: bytes) -> str | None:
+    """The UTF-16 codec of a page written in UTF-16 without a byte-order mark, else None: a quarter or more of its
+    first bytes are NUL (the high bytes of its ASCII markup; NULs are valid UTF-8, so this comes first) and it reads
+    as UTF-16 text (`_utf16`)."""
+    sample = body[:SNIFF_BYTES]
+    return _utf16(sample) if sample and sample.count(0) >= len(sample) / 4 else None
+
+
+def _utf16(sample: bytes) -> str | None:
+    """The UTF-16 codec (the byte order whose high bytes hold most NULs first) that decodes `sample` strictly
+    into no more control characters than text holds; None when neither does. Random bytes fail: one in 32 of
+    their 16-bit units is half of a surrogate pair, which must come paired."""
+    orders = ["utf-16-le", "utf-16-be"]
+    if sample[0::2].count(0) > sample[1::2].count(0):
+        orders.reverse()
+    for codec in orders:
+        try:
+            text = codecs.getincrementaldecoder(codec)().decode(sample, final=False)  # a cut last pair waits
+        except UnicodeDecodeError:
+            continue
+        if text and len(text) - len(text.translate(_CONTROL_CHARS)) <= MAX_CONTROL_SHARE * len(text):
+            return codec
     return None

@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
+import brotli
 from fastwarc.stream_io import BrotliReader, GzipReader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
@@ -382,6 +383,10 @@ def _decoded(body: bytes, codings: list[str], limit: int) -> tuple[bytes, str | 
         if codings == ["deflate"]:  # raw deflate, without zlib's header: what old IIS sent, and browsers read
             with contextlib.suppress(zlib.error):
                 return zlib.decompressobj(-15).decompress(body, limit + 1), None
+        if codings == ["br"]:  # cut short: the page up to the cut, as a browser shows it and a cut gzip reads
+            with contextlib.suppress(brotli.error):
+                if partial := brotli.Decompressor().process(body, output_buffer_limit=limit + 1):
+                    return partial[: limit + 1], None
         return body, f"{', '.join(codings)}: {exc}"[:300]  # not encoded after all (stored decoded), or broken
 
 

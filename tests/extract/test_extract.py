@@ -120,7 +120,8 @@ def test_a_broken_byte_is_replaced_and_the_page_keeps_its_charset():
 def test_pages_whose_bytes_name_no_charset_and_fool_the_fast_detector():
     """resiliparse's detector names no Korean and says utf-8 for undeclared EUC-KR: the page became U+FFFD. UTF-16
     without a byte-order mark decoded as UTF-8, NULs and all (NULs are valid UTF-8)."""
-    korean = "<html><body><p>서울시는 오늘 새로운 교통 정책을 발표했다. 시민들은 대중교통을 더 편리하게 이용할 수 있게 된다.</p></body></html>"
+    korean = ("<html><body><p>서울시는 오늘 새로운 교통 정책을 발표했다. "
+              "시민들은 대중교통을 더 편리하게 이용할 수 있게 된다.</p></body></html>")
     chinese = "<html><body><p>北京市今天发布了新的交通政策，市民可以更方便地使用公共交通工具。</p></body></html>"
     assert decode_html(korean.encode("euc_kr"), None) == (korean, "cp949")
     for text, codec in ((korean, "utf-16-le"), (korean, "utf-16-be"), (chinese, "utf-16-le")):

@@ -7,7 +7,8 @@ drops. Line rules *remove lines* from the text of a kept document:
   - no terminal punctuation (`terminal_punct`: the line must end in . ? ! " or ' and not in ...),
   - fewer than `min_words_per_line` words,
   - the word "javascript" (`javascript`),
-  - a cookie/terms-of-use phrase (`policy`).
+  - a cookie/terms-of-use phrase (`policy`; in a document of another language than English, its phrases in
+    Chinese, Japanese, Korean and eight European languages too).
 Page rules *drop the document*: "lorem ipsum" (`lorem_ipsum`) or a curly bracket (`curly_bracket`)
 on a line that survived the earlier line rules (reason: whichever such line comes first), and
 fewer than `min_sentences` sentences in the kept lines (`too_few_sentences`; a page whose every
@@ -62,6 +63,26 @@ CITATION_RE2 = r"\[\p{Nd}*\]|\[edit\]|\[citation needed\]"
 # lists (`-{zh-hans:...;zh-hant:...}-`) are left as they are.
 CONVERTER_RE2 = r"-\{([^{}:;]*)\}-"
 POLICY_RE2 = "terms of use|privacy policy|cookie policy|uses cookies|use of cookies|use cookies"
+# The same phrases in the languages of the crawls curated beside English, for lines of documents in a language other
+# than English (English is judged as C4 judges it): the banners and footers C4 meant, which English words miss.
+POLICY_OTHER_RE2 = "|".join((
+    r"隐私政策|隱私政策|隐私权政策|隱私權政策|使用条款|使用條款|服务条款|服務條款",  # zh
+    r"使用\s*cookies?|cookies?\s*政策",
+    r"プライバシーポリシー|利用規約|クッキーポリシー|cookie\s*ポリシー|(?:cookie|クッキー)を使用",  # ja
+    r"개인정보\s*처리\s*방침|개인정보\s*취급\s*방침|이용\s*약관|쿠키\s*정책|쿠키를\s*사용",  # ko
+    r"datenschutzerklärung|nutzungsbedingungen|cookie-richtlinie|(?:verwendet|verwenden|nutzt|nutzen) cookies",  # de
+    r"politique de confidentialité|conditions (?:générales )?d.utilisation|politique (?:relative aux |des )cookies"
+    r"|(?:utilise|utilisons) des cookies",  # fr
+    r"política de privacidad|términos de uso|condiciones de uso|política de cookies|(?:utiliza|utilizamos|usa|usamos)"
+    r" cookies|uso de cookies",  # es
+    r"política de privacidade|termos de uso|política de cookies|(?:utiliza|utilizamos) cookies",  # pt
+    r"informativa (?:sulla )?privacy|termini (?:e condizioni )?d.uso|termini di utilizzo|(?:utilizza|utilizziamo|usa)"
+    r" (?:i )?cookie",  # it
+    r"политика конфиденциальности|пользовательское соглашение|условия использования|политика (?:использования )?"
+    r"(?:файлов )?cookie|(?:использует|используем|использование) (?:файл(?:ы|ов) )?cookie",  # ru
+    r"polityka prywatności|warunki korzystania|polityka cookies|(?:używa|używamy|wykorzystuje) (?:plików )?cookies?",
+    r"privacybeleid|privacyverklaring|gebruiksvoorwaarden|cookiebeleid|(?:gebruikt|gebruiken) cookies",  # nl
+))
 LINE_RULES = ("long_word", "no_terminal_punct", "few_words", "javascript", "policy")
 _ENGLISH_TERMINAL_RE2 = r"[.?!\"']$"
 _SPACE_ENDS_SENTENCE = frozenset({"th", "lo", "bo"})  # segmenters of scripts without a sentence terminal
@@ -107,7 +128,9 @@ class C4(LanguageFilter):
         javascript: bool = Field(True, description="Remove lines containing \"javascript\" (C4).")
         curly_bracket: bool = Field(True, description="Drop documents containing \"{\" (C4).")
         policy: bool = Field(
-            True, description="Remove lines with terms-of-use/privacy/cookie phrases (C4's reference code).")
+            True, description="Remove lines with terms-of-use/privacy/cookie phrases (C4's reference code; in a "
+            "document of another language, also the same phrases in Chinese, Japanese, Korean, German, French, "
+            "Spanish, Portuguese, Italian, Russian, Polish and Dutch).")
         remove_citations: bool = Field(
             True, description="Cut [1], [edit], [citation needed] from lines (C4's reference code), and unwrap "
             "MediaWiki's language-converter markup -{...}- (Serbian and Chinese Wikipedia text).")
@@ -168,7 +191,12 @@ class C4(LanguageFilter):
         prose_of_line = without_inline_code(line) if p.prose_only else line
         curly = (eligible & ~lorem & ~js & has("{", ignore_case=False, text=prose_of_line) if p.curly_bracket
                  else np.zeros_like(eligible))
-        policy = eligible & ~lorem & ~js & ~curly & has(POLICY_RE2, regex=True) if p.policy else np.zeros_like(eligible)
+        policy = np.zeros_like(eligible)
+        if p.policy:
+            policy = has(POLICY_RE2, regex=True)
+            if (other := ~langs.own[line_doc]).any():
+                policy |= other & has(POLICY_OTHER_RE2, regex=True)
+            policy &= eligible & ~lorem & ~js & ~curly
         kept = (eligible & ~lorem & ~js & ~curly & ~policy) | aside
 
         page_rule = np.zeros(n_docs, np.int64)  # 1: lorem ipsum first, 2: curly bracket first

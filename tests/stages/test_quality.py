@@ -180,6 +180,21 @@ def test_c4_removes_lines_and_keeps_the_rest():
     assert "Home page navigation menu items" in lenient
 
 
+def test_c4_removes_cookie_and_privacy_lines_in_the_documents_language_and_judges_english_as_c4():
+    """C4's policy phrases were English only: a Chinese or German page's cookie banner stayed in its text."""
+    zh = ("北京市今天发布了新的交通政策，市民可以更方便地使用公共交通工具。\n"
+          "本网站使用Cookie以改善您的浏览体验，继续浏览即表示您同意我们的隐私政策。\n该政策将于下个月开始实施。")
+    de = ("Die Stadt hat heute eine neue Verkehrspolitik angekündigt, sagte der Bürgermeister.\n"
+          "Diese Website verwendet Cookies, um Ihnen das beste Erlebnis zu bieten.\nDie Bürger freuen sich sehr.")
+    en = GOOD + "\nDiese Website verwendet Cookies, um Ihnen das beste Erlebnis zu bieten."
+    table = docs([zh, de, en]).append_column("lang", pa.array(["zh", "de", "en"]))
+    out = run_stage(C4(min_sentences=1), table).column("text").to_pylist()
+    assert out[0] == "北京市今天发布了新的交通政策，市民可以更方便地使用公共交通工具。\n该政策将于下个月开始实施。"
+    assert out[1] == "Die Stadt hat heute eine neue Verkehrspolitik angekündigt, sagte der Bürgermeister.\n" \
+                     "Die Bürger freuen sich sehr."
+    assert out[2] == en  # English is judged by C4's English phrases only
+
+
 def test_c4_page_rules_drop_documents():
     lorem = GOOD + "\nLorem ipsum dolor sit amet, consectetur adipiscing elit."
     curly = GOOD + "\nThe function returns {a: 1} for each call that is made."

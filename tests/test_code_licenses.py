@@ -28,6 +28,13 @@ SITE = Path(sysconfig.get_paths()["purelib"])
         ("bin/tool", "#!/usr/bin/env python3\nimport sys\n", "python"), ("bin/run", "#!/bin/bash -e\n", "shell"),
         ("bin/srv", "#!/usr/bin/env -S node --harmony\n", "javascript"), ("bin/x", "no shebang", None),
         ("img/logo.png", "", None),
+        # linguist's languages identify lacks; a header's language by its text; gcc's dependency files
+        ("num/solve.f", "", "fortran"), ("init.el", "", "emacs-lisp"), ("src/x.lisp", "", "common-lisp"),
+        ("main.rkt", "", "racket"), ("lib/x.tcl", "", "tcl"), ("src/app.d", "import std.stdio;", "d"),
+        ("build/app.d", "build/app.o: src/app.c src/app.h\n", "makefile"),
+        ("x.h", "#include <vector>\nstd::vector<int> f();", "c++"),
+        ("x.h", "namespace util {\nint f();\n}", "c++"), ("x.h", "@interface Foo : NSObject\n@end", "objective-c"),
+        ("x.h", "#include <stdio.h>\nstruct s { int a; };\nint f(void);", "c"),
     ],
 )  # fmt: skip
 def test_language_from_name_extension_and_shebang(path: str, head: str, language: str | None):
@@ -37,7 +44,7 @@ def test_language_from_name_extension_and_shebang(path: str, head: str, language
 def test_language_mapping_is_identify_s_not_a_hand_list():
     names = known_languages()
     assert len(names) > 150  # identify maps hundreds of extensions and names
-    assert {"python", "c", "c++", "rust", "go", "haskell", "terraform", "solidity"} <= names
+    assert {"python", "c", "c++", "rust", "go", "haskell", "terraform", "solidity", "fortran", "racket"} <= names
     assert shebang_interpreter("#!/usr/bin/env -S python3.11 -u\n") == "python3.11"
     assert is_binary_name("a/b.png") and is_binary_name("x.whl") and not is_binary_name("x.py")
 

@@ -6,13 +6,15 @@ gives a set of tags per file ({'text', 'python'}, {'text', 'header', 'c', 'c++'}
 is the tag that is not about encoding or kind, and where several remain (a `.h` file, `bash`
 and `shell`) the most general one: the tag identify attaches to the most extensions (`c++` over
 `header`, `shell` over `bash`, `xml` over `msbuild`), with linguist's choice for the few cases
-that rule gets wrong (`.h` is C, `.ipynb` is Jupyter). Plain-text files (README, LICENSE, .txt)
-are `text`.
+that rule gets wrong (`.ipynb` is Jupyter; a `.h` is C unless its text shows C++ or Objective-C), and
+linguist's names for the few extensions identify lacks (`.f`, `.el`, `.lisp`, `.rkt`, `.tcl`, `.d`...).
+Plain-text files (README, LICENSE, .txt) are `text`.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import shlex
 from collections import Counter
 
@@ -25,6 +27,20 @@ _NOT_LANGUAGES = TYPE_TAGS | MODE_TAGS | ENCODING_TAGS | {
     "header", "image", "audio", "video", "font", "archive", "plain-text", "binary",
 }
 _PREFERRED = {"h": "c", "ipynb": "jupyter"}  # linguist's default where "most general" is wrong
+# Extensions of languages GitHub linguist knows and identify does not (The Stack holds them), by linguist's name
+_MORE_EXTENSIONS = {
+    "f": "fortran", "for": "fortran", "el": "emacs-lisp", "lisp": "common-lisp", "lsp": "common-lisp",
+    "cl": "common-lisp", "rkt": "racket", "tcl": "tcl", "d": "d", "ada": "ada", "adb": "ada", "ads": "ada",
+    "cob": "cobol", "cbl": "cobol", "vhdl": "vhdl", "awk": "awk", "hx": "haxe",
+}  # fmt: skip
+# What tells a `.h` of C++ or Objective-C from one of C (C is linguist's default): directives and keywords C lacks
+_OBJECTIVE_C = re.compile(r"^\s*(?:@(?:interface|protocol|property|end|implementation|class)\b|#import\s)", re.M)
+_CPP = re.compile(r"^\s*(?:template\s*<|namespace\s+\w+\s*\{|class\s+\w+[^;]*\{|(?:public|private|protected):|"
+                  r"#\s*include\s*<(?:string|vector|map|memory|iostream|cstdint|cstddef|array|utility|functional)>)"
+                  r"|\bstd::\w", re.M)
+HEAD_CHARS = 8192
+"""Characters of a file's start that `detect_language` reads: its shebang line, a header's C++ or Objective-C."""
+_GCC_DEPENDENCIES = re.compile(r"^[^\s:#]+\.o\s*:")  # a `.d` that gcc -MD wrote is make's, not D's
 _ALIASES = {  # identify's short or dialect tags -> the language name used in meta and recipes
     "ts": "typescript", "tsx": "typescript", "jsx": "javascript", "pyi": "python", "pyz": "python",
     "c#script": "c#", "f#script": "f#", "python2": "python", "python3": "python",
@@ -85,7 +101,11 @@ def detect_language(path: str, head: str = "") -> str | None:
     """Language of the file at `path` (inside its repository) whose text starts with `head`."""
     name = path.rsplit("/", 1)[-1]
     extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
-    language = language_from_tags(tags_from_filename(name), extension)
+    language = language_from_tags(tags_from_filename(name), extension) or _MORE_EXTENSIONS.get(extension)
+    if extension == "h" and head:
+        return "objective-c" if _OBJECTIVE_C.search(head) else "c++" if _CPP.search(head) else "c"
+    if extension == "d" and _GCC_DEPENDENCIES.match(head):
+        return "makefile"
     if language is not None and language != TEXT:
         return language
     interpreter = shebang_interpreter(head) if head else None
@@ -109,5 +129,5 @@ def known_languages() -> frozenset[str]:
         if language:
             names.add(language)
         names.update(_ALIASES.get(t, t) for t in tags if t not in _NOT_LANGUAGES)
-    names.update(_PREFERRED.values())
+    names.update(_PREFERRED.values(), _MORE_EXTENSIONS.values(), ("objective-c", "makefile"))
     return frozenset(names)

@@ -45,7 +45,7 @@ from curation.code.repository import (
     folder_root,
     wants_text,
 )
-from curation.code.source_language import detect_language, is_binary_name, language_of_label
+from curation.code.source_language import HEAD_CHARS, detect_language, is_binary_name, language_of_label
 from curation.readers.base import DecompressionBombError, Reader, Record, is_io_error, link_target
 from curation.readers.jsonl import JsonlReader
 from curation.readers.parquet import parquet_rows
@@ -129,8 +129,8 @@ class CodeReader(Reader):
     def _text_record(self, position: int, repo: str, path: str, text: str, size: int,
                      licenses: RepoLicenses | None, extra: dict[str, Any] | None = None,
                      language: str | None = None) -> Record:
-        meta: dict[str, Any] = {"repo": repo, "path": path, "language": language or detect_language(path, text[:200]),
-                                "size": size}
+        language = language or detect_language(path, text[:HEAD_CHARS])
+        meta: dict[str, Any] = {"repo": repo, "path": path, "language": language, "size": size}
         meta.update(document_license(text, path, licenses))
         if extra:
             meta.update(extra)

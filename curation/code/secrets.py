@@ -45,16 +45,23 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "SlackDetector": ("xox", "XOX", "hooks.slack.com"), "JwtTokenDetector": ("eyJ",),
     "StripeDetector": ("k_live_",), "SendGridDetector": ("SG.",), "NpmDetector": ("_authToken",),
     "PypiTokenDetector": ("pypi-",),
-    "OpenAIDetector": ("T3BlbkFJ", "sk-", "hf_", "AIza", "shp", "earer", "EARER", "pi-key", "pi-Key", "PI-KEY"),
+    "OpenAIDetector": ("T3BlbkFJ", "sk-", "hf_", "AIza", "shp", "earer", "EARER", "pi-key", "pi-Key", "PI-KEY", "key-",
+                       "npm_"),
     "AzureStorageKeyDetector": ("AccountKey=",),
-    "SquareOAuthDetector": ("sq0csp-",), "BasicAuthDetector": ("://",), "MailchimpDetector": ("-us",),
+    "SquareOAuthDetector": ("sq0csp-",), "BasicAuthDetector": ("://", "@tcp(", "@unix(", "mysql", "curl"),
+    "MailchimpDetector": ("-us",),
     "ArtifactoryDetector": ("AKC", *(f"AP{c}" for c in "0123456789ABCDEF")),
 }
 # Shapes the plugins' patterns miss: Stripe's keys as issued since 2019 (`sk_live_` and 99 characters: its pattern
 # takes 24, and a match inside a longer word is none), URL passwords holding RFC 3986's sub-delimiters (`!$&...`)
 _MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
     "StripeDetector": (re.compile(r"[rs]k_live_[0-9a-zA-Z]{24,}"),),
-    "BasicAuthDetector": (re.compile(r"://[^\s:/?#\[\]@]+:([^\s/?#\[\]@]+)@"),),
+    "BasicAuthDetector": tuple(re.compile(p) for p in (
+        r"://[^\s:/?#\[\]@]+:([^\s/?#\[\]@]+)@",
+        r"[\"'`][\w.-]+:([^\s\"'`@:/]{6,})@(?:tcp|unix)\(",  # Go's MySQL DSN, `user:pass@tcp(host:3306)/db`
+        # a password on a command line: `mysql -pSECRET`, `curl -u user:SECRET`
+        r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p([^\s\"'`;|&]{6,})",
+        r"\bcurl\b[^\n]*?\s(?:-u|--user)\s*[\"']?[^\s:\"']+:([^\s\"'`;|&]{6,})")),
     "GitHubTokenDetector": (re.compile(r"github_pat_[0-9A-Za-z]{22}_[0-9A-Za-z]{59}"),),  # fine-grained, since 2022
     # vendors' keys detect-secrets has no plugin for, reported as `api_key` beside OpenAI's: OpenAI's project and
     # service keys, Anthropic's, Hugging Face's, Google Cloud's, Shopify's
@@ -64,7 +71,9 @@ _MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         # a token in an HTTP header written into code: `Authorization: Bearer ...`, `X-Api-Key: ...`
         # (with a digit: a phrase of words is no token)
         r"(?i:bearer)\s+((?=[A-Za-z._~+/-]*\d)[A-Za-z0-9._~+/-]{20,}=*)(?![\w${}<])",
-        r"(?i:x-api-key)[\"']?\s*[:=,]\s*[\"']((?=[A-Za-z_-]*\d)[A-Za-z0-9_\-]{16,})[\"']")),
+        r"(?i:x-api-key)[\"']?\s*[:=,]\s*[\"']((?=[A-Za-z_-]*\d)[A-Za-z0-9_\-]{16,})[\"']",
+        # Mailgun's keys before 2019, npm's access tokens since 2021
+        r"key-(?=[a-z]*\d)[0-9a-z]{32}", r"npm_[A-Za-z0-9]{36}")),
 }
 # One RE2 pattern (pyarrow, linear time) a file must match before any plugin runs: a superset of
 # what the token plugins and private-key blocks find.
@@ -75,7 +84,7 @@ TOKEN_HINT = "|".join([
     r"pypi-AgE", r"T3BlbkFJ", r"[MNO][\w-]{23,25}\.[\w-]{6}\.", r"\d{8,10}:[\w-]{35}", r"AccountKey=",
     r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}", r"sq0csp-", r"://[^\s:/@]+:[^\s/@]+@", r"[0-9a-z]{32}-us\d",
     r"PRIVATE KEY|PuTTY-User-Key-File", r"github_pat_|sk-(?:proj|svcacct|admin|ant)-|hf_[A-Za-z0-9]{34}|AIza|shp[acps]",
-    r"(?i:bearer\s|x-api-key)",
+    r"(?i:bearer\s|x-api-key)|key-[0-9a-z]{32}|npm_[A-Za-z0-9]{36}|@(?:tcp|unix)\(|mysql|curl",
 ])  # fmt: skip
 KEYWORD_HINT = (r"(?i)(?:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|"
                 r"client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contrase)")
@@ -87,6 +96,8 @@ _PLACEHOLDERS = frozenset({
     "true", "false", "redacted", "hidden", "masked", "username", "user", "admin", "root", "guest", "yourpassword",
     "your_password", "mypassword", "my_password", "secretkey", "secret_key", "apikey", "api_key", "token", "value",
     "default", "placeholder", "required", "optional", "string", "str", "bytes", "env",
+    # the passwords documentation writes as examples (pydantic's `User(password='password1')`): known to all
+    "password1", "password123", "passw0rd", "p@ssw0rd", "p@ssword", "secret123", "hunter2", "letmein", "qwerty123",
 })
 _SEPARATORS = set("_-.:/")
 _TIMESTAMP_OR_VERSION = re.compile(r"\d{4}-\d\d-\d\d(?:[T ][\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?|v?\d+(?:\.\d+){1,3}")
@@ -104,6 +115,9 @@ _PEM_OPEN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<bod
 _PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:[^\n]*\n(?:[^\n]*\n){0,40}?Private-MAC: [0-9a-f]+")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]")
 # Extensions whose `key = value` lines are configuration (values need no quotes there).
+_C_FAMILY = frozenset({"c", "c++", "objective-c", "objective-c++"})
+# `#define DB_PASSWORD "..."`: a macro named for a secret, its value a string literal
+_DEFINE = re.compile(r"\s*#\s*define\s+(\w*(?i:key|pass|pwd|secret|token)\w*)\s+\"([^\"\\]+)\"")
 _CONFIG_AS = {"dotenv": ".cfg", "ini": ".ini", "shell": ".cfg", "toml": ".toml", "yaml": ".yaml",
               "java-properties": ".properties", "dockerfile": ".cfg", "makefile": ".cfg"}
 
@@ -176,6 +190,11 @@ def _token_span(m: re.Match[str]) -> tuple[int, int]:
     return start, end
 
 
+def _in_group(m: re.Match[str], start: int) -> bool:
+    """Whether the secret starting at `start` is a group of `m` with context of the pattern before it."""
+    return any(m.start(g) == start > m.start() for g in range(1, (m.re.groups or 0) + 1) if m.group(g))
+
+
 def _tokens(text: str) -> list[tuple[int, int, str]]:
     spans = []
     plugins, _ = _plugins()
@@ -197,8 +216,10 @@ def _tokens(text: str) -> list[tuple[int, int, str]]:
                     continue
                 if kind == "password" and (not plausible_value(value) or heuristic.is_templated_secret(value)):
                     continue
-                # a match inside a longer word or number (a Telegram-shaped run inside an ARN) is none
-                if (start > 0 and _WORDISH.match(text, start - 1)) or _WORDISH.match(text, end):
+                # a match inside a longer word or number (a Telegram-shaped run inside an ARN) is none; a value
+                # that the pattern's context before it bounds (`mysql -pSECRET`, `://user:SECRET@`) is not
+                if not _in_group(m, start) and (
+                        (start > 0 and _WORDISH.match(text, start - 1)) or _WORDISH.match(text, end)):
                     continue
                 spans.append((start, end, kind))
     return spans
@@ -236,22 +257,35 @@ def _keyword_lines(text: str) -> list[tuple[int, str]]:
     return lines
 
 
-def _keywords(text: str, path: str, language: str | None) -> list[tuple[int, int, str]]:
+def _keyword_values(line: str, filename: str, language: str | None) -> list[str]:
+    """The values the keyword plugin finds on a line, and those of a C `#define` of a keyword's name (which it
+    misses); a notebook's line is read with its JSON escapes undone (`"password = \\"...\\"\\n",`)."""
     _, keyword = _plugins()
+    if language == "jupyter":
+        line, filename = line.replace('\\"', '"'), "cell.py"
+    values = [found.secret_value or "" for found in keyword.analyze_line(filename=filename, line=line, line_number=0)]
+    if language in _C_FAMILY and (define := _DEFINE.match(line)) and not _about_a_secret(f"{define.group(1)} = "):
+        values.append(define.group(2))
+    return values
+
+
+def _keywords(text: str, path: str, language: str | None) -> list[tuple[int, int, str]]:
     heuristic = _heuristic()
     filename = _keyword_filename(path, language)
     spans: list[tuple[int, int, str]] = []
     for start, line in _keyword_lines(text):
-        if heuristic.is_indirect_reference(line):
-            continue
-        for found in keyword.analyze_line(filename=filename, line=line, line_number=0):
-            value = found.secret_value or ""
+        for value in _keyword_values(line, filename, language):
             if (not plausible_value(value) or heuristic.is_templated_secret(value) or _DOCUMENTED.search(value)
                     or heuristic.is_prefixed_with_dollar_sign(value) or heuristic.is_likely_id_string(value, line)
                     or heuristic.is_sequential_string(value) or heuristic.is_potential_uuid(value)):
                 continue
             at = line.find(value)
-            if at >= 0 and not _about_a_secret(line[:at]):
+            if at < 0 or _about_a_secret(line[:at]):
+                continue
+            # `secret = get_secret()`, `key = request.headers['key']`: a reference, unless the value is a literal
+            # in quotes (`connect(host="db", password="...")` holds a call, and a literal password)
+            quoted = at > 0 and line[at - 1] in "\"'" and line[at + len(value) : at + len(value) + 1] == line[at - 1]
+            if quoted or not heuristic.is_indirect_reference(line):
                 spans.append((start + at, start + at + len(value), "password"))
     return spans
 

@@ -23,6 +23,7 @@ import pytest
 
 from curation import schema
 from curation.apply import run_stage
+from curation.code.secrets import find_secrets
 from curation.code.source_language import detect_language
 from curation.stages.code_secrets import CodeSecrets
 
@@ -235,3 +236,29 @@ def test_values_about_a_secret_are_not_redacted():
     assert out["client.py"] == files["client.py"].replace("S3cr3tP4ss99", "<SECRET>")
     assert out["user.json"] == files["user.json"].replace("hunter2X!9", "<SECRET>")
     assert out[".env"] == files[".env"].replace("hunter2X!9", "<SECRET>")
+
+
+@pytest.mark.parametrize(("path", "text", "secret"), [
+    # a literal password in a call: detect-secrets' "indirect reference" rule skipped the whole line
+    ("db.py", 'conn = psycopg2.connect(host="db.internal", user="app", password="Xk9#mQ2vLp7w")', "Xk9#mQ2vLp7w"),
+    ("cfg.h", '#define DB_PASSWORD "Xk9#mQ2vLp7w"', "Xk9#mQ2vLp7w"),  # C macros: the plugin has no rule for them
+    ("nb.ipynb", '    "password = \\"Xk9#mQ2vLp7w\\"\\n",', "Xk9#mQ2vLp7w"),  # a notebook's JSON-escaped source
+    ("mail.py", 'MAILGUN = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"', "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"),
+    (".npmrc.js", 'const t = "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8";', "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    ("main.go", 'sql.Open("mysql", "root:Xk9mQ2vLp7w@tcp(127.0.0.1:3306)/db")', "Xk9mQ2vLp7w"),
+    ("backup.sh", "mysqldump -u root -pXk9mQ2vLp7w shop > shop.sql", "Xk9mQ2vLp7w"),
+    ("deploy.sh", 'curl -u "deploy:Xk9mQ2vLp7w" https://ci.internal/api', "Xk9mQ2vLp7w"),
+])  # fmt: skip
+def test_secrets_detect_secrets_misses_are_found(path: str, text: str, secret: str):
+    found = find_secrets(text, path, detect_language(path, text))
+    assert [text[s:e] for s, e, _ in found] == [secret]
+
+
+@pytest.mark.parametrize(("path", "text"), [
+    ("db.py", "password = get_secret('db')"), ("db.py", "key = request.headers['key']"),
+    ("docs.py", "user = User(username='scolvin', password='password1')"),  # documentation's example password
+    ("cfg.h", '#define KEY_NAME "my-key-name-01"'), ("run.sh", "mysql -u root -p shop"),
+    ("run.sh", "mysql -p${DB_PASS} shop"), ("run.sh", "curl -u admin:$PASSWORD https://x.internal"),
+])  # fmt: skip
+def test_references_names_and_examples_are_no_secrets(path: str, text: str):
+    assert find_secrets(text, path, detect_language(path, text)) == []

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sysconfig
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from identify.vendor.licenses import LICENSES
 
 from curation.code.licenses import folder_license, header_license, is_license_file, license_class, licenses_in_file
 from curation.code.repository import RepoLicenses
@@ -97,10 +99,23 @@ def test_every_installed_package_with_a_licence_file_gets_a_licence():
         ("Copyright Acme.\nUnauthorized copying of this file, via any medium is strictly prohibited. Proprietary and "
          "confidential.\nThis product bundles leftpad, released under the MIT license.",
          ["LicenseRef-Proprietary", "MIT"]),
+        # a licence file that is only an SPDX tag (it named none)
+        ("SPDX-License-Identifier: MIT\n", ["MIT"]),
+        ("SPDX-License-Identifier: Apache-2.0 OR MIT\n\nSee LICENSE-APACHE and LICENSE-MIT.", ["Apache-2.0 OR MIT"]),
     ],
 )
 def test_licence_notices_and_names(text: str, expected: list[str]):
     assert licenses_in_file(text) == expected
+
+
+def test_mit_no_attribution_is_not_mit():
+    """MIT-0 is MIT's text without its condition (keep the notice in copies); no SPDX text here holds it, so it was
+    read as MIT."""
+    mit = next(text for spdx, text in LICENSES if spdx == "MIT")
+    mit0, cut = re.subn(r"The above copyright notice.*?of the Software\.\n", "", mit, flags=re.DOTALL)
+    assert cut == 1
+    assert licenses_in_file(mit) == ["MIT"]
+    assert licenses_in_file(mit0.replace("MIT License", "MIT No Attribution")) == ["MIT-0"]
 
 
 def test_bsd_variants_and_isc_vs_0bsd_are_told_apart():

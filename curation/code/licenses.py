@@ -49,6 +49,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 # A licence file naming no licence itself that says the others are alternatives: dual licensing (OR)
 _CHOICE = re.compile(r"(?i)\beither\b|at your (?:own )?option|dual[- ]licen[cs]|choose (?:either|one)")
 
+_MIT_CONDITION = "the above copyright notice and this permission notice shall be included in all copies"
 SHINGLE = 5
 MIN_CONTAINMENT = 0.75  # filled-in names and reflowed lines cost a BSD-3 file up to ~0.2 of its shingles
 MIN_OWN = 0.5
@@ -174,25 +175,34 @@ def licenses_in_file(text: str) -> list[str]:
     if not words:
         return []
     joined = " ".join(words)
+    if tags := _spdx_tags(text):  # a licence file that is only a tag (`SPDX-License-Identifier: MIT`)
+        return tags
     if len(words) <= 8:
         name = _NAMES.get(joined) or normalize(text.strip())
         return [name] if name else []
     # a notice before the first licence text names the project's licence too (tqdm's LICENCE: MPL-2.0's
     # Exhibit A, then MIT's text for some files); a notice inside a licence's own text comes after its start
     first = {}
-    for at, spdx in sorted(_from_texts(_shingles(words)) + _from_notices(joined)):
+    texts = _from_texts(_shingles(words))
+    if _MIT_CONDITION not in joined:  # MIT No Attribution: MIT's text without its one condition (no SPDX text here)
+        texts = [(at, "MIT-0" if spdx == "MIT" else spdx) for at, spdx in texts]
+    for at, spdx in sorted(texts + _from_notices(joined)):
         first.setdefault(spdx, at)
     return sorted(first, key=first.__getitem__)
+
+
+def _spdx_tags(text: str) -> list[str]:
+    """The expressions of a text's `SPDX-License-Identifier:` tags, canonical; a tag that does not parse
+    (`LicenseRef-Proprietary`, a typo) is the file's own word still: kept as written, of class unknown, never the
+    repository's licence instead."""
+    return list(dict.fromkeys(normalize(m.group(1)) or m.group(1)[:100] for m in _SPDX_TAG.finditer(text)))
 
 
 def header_license(text: str) -> str | None:
     """The licence a source file declares in its header: SPDX tags first, then a standard notice."""
     head = text[:HEADER_CHARS]
-    # a tag that does not parse (`LicenseRef-Proprietary`, a typo) is the file's own word still: kept as written, of
-    # class unknown, never the repository's licence instead
-    tags = [normalize(m.group(1)) or m.group(1)[:100] for m in _SPDX_TAG.finditer(head)]
-    if tags:
-        return " AND ".join(dict.fromkeys(tags)) if len(tags) > 1 else tags[0]
+    if tags := _spdx_tags(head):
+        return " AND ".join(tags)
     if "licen" not in head.lower():  # every notice says licence/license: most files stop here
         return None
     found = _from_notices(" ".join(_words(head)))

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from curation import schema, storage
 from curation.apply import BYPASSED, sampled
+from curation.shards import GONE
 from curation.stages.base import with_text
 
 if TYPE_CHECKING:
@@ -342,6 +343,9 @@ class JobWriter:
         """`JobFolderError` naming the first of `shards` ({shard: how its input changed}) when later steps (corpus
         stages, packing) already used the job's documents: their output would no longer be the inputs'."""
         later = _later_outputs(self.dir)
+        # a shard gone that gave no documents (a `.git/` file read before they were left out) changes no later output
+        shards = {name: how for name, how in shards.items()
+                  if not (how == GONE and (self.done.get(name) or {}).get("documents") == 0)}
         if later and shards:
             name, how = next(iter(sorted(shards.items())))
             more = f" (and {len(shards) - 1} more shards)" if len(shards) > 1 else ""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from curation import schema, storage
+from curation.code.paths import in_vcs_folder
 
 
 class Sources(Protocol):
@@ -63,6 +64,8 @@ def file_key(uri: str, root: str) -> str:
 
 
 def list_shards(recipe: Sources) -> list[Shard]:
+    """The recipe's input files, each a shard; a version-control folder's files (`.git/`...) are no input, in a
+    repository folder that `**` walks or anywhere else."""
     shards: dict[str, Shard] = {}
     for source in recipe.sources:
         root = source_root(source.paths)
@@ -70,6 +73,8 @@ def list_shards(recipe: Sources) -> list[Shard]:
             for found in storage.list_files(pattern):
                 uri = storage.literal_uri(found.uri) if found.link else found.uri
                 key = file_key(uri, root)
+                if in_vcs_folder(key):
+                    continue
                 name = shard_name(source.name, key)
                 shards.setdefault(name, Shard(name, source.name, uri, key, found.size, found.mtime_ns))
     return list(shards.values())
@@ -79,6 +84,9 @@ def input_fingerprint(shard: Shard) -> dict[str, int] | None:
     """What tells that a shard's input changed without reading it: its size and modification time, as listed
     (None for a link, which is never read through)."""
     return None if shard.mtime_ns is None else {"size": shard.size, "mtime_ns": shard.mtime_ns}
+
+
+GONE = "is gone: no file the recipe's paths list reads as it now"
 
 
 def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]:
@@ -94,5 +102,5 @@ def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]
                                    f"{before['mtime_ns'] / 1e9:.3f} -> {now['mtime_ns'] / 1e9:.3f})")
     listed = {shard.name for shard in shards}
     for name in sorted(set(done) - listed):  # its documents would stay in the job's output
-        changed[name] = "is gone: no file the recipe's paths list reads as it now"
+        changed[name] = GONE
     return changed

@@ -226,6 +226,9 @@ def test_a_pattern_ending_in_a_slash_names_folders_each_standing_for_its_files(t
     (tmp_path / "checkouts" / "loose.txt").write_text("not in a checkout\n")
     (tmp_path / "checkouts" / "proj" / "vendor" / "six").mkdir(parents=True)
     (tmp_path / "checkouts" / "proj" / "vendor" / "six" / "six.py").write_text("x = 1\n")
+    (tmp_path / "checkouts" / "proj" / ".git" / "objects").mkdir(parents=True)  # no input: not even a shard
+    (tmp_path / "checkouts" / "proj" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "checkouts" / "proj" / ".git" / "objects" / "ab12").write_bytes(b"x\x9c")
     monkeypatch.chdir(tmp_path)
     recipe = parse_recipe('name: c\nsources:\n  - {name: repos, format: code, paths: ["checkouts/*/"]}\n')
     shards = sorted(list_shards(recipe), key=lambda s: s.key)

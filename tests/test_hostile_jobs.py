@@ -234,6 +234,22 @@ def test_an_input_removed_is_forgotten_and_one_added_or_removed_after_dedup_is_r
     assert len(documents(first.job_dir)) == 2  # left as it was
 
 
+def test_an_input_gone_that_gave_no_documents_is_forgotten_after_dedup(tmp_path: Path):
+    """An input whose records were all rejects (or a `.git/` file read as a shard before those were left out) gave
+    the later steps nothing: its going changes none of their output, and the rerun was refused all the same."""
+    write_notes(tmp_path / "in" / "a.jsonl", ["a1", "a2"])
+    bad = tmp_path / "in" / "bad.jsonl"
+    bad.write_text("not json\n")
+    deduped = parse_recipe(local_recipe([f"{tmp_path}/in/*.jsonl"], tmp_path / "jobs", name="dedup",
+                                        stages="stages:\n  - exact_dedup: {}\n"))
+    first = run(deduped, quiet=True)
+    assert first.stats["shards"]["total"] == 2
+    bad.unlink()
+    again = run(deduped, quiet=True)
+    assert again.stats["shards"]["total"] == again.stats["shards"]["done"] == 1
+    assert documents(again.job_dir) == sorted([prose("a1", 40), prose("a2", 40)])
+
+
 def test_a_damaged_job_folder_is_mended_by_the_rerun(tmp_path: Path):
     """A rerun said `done` over a documents file deleted or cut, a packed shard gone or cut, a record, manifest or
     dedup result cut short (those three with a traceback), and appended its events to a cut last line. Now each is

@@ -89,7 +89,7 @@ def test_links_met_in_a_repository_folder_are_link_skips_and_nothing_outside_is_
     recipe = parse_recipe(code_recipe([str(tree / "repo")], tree))
     shards = list_shards(recipe)
     tables = [read_all(CodeReader(), s.uri) for s in shards]
-    assert outcomes(tables) == {"doc": 2, "skipped:vcs": 1, "skipped:link": 6}
+    assert outcomes(tables) == {"doc": 2, "skipped:link": 6}  # .git/HEAD is no shard
     texts = [t for table in tables for t in table.column("text").to_pylist() if t]
     assert texts and not any("NEVER-READ-THIS" in t for t in texts)
     details = sorted(d for table in tables for r, d in zip(table.column(schema.REASON).to_pylist(),
@@ -114,8 +114,8 @@ def test_a_job_on_a_linked_repository_counts_the_links_and_writes_no_outside_byt
     result = run(recipe, output=str(tree / "jobs"), quiet=True, kind="local")
     stats = json.loads((Path(result.job_dir) / "stats.json").read_text())
     (read,) = [s for s in stats["stages"] if s["stage"] == "read"]
-    assert (read["docs_in"], read["docs_out"], read["skipped"], read["dropped"]) == (9, 2, {"link": 6, "vcs": 1}, {})
-    assert stats["documents"] == {"records_read": 9, "in": 2, "out": 2}
+    assert (read["docs_in"], read["docs_out"], read["skipped"], read["dropped"]) == (8, 2, {"link": 6}, {})
+    assert stats["documents"] == {"records_read": 8, "in": 2, "out": 2}
     written = b"".join(p.read_bytes() for p in Path(result.job_dir).rglob("*") if p.is_file())
     assert b"NEVER-READ-THIS" not in written
     kept = pq.read_table(Path(result.job_dir) / "documents").column("text").to_pylist()

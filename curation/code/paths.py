@@ -12,6 +12,14 @@ import re
 
 from identify.identify import tags_from_filename
 
+VCS = ("/.git/", "/.hg/", "/.svn/", "/.bzr/")  # version control's own folders: no source of the project
+
+
+def in_vcs_folder(path: str) -> bool:
+    """Whether a path (inside its repository, or any key below an input's root) lies in a version-control folder."""
+    return any(vcs in f"/{path}" for vcs in VCS)
+
+
 _LOCK_TAGS = {"cargo-lock", "gemfile-lock", "pipfile-lock", "poetry-lock", "uv-lock", "go-sum"}
 _LOCK_NAMES = {
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "composer.lock",

@@ -20,10 +20,10 @@ import pyarrow.fs as pafs
 
 from curation import storage
 from curation.code.licenses import CLASSES, folder_license, header_license, is_license_file, license_class, normalize
+from curation.code.paths import VCS
 
 MAX_LICENSE_BYTES = 1 << 20
 MAX_LISTED = 100_000  # entries of a repository folder looked at for licence files (a home folder taken for one)
-VCS = ("/.git/", "/.hg/", "/.svn/", "/.bzr/")
 _METADATA = re.compile(r"(?:^|/)[^/]+\.(?:dist|egg)-info(?:/|$)")
 
 

@@ -36,8 +36,8 @@ import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field
 
 from curation import schema, storage
+from curation.code.paths import in_vcs_folder
 from curation.code.repository import (
-    VCS,
     RepoLicenses,
     column_license,
     document_license,
@@ -138,7 +138,7 @@ class CodeReader(Reader):
 
     def _member(self, position: int, repo: str, path: str, size: int, read: Callable[[int], bytes],
                 licenses: RepoLicenses) -> Record:
-        if any(v in f"/{path}" for v in VCS):
+        if in_vcs_folder(path):
             return _skip(position, "vcs", path, size)
         if is_binary_name(path):
             return _skip(position, "binary", path, size)
@@ -229,7 +229,7 @@ class CodeReader(Reader):
         root, relative = _in_repository(path, named_folder(self.paths, path))
         relative = readable_name(relative)
         info = fs.get_file_info(path)
-        if any(v in f"/{relative}" for v in VCS):
+        if in_vcs_folder(relative):
             return _skip(0, "vcs", relative, info.size or 0)
         if is_binary_name(relative):
             return _skip(0, "binary", relative, info.size or 0)

@@ -60,6 +60,11 @@ def _zawgyi_detector() -> Any:
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{200b}\x{2060}\x{feff}]"
 
 
+# Windows-1252's punctuation stored as C1 controls (text read as latin-1: `don\x92t`, `1990\x962000`): the characters
+# cp1252 puts there, as browsers show them and ftfy's fix_c1_controls gives, instead of removing them and joining words
+_C1_CONTROL = r"[\x{80}-\x{9f}]"
+_CP1252_C1 = {c: bytes([c]).decode("cp1252") for c in range(0x80, 0xA0) if c not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
+
 _SPACES = r"[ \t\x{a0}\x{2000}-\x{200a}\x{3000}]+"
 # A fence or an indented line: the documents whose whitespace is tidied line by line, code's left as it is
 _MAY_HOLD_CODE = r"(^|\n)([ \t]*(```|~~~)|[ \t]{2,}\S|\t)"
@@ -97,7 +102,8 @@ def _spaced(text: pa.Array, collapse: bool, max_blank_lines: int) -> pa.Array:
 
 
 class NormalizeParams(StageParams):
-    fix_encoding: bool = Field(True, description="Repair mojibake (UTF-8 read as cp1252 and the like) with ftfy.")
+    fix_encoding: bool = Field(True, description="Repair mojibake (UTF-8 read as cp1252 and the like) with ftfy, "
+                               "and cp1252's punctuation stored as C1 controls (`don\\x92t`).")
     form: Literal["NFC", "NFKC", "none"] = Field(
         "NFC", description="Unicode normalization form; NFC keeps the text as written (the web's norm, W3C)."
     )
@@ -135,6 +141,7 @@ class Normalize(Stage):
         fixed = np.zeros(len(text), dtype=np.int64)
         if p.fix_encoding:
             hint = pc.match_substring_regex(text, _MOJIBAKE_HINT).to_numpy(zero_copy_only=False)
+            c1 = pc.match_substring_regex(text, _C1_CONTROL).to_numpy(zero_copy_only=False)
             from ftfy import fix_text
             from ftfy.badness import is_bad
 
@@ -146,6 +153,10 @@ class Normalize(Stage):
                 # still mojibake after: ftfy decoded pieces of a text that is no UTF-8 read wrong (GBK read as latin-1
                 # has such pieces), and the rest is beyond repair; the text is left as it came
                 if repaired != values[i] and not is_bad(repaired):
+                    values[i], fixed[i] = repaired, 1
+            for i in np.flatnonzero(c1):
+                repaired = values[i].translate(_CP1252_C1)
+                if repaired != values[i]:
                     values[i], fixed[i] = repaired, 1
             text = pa.array(values, pa.string())
         if p.form != "none":

@@ -37,6 +37,15 @@ def test_unicode_is_composed_and_controls_removed():
     assert unicodedata.is_normalized("NFC", out[0])
 
 
+def test_windows_1252_punctuation_stored_as_c1_controls_becomes_that_punctuation():
+    """Text read as latin-1 holds cp1252's dashes and quotes as C1 controls (`don\x92t`, found in the Leipzig French
+    sentences): removed as controls, they joined words and numbers (`dont`, `19902000`)."""
+    texts = ["1990\x962000, don\x92t, s\x92engager, м\x92ясо", "undefined in cp1252: a\x81b"]
+    out = run_stage(Normalize(), documents_table(texts))
+    assert out.column("text").to_pylist() == ["1990–2000, don’t, s’engager, м’ясо", "undefined in cp1252: ab"]
+    assert out.column("_n:normalize:encoding_fixed").to_pylist() == [1, 0]
+
+
 def test_the_zero_width_joiners_that_spell_words_are_kept():
     """Persian writes a zero-width non-joiner inside words, Indic scripts and Sinhala a joiner or non-joiner inside
     conjuncts, emoji sequences a joiner between their parts: removing them misspells the text."""

@@ -7,6 +7,7 @@ any page's time limit).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -160,6 +161,25 @@ def paragraph_memory() -> LRUCache:
     return LRUCache(maxsize=LRU_SIZE)
 
 
+_JOINERS = frozenset("\u200c\u200d")
+
+
+@functools.cache
+def _keep_joiners() -> None:
+    """trafilatura removes every character `str.isprintable` refuses, the zero-width non-joiner and joiner among them,
+    which spell Persian, Kurdish, Indic and Sinhala words and join emoji (`می‌شوید` came out `میشوید`): its filter, the
+    same for every other character, lets those two through."""
+    from trafilatura import utils
+
+    refused = utils.return_printables_and_spaces
+
+    @functools.lru_cache(maxsize=2**14)
+    def printable(char: str) -> str:
+        return char if char in _JOINERS else refused(char)
+
+    utils.return_printables_and_spaces = printable
+
+
 def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
                         include_comments: bool, include_tables: bool, markdown: bool,
                         seen: LRUCache | None) -> tuple[str | None, str | None]:
@@ -170,6 +190,7 @@ def trafilatura_extract(html: str, url: str | None, *, fast: bool, favor: Favor,
     from trafilatura.metadata import extract_title
     from trafilatura.utils import load_html
 
+    _keep_joiners()
     tree = load_html(html)
     if tree is None:
         return None, None

@@ -222,6 +222,17 @@ def extracted(page: bytes, **params: object) -> str:
     return run_stage(Extract(timeout_s=None, **params), batch).column("text")[0].as_py()
 
 
+@pytest.mark.parametrize("engine", ["trafilatura", "fast"])
+def test_the_zero_width_joiners_that_spell_words_come_out_of_every_engine(engine: str):
+    """trafilatura removed every character `str.isprintable` refuses: Persian's non-joiner (`می‌شوید` came out
+    `میشوید`), Sinhala's joiner (`ශ්‍රී`) and emoji's."""
+    persian = "این قدیمی‌ترین کتابخانه‌ی شهر است و شما هر روز عضو آن می‌شوید تا کتاب‌های بیشتری بخوانید."
+    sinhala = "ශ්‍රී ලංකාව ලස්සන රටකි, මිනිසුන් ඉතා කරුණාවන්තයි. 👩‍💻 ලියන්නා මෙහි සිටී."
+    page = f"<html><body><article><p>{persian}</p><p>{sinhala}</p></article></body></html>".encode()
+    text = extracted(page, engine=engine)
+    assert persian in text and sinhala in text
+
+
 def test_markdown_prose_reads_as_the_page_wrote_it():
     """trafilatura's Markdown escapes prose characters CommonMark would read as syntax (`api\\_key`, `\\[sic\\]`) and
     writes superscripts as inline HTML: text a model would learn as noise. The page's words come out; code keeps

@@ -12,6 +12,7 @@ import contextlib
 import difflib
 import html
 import re
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -84,6 +85,22 @@ def _footer(file: Path) -> pq.FileMetaData | None:
         return None
 
 
+class UnreadableFile(ValueError):
+    """A job folder's Parquet file that is cut or damaged (by hand, a full disk): a rerun of the job writes it again."""
+
+
+def _readable(files: Iterable[Path]) -> list[Path]:
+    """The files that are Parquet files; each other one is left out with a warning naming it (the notebook's reader
+    sees what the service's pages count: no rows of it)."""
+    kept = []
+    for f in files:
+        if _footer(f) is None:
+            warnings.warn(f"{f} is cut or damaged: left out (a rerun of the job writes it again)", stacklevel=3)
+        else:
+            kept.append(f)
+    return kept
+
+
 def page(files: Iterable[Path], offset: int, limit: int, columns: list[str] | None = None) -> pa.Table:
     """Rows `offset` to `offset + limit` of the files read as one table, in one pass (each file's footer, then
     its rows where the page needs them), reading no file after the page's last."""
@@ -108,10 +125,19 @@ def dedup_stages(job: str | Path) -> list[str]:
 
 def removed_table(job: str | Path, stage: str, *, pin: Pin = contextlib.nullcontext) -> pa.Table:
     """(id, reason, detail, survivor, cluster) of every document `stage` removed."""
-    with pin([Path(job) / REMOVED / f"{stage}.parquet"]) as named:
+    path = Path(job) / REMOVED / f"{stage}.parquet"
+    if not path.exists():
+        msg = f"no removals of corpus stage {stage!r} in {job}: " + (
+            f"those with removals are {', '.join(found)}" if (found := dedup_stages(job)) else "it has none")
+        raise LookupError(msg)
+    with pin([path]) as named:
         columns = ["id", "reason", "detail"]
-        table = pq.read_table(named[0], columns=columns) if named else pa.table({c: pa.array([], pa.string())
-                                                                                for c in columns})
+        try:
+            table = pq.read_table(named[0], columns=columns) if named else pa.table({c: pa.array([], pa.string())
+                                                                                    for c in columns})
+        except (pa.ArrowInvalid, OSError) as exc:
+            msg = f"{path} is cut or damaged ({exc}); a rerun of the job writes it again"
+            raise UnreadableFile(msg) from exc
     parsed = [_SURVIVOR.match(d or "") for d in table.column("detail").to_pylist()]
     survivors = pa.array([m.group(1) if m else None for m in parsed], pa.string())
     clusters = pa.array([m.group(2) if m else None for m in parsed], pa.string())
@@ -199,7 +225,9 @@ def rejects(job: str | Path, stage: str | None = None, reason: str | None = None
     for s, by in reject_files(job).items():
         for r, files in by.items():
             if stage in (None, s) and reason in (None, r):
-                table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+                if not (readable := _readable(files)):
+                    continue
+                table = pa.concat_tables([pq.read_table(f) for f in readable], promote_options="permissive")
                 n = table.num_rows
                 table = table.append_column("stage", pa.array([s] * n, pa.string()))
                 tables.append(table.append_column("reason", pa.array([r] * n, pa.string())))
@@ -224,7 +252,7 @@ def samples(job: str | Path, per_reason: int = 3, *, seed: int = 0, chars: int =
 def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None = None) -> pd.DataFrame:
     """A seeded random sample of `n` kept documents (of one source if given)."""
     _job(job)
-    files = list(document_files(job).values())
+    files = _readable(document_files(job).values())
     # a job that kept nothing has no documents file: its frame still has the documents' columns
     empty = pa.schema(schema.DOCUMENT_FIELDS).empty_table()
     table = pads.dataset(files, format="parquet").to_table() if files else empty

@@ -187,6 +187,34 @@ def test_dedup_pair_side_by_side(job):
     assert len(small.removed) == 1 and small.survivor["source"] == "notes"
     with pytest.raises(LookupError):
         explore.dedup_pair(job.job_dir, survivor="no-such-id")
+    # a stage that removed nothing or is not in the job: pyarrow's FileNotFoundError, from deep inside it
+    with pytest.raises(LookupError, match=r"no removals of corpus stage 'minhash_dedup' in .*: those with "
+                                          r"removals are exact_dedup"):
+        explore.dedup_pair(job.job_dir, "minhash_dedup")
+
+
+def test_files_cut_in_a_job_folder_are_left_out_with_a_warning_or_named(tmp_path):
+    """A rejects or documents file cut (by hand, a full disk) raised pyarrow's ArrowInvalid from `rejects` and
+    `documents`, where the service counts no rows of it; a cut removals file is named."""
+    import shutil
+
+    from tests.test_service import write_job
+
+    job = write_job(tmp_path, done=True)
+    for name in ("a", "b"):
+        (job / "_shards" / f"{name}.json").write_text("{}")
+    shard = job / "rejects" / "stage=length" / "reason=too_short"
+    shard.mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["r1"], "text": ["short"], "detail": ["n_words=1"]}), shard / "a.parquet")
+    shutil.copy(shard / "a.parquet", shard / "b.parquet")
+    (shard / "b.parquet").write_bytes((shard / "b.parquet").read_bytes()[:50])
+    with pytest.warns(UserWarning, match=r"b\.parquet is cut or damaged: left out"):
+        assert explore.rejects(job)["id"].tolist() == ["r1"]
+    removed = job / explore.REMOVED
+    removed.mkdir(parents=True)
+    (removed / "exact_dedup.parquet").write_bytes(b"PAR1")
+    with pytest.raises(explore.UnreadableFile, match=r"exact_dedup\.parquet is cut or damaged"):
+        explore.dedup_clusters(job)
 
 
 def test_a_rerun_that_read_nothing_shows_no_rate(tmp_path):

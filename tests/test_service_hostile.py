@@ -117,6 +117,9 @@ def build_jobs(root: Path, outside: Path) -> None:
     (good.parent / "crawl-1.parquet").write_bytes(good.read_bytes()[:200])
     (cut / "rejects" / "stage=length" / "reason=emptied").mkdir()
     (cut / "rejects" / "stage=length" / "reason=emptied" / "crawl-0.parquet").write_bytes(b"")
+    removals = write_parquet(cut / "_work" / "removed" / "minhash_dedup.parquet",
+                             [removal("d2", "kept d1 (cluster c1)")])
+    removals.write_bytes(removals.read_bytes()[:100])
     write_parquet(other / "_work" / "removed" / "minhash_dedup.parquet", [removal("d2", "kept d1 (cluster c1)")])
     write_parquet(other / "_work" / "documents" / "crawl-0.parquet", documents("OTHER-JOB document"))
     linked = write_job(root, name=DOCUMENT_LINKED, done=True)
@@ -208,6 +211,11 @@ def test_rejects_files_emptied_or_cut_count_no_rows_and_the_others_are_served(se
     page = served.get(f"/api/jobs/{CUT}/rejects/length/too_short")
     assert page["total"] == 1 and [r["id"] for r in page["rows"]] == ["r-kept"]
     assert served.get(f"/api/jobs/{CUT}/rejects/length/emptied")["total"] == 0
+    # a cut removals file answered 500; it is the job folder's state, said in a line that names no server path
+    answer = httpx.get(f"{served.url}/api/jobs/{CUT}/dedup/minhash_dedup", timeout=10)
+    assert answer.status_code == 409, answer.text
+    detail = answer.json()["detail"]
+    assert detail.startswith(f"{CUT}/_work/removed/minhash_dedup.parquet is cut or damaged")
 
 
 def test_dedup_removals_and_documents_through_links_are_not_served(served):

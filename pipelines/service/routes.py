@@ -266,7 +266,10 @@ def dedup_page(request: Request, job: JobId, stage: Name, offset: Offset = 0, li
         raise HTTPException(status_code=404, detail=f"no removals of corpus stage {stage!r} in job {job!r}")
 
     def compute() -> bytes:
-        clusters = explore.cluster_table(folder.path, stage, pin=folder.pinned_all)
+        try:
+            clusters = explore.cluster_table(folder.path, stage, pin=folder.pinned_all)
+        except explore.UnreadableFile as exc:  # a damaged file is the job folder's state, not the server's fault
+            raise HTTPException(status_code=409, detail=str(exc).replace(str(folder.path), job)) from exc
         chosen = clusters[offset : offset + limit]
         ids = [i for c in chosen for i in ([c["survivor"]] if c["survivor"] else []) + [r["id"] for r in c["removed"]]]
         docs = _lookup(folder, ids)

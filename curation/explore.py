@@ -485,7 +485,10 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
         processed = row.get(schema.metric_column("sec", name)) is not None
         scores: dict[str, Any] = {}
         if processed and isinstance(stage, DocumentFilter):
-            scores = _first_row(stage.score(given))
+            # the scores the stage decided by, as `process` computes them (a mixed document's part by part, prose
+            # apart from code): `score` on the whole text gave other numbers than the run's, and than keep_scores'
+            again = [c for c in stage.output_columns if c in given.column_names and c not in schema.READ_SCHEMA.names]
+            scores = _first_row(stage.process(given.drop_columns(again)).scores or {})
         reason = row[schema.REASON] if row[schema.STAGE] == name else None
         plain = {f.name for f in schema.DOCUMENT_FIELDS} | {"html"}  # the text itself is not a score
         added = {c: _listed(row[c]) for c in stage.output_columns if c not in plain and row.get(c) is not None}

@@ -48,6 +48,37 @@ def test_explain_shows_each_decision_with_its_scores_and_stops_at_the_drop():
     assert list(kept.to_frame()["stage"]) == ["extract", "length", "gopher_quality"]
 
 
+MIXED = """
+name: mixed
+sources: [{name: notes, format: jsonl, paths: ["nowhere/*.jsonl"]}]
+stages:
+  - langid: {keep: [zh, en], per_paragraph: true}
+  - gopher_quality: {keep_scores: KEEP}
+  - c4: {terminal_punct: false, keep_scores: KEEP}
+"""
+
+
+def test_explain_gives_the_scores_the_stage_decided_by_with_or_without_keep_scores():
+    """`explain` scored a document in two languages as one text, though the stage judges it part by part: without
+    keep_scores it showed 145 words and 8 lines removed for a document the run kept whole with 349 words."""
+    chinese = ["北京市今天发布了新的交通政策，市民可以更方便地使用公共交通工具出行。",
+               "该政策将于下个月开始实施，相关部门表示会认真听取市民的意见和建议。",
+               "专家认为，这项政策有助于缓解城市交通拥堵问题，也能减少空气污染。",
+               "很多市民对此表示欢迎，希望政府能够继续推出更多便民措施。"]
+    english = ["The city announced a new transport policy today, and residents welcomed the change.",
+               "The policy takes effect next month, and officials promised to listen to every comment.",
+               "Experts say the plan should ease congestion in the centre and reduce air pollution.",
+               "Many people hope that the government will continue to improve public services."]
+    text = "\n".join(chinese * 2 + english * 2)
+    runs = [explore.explain(text, parse_recipe(MIXED.replace("KEEP", keep), check_paths=False))
+            for keep in ("false", "true")]
+    assert all(run.kept for run in runs)
+    without, with_scores = ({s["stage"]: s["scores"] for s in run.steps} for run in runs)
+    for stage in ("gopher_quality", "c4"):
+        assert without[stage] == with_scores[stage]
+    assert without["c4"]["c4_lines_kept"] == 16 and without["c4"]["c4_lines_removed"] == 0
+
+
 def test_explain_refuses_text_that_is_no_utf8_in_one_line():
     """A lone surrogate (json.loads of "\\ud800") raised UnicodeEncodeError from deep in pyarrow."""
     recipe = parse_recipe(RECIPE, check_paths=False)

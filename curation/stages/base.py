@@ -75,6 +75,7 @@ class Processed:
     reasons: pa.Array  # string per row; null keeps the row
     details: pa.Array | None = None
     counts: dict[str, np.ndarray] | None = None  # per-row tallies (e.g. redactions), keys in `count_keys`
+    scores: dict[str, np.ndarray] | None = None  # per row, the scores a filter decided by (`curation.explore.explain`)
 
 
 class Configured:
@@ -187,7 +188,8 @@ class DocumentFilter(Stage):
         if details is None and not mask.all():
             details = deciding_details(np.asarray(reasons, dtype=object), mask, scores, self.params.model_dump(),
                                        self.explained)
-        return Processed(table, pa.array(np.where(mask, None, reasons), type=pa.string()), details, counts or None)
+        return Processed(table, pa.array(np.where(mask, None, reasons), type=pa.string()), details, counts or None,
+                         scores)
 
 
 def with_text(table: pa.Table, text: pa.Array) -> pa.Table:

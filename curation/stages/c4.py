@@ -104,7 +104,7 @@ class C4(LanguageFilter):
     resources = Resources(cpus=1.0)
     # No `fallback_language` here: its only per-language setting is the terminal punctuation, and the
     # Gopher and FineWeb stages of the same chain count the documents judged by fallback settings.
-    size_scores: ClassVar[tuple[str, ...]] = ("c4_sentences",)
+    size_scores: ClassVar[tuple[str, ...]] = ("c4_sentences", "c4_lines_kept", "c4_lines_removed")
     count_keys: ClassVar[tuple[str, ...]] = tuple(f"lines_{rule}" for rule in LINE_RULES)
     output_columns: ClassVar[dict[str, pa.DataType]] = {
         "c4_sentences": pa.int64(),

@@ -167,7 +167,10 @@ def fold(batch: pa.Table, parts: Parts, judged: Processed) -> Processed:
     out_reasons = pa.array(np.where(keeps, None, reasons[chosen]), pa.string())
     details = judged.details.take(pa.array(chosen)) if judged.details is not None else None
     counts = {key: _sum_by(values, parts.doc, n) for key, values in (judged.counts or {}).items()} or None
-    return Processed(table, out_reasons, details, counts)
+    # a document's scores: its representative part's (its ratios and totals are already the whole document's)
+    scores = {key: values[chosen] if isinstance(values, np.ndarray) and values.ndim == 1 and len(values) == len(reasons)
+              else values for key, values in (judged.scores or {}).items()} or None
+    return Processed(table, out_reasons, details, counts, scores)
 
 
 def _sum_by(values: np.ndarray, doc: np.ndarray, n: int) -> np.ndarray:

@@ -339,7 +339,10 @@ class GopherRepetition(LanguageFilter):
             "dup_line_char_frac": _ratio(dup_line_chars, chars),
         }
         for n, values in top.items():  # -1: fewer than n words, no n-gram to judge
-            scores[_column("top", n, p.max_top_ngram_char_frac)] = np.where(values >= 0, _ratio(values, chars), np.nan)
+            # at most 1: an n-gram's words joined by spaces, as datatrove and FineWeb-2 measure them (their thresholds
+            # assume it), outrun a short text written without spaces ("太短了。": 1.5); no bound is above 1
+            share = np.minimum(_ratio(values, chars), 1.0)
+            scores[_column("top", n, p.max_top_ngram_char_frac)] = np.where(values >= 0, share, np.nan)
         for n, values in dup.items():
             scores[_column("dup", n, p.max_dup_ngram_char_frac)] = _ratio(values, chars)
         scores["_chars"] = chars

@@ -144,6 +144,16 @@ def test_gopher_repetition_names_each_broken_rule():
     assert got == [None, *cases]
 
 
+def test_gopher_repetition_shares_are_at_most_one_in_text_without_spaces():
+    """An n-gram's words are joined by spaces as datatrove measures them: in a short Chinese text that is more
+    characters than the text holds (`top_3gram_char_frac=1.5` for "太短了。")."""
+    table = docs(["太短了。", "好的好的好的"]).append_column("lang", pa.array(["zh", "zh"]))
+    scores = GopherRepetition().score(table)
+    shares = np.concatenate([scores[f"top_{n}gram_char_frac"] for n in (2, 3, 4)])
+    assert np.nanmax(shares) == 1.0
+    assert run_stage(GopherRepetition(), table).column(schema.REASON).to_pylist() == ["top_2gram"] * 2
+
+
 def test_gopher_repetition_scores_and_custom_ngrams():
     out = run_stage(GopherRepetition(keep_scores=True, max_top_ngram_char_frac={2: 0.2},
                                      max_dup_ngram_char_frac={6: 0.1}), docs([GOOD]))

@@ -81,8 +81,10 @@ ORDINARY: dict[str, tuple[str, ...]] = {
     # nipple, penis, vagina, anus, rectum, genitals, semen, ejaculation, intercourse, pee, buttocks, poop,
     # nude, sex, stupid, fool, dummy, fat, brat, trash, dregs, murder case, how to kill, cocaine, hairy, slap,
     # escort, rubber, Latina, Daruma doll, stop it, gross, both sexes, high-school girl, queen, eunuch,
-    # child sexual abuse, rapist, date rape, neo-Nazi
-    "ja": ("女の子", "嫌い", "ほんと", "支配", "奴隷", "ファンタジー", "イライラ", "でかい", "人種", "誘惑", "フック",
+    # child sexual abuse, rapist, date rape, neo-Nazi; undressing (脱衣所: a bath's changing room), the map symbol of a
+    # Buddhist temple, slit (fashion, machining), tsundere and chubby (fashion, anime), comical
+    "ja": ("脱衣", "卍", "スリット", "ツンデレ", "ぽっちゃり", "ヒョウキン",
+           "女の子", "嫌い", "ほんと", "支配", "奴隷", "ファンタジー", "イライラ", "でかい", "人種", "誘惑", "フック",
            "いたずら", "覗き", "縛り", "しばり", "噴出", "女装", "拷問", "人妻", "ランジェリー", "なめ", "レズビアン",
            "ホモ", "裸", "挿入", "乳首", "ペニス", "膣", "肛門", "直腸", "生殖器", "精液", "射精", "性交", "おしっこ",
            "おしり", "お尻", "オシリ", "ウンコ", "うんち", "ヌード", "セックス", "バカ", "アホ", "あほ", "ボケ", "デブ",
@@ -127,8 +129,9 @@ ORDINARY: dict[str, tuple[str, ...]] = {
     # server, Feixi county, sausage, willow flowers, knockout drug, gambler, pest, backrest, kid, jade pestle,
     # shellfish, traitor, to force; and the clinical and news
     # words (rape, prostitution, brothel, comfort women, the genitals, breast, sperm, menstruation, excrement,
-    # urination, intercourse, mating, erotica, obscenity)
-    "zh": ("小姐", "成人", "激情", "奶", "乳", "卵", "卵子", "性", "处女", "祖宗", "老二", "吸血鬼", "流氓", "肮脏",
+    # urination, intercourse, mating, erotica, obscenity); hybrid (杂种第一代, 杂种优势: breeding's word)
+    "zh": ("杂种",
+           "小姐", "成人", "激情", "奶", "乳", "卵", "卵子", "性", "处女", "祖宗", "老二", "吸血鬼", "流氓", "肮脏",
            "白痴", "白癡", "笨蛋", "傻子", "呆子", "懒人", "懒虫", "懒鬼", "懒猪", "臭虫", "臭鱼", "牲口", "老母",
            "你老闆", "你全家", "野鸡", "鳩", "柒", "幹", "爛", "賤", "刚度", "九游", "私服", "肥西", "粉腸", "花柳",
            "迷药", "赌鬼", "讨厌鬼", "靠背", "小屁孩", "玉杵", "贝肉", "奸", "姦", "逼",

@@ -37,6 +37,7 @@ small); `benchmarks/toxicity_transfer.py` measures them on other sources. A mode
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.resources
 import re
 import unicodedata
@@ -44,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +65,7 @@ from curation.stages.parts import judged_in_parts, labelled_languages
 from curation.text.columns import as_array, code_points, segment_sum
 from curation.text.layout import prose_text, without_inline_code
 
+FLAGGED_SHOWN = 5  # distinct flagged words a drop's detail names
 # A word is a run of letters, combining marks, digits or underscore; everything else separates words.
 _SEPARATORS = r"[^\p{L}\p{M}\p{N}_]+"
 ALL = "all"
@@ -305,11 +307,19 @@ class _Words:
 
     def count(self, texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """Flagged words (a phrase covers all its words) and words of every text."""
-        n = len(texts)
+        _, rows, real, covered = self._covered(texts)
+        return np.bincount(rows[covered], minlength=len(texts)), np.bincount(rows[real], minlength=len(texts))
+
+    def found(self, text: str) -> list[str]:
+        """The flagged words of one text, in its order (a drop's detail)."""
+        words, _, _, covered = self._covered(pa.array([text], pa.string()))
+        return words.filter(pa.array(covered)).to_pylist()
+
+    def _covered(self, texts: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+        """The words of the texts (`tokenize`), and which of them a list entry covers."""
         if self.dotted_i:  # a Turkish heading "EN SIK SORULAN SORULAR" (sık, often) is no "sik"
             texts = pc.replace_substring(pc.replace_substring(texts, "İ", "i"), "I", "ı")
         words, rows, real = tokenize(texts)
-        total = np.bincount(rows[real], minlength=n)
         covered = np.zeros(len(words), dtype=bool)
         for size, (entries, firsts) in self.grams.items():
             if len(words) < size:
@@ -328,7 +338,7 @@ class _Words:
             hits = starts[pc.is_in(gram, value_set=entries).to_numpy(zero_copy_only=False)]
             for k in range(size):
                 covered[hits + k] = True
-        return np.bincount(rows[covered], minlength=n), total
+        return words, rows, real, covered
 
 
 @dataclass(frozen=True)
@@ -360,6 +370,16 @@ class _Segmented:
         total = segment_sum(real.astype(np.int64), words.offsets) + phrases
         return segment_sum(hit.astype(np.int64), words.offsets) + phrases, total
 
+    def found(self, text: str) -> list[str]:
+        """The flagged words and phrases of one text, phrases first (a drop's detail)."""
+        if self.lang == CHINESE:
+            text = to_simplified([text])[0]
+        lowered = text.lower()
+        phrases = re.findall(self.pattern, lowered) if self.pattern is not None else []
+        rest = re.sub(self.pattern, " ", lowered) if self.pattern is not None else lowered
+        listed = set(self.words)
+        return [*phrases, *(w for w in segment(rest, self.lang) if w in listed)]
+
 
 class Toxicity(DocumentFilter):
     """Drop documents with too high a share of flagged words (`flagged_words`), each judged by its language's
@@ -370,6 +390,8 @@ class Toxicity(DocumentFilter):
     """
 
     name = "toxicity"
+    explained: ClassVar[dict[str, str | tuple[str, ...]]] = {
+        "flagged_words": ("flagged_words", "flagged_words_ratio", "max_ratio")}
     Params = ToxicityParams
     resources = Resources(cpus=0.25)
     bypass_reason = "language"  # rows whose `lang` is not judged (see `languages`)
@@ -550,6 +572,25 @@ class Toxicity(DocumentFilter):
         indices = encoded.indices.fill_null(len(codes)).to_numpy(zero_copy_only=False)
         return [(code, np.flatnonzero(indices == i)) for i, code in enumerate([*codes, None])
                 if (indices == i).any()]
+
+    def judged(self, batch: pa.Table, scores: dict[str, np.ndarray], mask: np.ndarray, reasons: np.ndarray, *,
+               text: pa.Array | None = None, details: pa.Array | None = None) -> Processed:
+        """As every filter's, a word-list drop's detail naming the words it flagged (`flagged_words=3,
+        flagged_words_ratio=0.021, max_ratio=0.01: 脱衣, 卍`): a drop for words a user cannot see cannot be checked."""
+        out = super().judged(batch, scores, mask, reasons, text=text, details=details)
+        dropped = np.flatnonzero(~mask)
+        if self._models or not len(dropped) or out.details is None:
+            return out
+        texts = as_array(batch.column("text"))
+        langs = as_array(batch.column("lang")) if "lang" in batch.column_names and self._judged() else None
+        values = out.details.to_pylist()
+        for row in dropped.tolist():
+            lang = langs[row].as_py() if langs is not None else None
+            words = list(dict.fromkeys(self._matcher(lang).found(texts[row].as_py() or "")))
+            shown = ", ".join(words[:FLAGGED_SHOWN]) + (f" (+{len(words) - FLAGGED_SHOWN} more)"
+                                                        if len(words) > FLAGGED_SHOWN else "")
+            values[row] = f"{values[row]}: {shown}" if words else values[row]
+        return dataclasses.replace(out, details=pa.array(values, pa.string()))
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         if self._models:

@@ -60,6 +60,10 @@ def test_drop_above_max_ratio_with_reason():
     assert out.column("flagged_words").to_pylist() == [1, 3, 0]
     c4 = run_stage(Toxicity(max_ratio=0.0), documents_table([long_text, "clean text"]))  # C4: any flagged word
     assert c4.column(schema.REASON).to_pylist() == ["flagged_words", None]
+    # the detail names the words, the share and its bound: a drop for words nobody can see could not be checked
+    assert out.column(schema.DETAIL).to_pylist()[1] == "flagged_words=3, flagged_words_ratio=0.3, max_ratio=0.01: shit"
+    zh = run_stage(Toxicity(languages=["zh"]), _table(["你妈的混蛋，滚开！"], ["zh"]))
+    assert zh.column(schema.DETAIL).to_pylist()[0].endswith(": 你妈的, 混蛋")
 
 
 def test_own_word_list_and_extra_entries(tmp_path: Path):
@@ -144,11 +148,15 @@ def test_ordinary_words_of_the_lists_beyond_english_are_not_flagged_and_abuse_st
         "pt": "Eu gosto de comer peixe com a minha família.",  # to eat
         "sv": "Jag vill ha mer sås till potatisen.",  # sauce
         "zh": "我们要记住祖宗的教导。",  # ancestors
+        "ja": "温泉の脱衣所では静かにしましょう。",  # a bath's changing room
     }
     langs = list(ordinary)
     table = _table(list(ordinary.values()), langs)
-    assert Toxicity(languages="all").score(table)["flagged_words"].tolist() == [0] * 6
-    assert Toxicity(languages="all", ignore=[]).score(table)["flagged_words"].tolist() == [1, 2, 1, 1, 1, 1]
+    assert Toxicity(languages="all").score(table)["flagged_words"].tolist() == [0] * 7
+    assert Toxicity(languages="all", ignore=[]).score(table)["flagged_words"].tolist() == [1, 2, 1, 1, 1, 1, 1]
+    # a crop breeder's hybrid (杂种第一代) and a map's temple symbol are no abuse
+    breeding = _table(["杂种第一代在产量上优于双亲。", "地図で卍は寺院を表します。"], ["zh", "ja"])
+    assert Toxicity(languages="all").score(breeding)["flagged_words"].tolist() == [0, 0]
     abuse = _table(["برو گمشو کسکش", "Vai tomar no cu, seu caralho", "你妈的混蛋"], ["fa", "pt", "zh"])
     assert Toxicity(languages="all").score(abuse)["flagged_words"].tolist() == [1, 5, 2]
 

@@ -14,6 +14,12 @@ from functools import cache
 
 import numpy as np
 
+# Hebrew's vowel points and cantillation marks and Arabic's harakat (and tatweel): written in religious text,
+# children's books and learning material, left out of most text; language ID models and stop-word lists know the
+# words without them (pointed Hebrew had no stop word, vocalized Arabic came out Mazanderani)
+POINTS_RE2 = (r"[\x{0591}-\x{05BD}\x{05BF}\x{05C1}\x{05C2}\x{05C4}\x{05C5}\x{05C7}\x{0610}-\x{061A}\x{0640}"
+              r"\x{064B}-\x{065F}\x{0670}\x{06D6}-\x{06DC}\x{06DF}-\x{06E4}\x{06E7}\x{06E8}\x{06EA}-\x{06ED}]")
+
 # Unicode script ranges (ISO 15924 codes), by Unicode block; digits and punctuation shared by all
 # scripts ("Common", "Inherited": combining marks) count for no script. Letters in no range below
 # count as `UNKNOWN_SCRIPT`.

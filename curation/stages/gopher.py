@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
+from curation.lang.scripts import POINTS_RE2
 from curation.lang.settings import LanguageSettings
 from curation.lang.words import SPACES, segmenters
 from curation.stages.base import Resources, first_reason
@@ -145,7 +146,7 @@ class GopherQuality(LanguageFilter):
             "gopher_bullet_lines_ratio": _ratio(bullets, n_lines),
             "gopher_ellipsis_lines_ratio": _ratio(ellipsis_lines, n_lines),
             "gopher_alpha_words_ratio": alpha_ratio,
-            "gopher_stop_words": self._stop_words(words, langs),
+            "gopher_stop_words": self._pointed_stop_words(batch, judged, self._stop_words(words, langs)),
             "_bullet_lines": bullets,
             "_ellipsis_lines": ellipsis_lines,
             "_lines": n_lines,
@@ -198,6 +199,18 @@ class GopherQuality(LanguageFilter):
             result += _count_words(words, stop_words, words.ids[selected], words.doc_index[selected], n_docs,
                                    distinct=index < 0)
         return result
+
+    def _pointed_stop_words(self, batch: pa.Table, text: pa.Array, counted: np.ndarray) -> np.ndarray:
+        """`counted`, but for documents written with Hebrew points or Arabic harakat: their stop words counted
+        without them, as the lists write them (a pointed Hebrew text had none)."""
+        pointed = np.flatnonzero(pc.match_substring_regex(text, POINTS_RE2).to_numpy(zero_copy_only=False))
+        if not len(pointed):
+            return counted
+        rows = batch.take(pa.array(pointed))
+        bare = pc.replace_substring_regex(text.take(pa.array(pointed)), POINTS_RE2, "")
+        counted = counted.copy()
+        counted[pointed] = self._stop_words(words_of(rows, bare), self.languages_of(rows))
+        return counted
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         p = self.params

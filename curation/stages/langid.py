@@ -131,7 +131,7 @@ from curation.lang.codes import (
 )
 from curation.lang.han_script import HANS, HANT, han_scripts, to_simplified
 from curation.lang.mixed import mixed_languages, paragraph_languages
-from curation.lang.scripts import script_ids, script_table
+from curation.lang.scripts import POINTS_RE2, script_ids, script_table
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, ReadsFile, first_reason
 from curation.text.columns import as_array, code_points, list_offsets
@@ -776,6 +776,7 @@ class LangId(DocumentFilter):
         head = pc.utf8_slice_codeunits(pc.fill_null(texts, ""), 0, FASTTEXT_MAX_CHARS)
         # The models learnt composed text: decomposed (NFD) Vietnamese reads as Tsonga, Korean jamo as Chinese.
         head = pc.utf8_normalize(head, "NFC")
+        head = pc.replace_substring_regex(head, POINTS_RE2, "")  # as the models learnt Hebrew and Arabic
         # one line each; the Ethiopic wordspace as the space it stands for (fastText splits words at spaces)
         flat = pc.replace_substring_regex(head, r"[\r\n\v\f\x{85}\x{2028}\x{2029}\x{1361}]+", " ")
         n = len(flat)

@@ -191,6 +191,29 @@ def test_serbian_is_judged_by_the_settings_of_the_script_it_is_written_in() -> N
     assert min(out.table.column("gopher_stop_words").to_pylist()) >= 10  # Latin by Cyrillic's list: 0
 
 
+POINTED = """
+name: pointed
+sources: [{name: notes, format: jsonl, paths: ["nowhere/*.jsonl"]}]
+stages:
+  - langid: {keep: [he, ar], per_paragraph: true}
+  - gopher_quality: {}
+"""
+
+
+@pytest.mark.parametrize(("fixture", "lang"), [("he_pointed.txt", "he"), ("ar_vocalized.txt", "ar")])
+def test_hebrew_with_its_points_and_arabic_with_its_harakat_are_known_and_kept(fixture: str, lang: str) -> None:
+    """Written with their vowel marks (religious text, children's books, learning material): vocalized Arabic came out
+    Mazanderani (`lang_not_kept`), pointed Hebrew had no stop word (`too_few_stop_words`)."""
+    from curation import explore
+
+    text = (Path(__file__).parent.parent / "fixtures" / "pointed" / fixture).read_text(encoding="utf-8")
+    explained = explore.explain(text, parse_recipe(POINTED, check_paths=False))
+    assert explained.kept, explained
+    langid, gopher = (step["scores"] for step in explained.steps)
+    assert langid["lang"] == lang and langid["lang_score"] > 0.9
+    assert gopher["gopher_stop_words"] >= 5
+
+
 def test_languages_overrides_change_the_decision(corpus: dict[str, list[list[str]]]) -> None:
     zh = "\n".join(corpus["zh"][0])
     de = "\n".join(corpus["de"][0])

@@ -9,29 +9,46 @@ from typing import Any
 
 import numpy as np
 
+from curation.lang.words import LANGUAGE_WORDS
+from curation.text.columns import segment_sum
+
 PARAGRAPHS = "lang_paragraphs"
 MIXED_SHARE_MIN = 0.2
 _SAME_START = 20  # characters a rewritten line and its original begin with alike (C4 drops citations at the end)
-"""Least share of a document's labelled paragraph characters each of its languages holds for it to be mixed."""
+"""Least share of a document's labelled paragraphs (`span_sizes`) each of its languages holds for it to be mixed."""
 
 
-def paragraph_languages(spans: list[dict[str, Any]] | None) -> dict[str, int]:
-    """Characters per language of a document's labelled paragraphs, most first (`unknown` left out)."""
-    chars: dict[str, int] = {}
-    for span in spans or ():
+def span_sizes(spans: list[dict[str, Any]] | None, text: str | None = None) -> list[int]:
+    """How much each labelled paragraph says: its words, each segmented by its language, where the document's `text`
+    is given and its paragraphs are in two languages or more; else its characters. Characters made a Chinese page
+    quoting one English paragraph an English page: in the UDHR a Chinese character says what 3.9 English ones do,
+    while the two languages' words differ by a fifth (0.83 Chinese words per English word)."""
+    spans = spans or []
+    chars = [max(0, int(s["end"]) - int(s["start"])) for s in spans]
+    if text is None or len({s.get("lang") for s in spans}) < 2 or not all(int(s["end"]) <= len(text) for s in spans):
+        return chars
+    words = LANGUAGE_WORDS.split([text[int(s["start"]):int(s["end"])] for s in spans], [s.get("lang") for s in spans])
+    return segment_sum((1 - words.feature("symbol")).astype(np.int64), words.offsets).tolist()
+
+
+def paragraph_languages(spans: list[dict[str, Any]] | None, text: str | None = None) -> dict[str, int]:
+    """How much of a document's labelled paragraphs each language holds (`span_sizes`: words with `text`, else
+    characters), most first (`unknown` left out)."""
+    sizes: dict[str, int] = {}
+    for span, size in zip(spans or (), span_sizes(spans, text), strict=True):
         lang = span.get("lang")
         if lang and lang != "unknown":
-            chars[lang] = chars.get(lang, 0) + max(0, int(span["end"]) - int(span["start"]))
-    return dict(sorted(chars.items(), key=lambda item: -item[1]))
+            sizes[lang] = sizes.get(lang, 0) + size
+    return dict(sorted(sizes.items(), key=lambda item: -item[1]))
 
 
-def mixed_languages(spans: list[dict[str, Any]] | None) -> list[str]:
-    """The languages of a mixed document, most characters first; [] for a document in one language."""
-    chars = paragraph_languages(spans)
-    total = sum(chars.values())
+def mixed_languages(spans: list[dict[str, Any]] | None, text: str | None = None) -> list[str]:
+    """The languages of a mixed document, the largest first (`paragraph_languages`); [] for one in one language."""
+    sizes = paragraph_languages(spans, text)
+    total = sum(sizes.values())
     if not total:
         return []
-    major = [lang for lang, n in chars.items() if n >= MIXED_SHARE_MIN * total]
+    major = [lang for lang, n in sizes.items() if n >= MIXED_SHARE_MIN * total]
     return major if len(major) > 1 else []
 
 
@@ -41,7 +58,7 @@ def language_parts(text: str, spans: list[dict[str, Any]] | None, *, every: bool
     language however little of it there is."""
     if not spans or not all(0 <= int(s["start"]) <= int(s["end"]) <= len(text) for s in spans):
         return {}
-    languages = mixed_languages(spans) if not every else list(paragraph_languages(spans))
+    languages = mixed_languages(spans, text) if not every else list(paragraph_languages(spans, text))
     if len(languages) < 2:
         return {}
     return {lang: "\n".join(text[s["start"]:s["end"]] for s in spans if s.get("lang") == lang) for lang in languages}

@@ -130,7 +130,7 @@ from curation.lang.codes import (
     language_tag,
 )
 from curation.lang.han_script import HANS, HANT, han_scripts, to_simplified
-from curation.lang.mixed import mixed_languages, paragraph_languages
+from curation.lang.mixed import mixed_languages, paragraph_languages, span_sizes
 from curation.lang.scripts import POINTS_RE2, script_ids, script_table
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, ReadsFile, first_reason
@@ -1000,7 +1000,7 @@ class LangId(DocumentFilter):
         mixed: dict[int, list[str]] = {}
         if self.params.per_paragraph:
             scores["_paragraphs"] = paragraphs = self.paragraphs(batch.column("text"), opinion.lang, opinion.score)
-            mixed = self._label_mixed(scores, paragraphs.to_pylist())
+            mixed = self._label_mixed(scores, paragraphs.to_pylist(), as_array(batch.column("text")))
         text = self._to_simplified(batch, scores) if self.params.to_simplified else None
         mask, reasons = self.keep(scores)
         if text is not None:
@@ -1039,19 +1039,21 @@ class LangId(DocumentFilter):
         return pa.array(texts, pa.string())
 
     @staticmethod
-    def _label_mixed(scores: dict[str, np.ndarray], spans_of: list[list[dict[str, Any]]]) -> dict[int, list[str]]:
-        """Documents labelled by their paragraphs where those are mixed (`curation.stages.parts`) or hold most
-        characters in another language than the whole text's label (an article's code read as English): `lang` the
-        language of most of their characters, `lang_score` their paragraphs' scores weighed by characters.
+    def _label_mixed(scores: dict[str, np.ndarray], spans_of: list[list[dict[str, Any]]], texts: pa.Array
+                     ) -> dict[int, list[str]]:
+        """Documents labelled by their paragraphs where those are mixed (`curation.stages.parts`) or are mostly in
+        another language than the whole text's label (an article's code read as English): `lang` the language of
+        most of their words (`curation.lang.mixed.span_sizes`), `lang_score` their paragraphs' scores weighed so.
         Returns the mixed documents: document -> its languages."""
         mixed = {}
         for i, spans in enumerate(spans_of):
-            languages = mixed_languages(spans)
-            main = next(iter(paragraph_languages(spans)), None)
+            text = texts[i].as_py() if len({s["lang"] for s in spans}) > 1 else None  # one language: no words to count
+            languages = mixed_languages(spans, text)
+            main = next(iter(paragraph_languages(spans, text)), None)
             if languages:
                 mixed[i] = languages
             if languages or (main is not None and main != scores["lang"][i]):
-                sizes = np.array([s["end"] - s["start"] for s in spans], np.float64)
+                sizes = np.array(span_sizes(spans, text), np.float64)
                 scores["lang"][i] = main
                 scores["lang_score"][i] = float(np.dot(sizes, [s["score"] for s in spans]) / max(sizes.sum(), 1))
         return mixed

@@ -3,10 +3,11 @@
 A page alternating Chinese and English paragraphs, labelled by its whole text, was judged entirely by one
 language's words and thresholds (half of such documents dropped as `too_few_alpha_words`, English's rule
 read over Chinese words). Where the langid stage labels paragraphs (`per_paragraph: true`, the `lang_paragraphs`
-column), a document whose paragraphs hold two or more languages, each at least a fifth of its paragraph
-characters, is mixed: a filter whose thresholds follow the language (`LanguageFilter`) judges each language's
+column), a document whose paragraphs hold two or more languages, each at least a fifth of its paragraphs' words
+(`curation.lang.mixed.span_sizes`: each language's words, not its characters, of which Chinese needs a fourth of
+English's), is mixed: a filter whose thresholds follow the language (`LanguageFilter`) judges each language's
 paragraphs, joined in their order, as a part with that language's `lang`, and the document is kept when its kept
-parts hold at least `KEPT_SHARE_MIN` of its paragraph characters; a dropped one carries the reason of its largest
+parts hold at least `KEPT_SHARE_MIN` of its paragraphs' words; a dropped one carries the reason of its largest
 dropped part. Rules of a document's size (too few words or sentences) and of its shape (the share of its lines
 that are bullets) are about the document, not its parts: the statistics they read (a filter's `size_scores`) are
 summed over its parts, its shape ratios (`document_ratios`) are those sums' ratios, and every part is judged with
@@ -26,6 +27,7 @@ import pyarrow.compute as pc
 
 from curation.lang.mixed import PARAGRAPHS, language_parts, paragraph_languages
 from curation.stages.base import DocumentFilter, Processed
+from curation.text.columns import as_array
 
 LANG = "lang"
 KEPT_SHARE_MIN = 0.5
@@ -37,7 +39,7 @@ class Parts:
 
     table: pa.Table
     doc: np.ndarray  # int64 per row: its document in the batch
-    chars: np.ndarray  # int64 per row: its paragraph characters (a part's vote)
+    sizes: np.ndarray  # int64 per row: its paragraphs' words, a part's vote (`curation.lang.mixed.span_sizes`)
     mixed: np.ndarray  # bool per document
 
 
@@ -54,7 +56,7 @@ def split_parts(batch: pa.Table, *, every: bool = False) -> Parts | None:
     rows: list[int] = []
     part_text: list[str | None] = []
     part_lang: list[str | None] = []
-    chars: list[int] = []
+    sizes: list[int] = []
     mixed = np.zeros(batch.num_rows, bool)
     for doc, (spans, text) in enumerate(zip(spans_of, texts, strict=True)):
         by_language = language_parts(text, spans, every=every) if candidates[doc] and text is not None else {}
@@ -62,14 +64,15 @@ def split_parts(batch: pa.Table, *, every: bool = False) -> Parts | None:
             rows.append(doc)
             part_text.append(None)
             part_lang.append(None)
-            chars.append(len(text or ""))
+            sizes.append(len(text or ""))  # a document alone: its own part, whatever its size
             continue
         mixed[doc] = True
+        words = paragraph_languages(spans, text)
         for lang, part in by_language.items():
             rows.append(doc)
             part_text.append(part)
             part_lang.append(lang)
-            chars.append(len(part))
+            sizes.append(words.get(lang, 0))
     if not mixed.any():
         return None
     doc_index = np.array(rows, np.int64)
@@ -79,7 +82,7 @@ def split_parts(batch: pa.Table, *, every: bool = False) -> Parts | None:
         column = table.column(name)
         replaced = pc.if_else(is_part, pa.array(values, column.type), column)
         table = table.set_column(table.schema.get_field_index(name), name, replaced)
-    return Parts(table, doc_index, np.array(chars, np.int64), mixed)
+    return Parts(table, doc_index, np.array(sizes, np.int64), mixed)
 
 
 def judged_in_parts(stage: DocumentFilter, batch: pa.Table, ratios: dict[str, tuple[str, str]],
@@ -97,13 +100,15 @@ def judged_in_parts(stage: DocumentFilter, batch: pa.Table, ratios: dict[str, tu
 
 
 def labelled_languages(batch: pa.Table) -> list[list[str]]:
-    """The languages of each document's labelled paragraphs, most characters first, where they are two or more
+    """The languages of each document's labelled paragraphs, the largest first, where they are two or more
     ([] for the others, and without paragraph labels)."""
     if PARAGRAPHS not in batch.column_names:
         return [[] for _ in range(batch.num_rows)]
     candidates = _several_labels(batch.column(PARAGRAPHS))
     spans_of = batch.column(PARAGRAPHS).to_pylist() if candidates.any() else []
-    return [list(paragraph_languages(spans_of[i])) if candidates[i] else [] for i in range(batch.num_rows)]
+    texts = as_array(batch.column("text"))
+    return [list(paragraph_languages(spans_of[i], texts[i].as_py())) if candidates[i] else []
+            for i in range(batch.num_rows)]
 
 
 def _several_labels(paragraphs: pa.ChunkedArray) -> np.ndarray:
@@ -146,18 +151,18 @@ def fold(batch: pa.Table, parts: Parts, judged: Processed) -> Processed:
     """`judged` (the parts, judged) folded back into one row per document of `batch` (module doc)."""
     n = batch.num_rows
     reasons = np.array(judged.reasons.to_pylist(), dtype=object)
-    kept_chars = np.bincount(parts.doc, weights=np.where(reasons == None, parts.chars, 0), minlength=n)  # noqa: E711
-    total = np.bincount(parts.doc, weights=parts.chars, minlength=n)
+    kept = np.bincount(parts.doc, weights=np.where(reasons == None, parts.sizes, 0), minlength=n)  # noqa: E711
+    total = np.bincount(parts.doc, weights=parts.sizes, minlength=n)
     # each document's representative row: its only row, or its largest part (its largest dropped part if dropped)
-    order = np.lexsort((-parts.chars, parts.doc))
+    order = np.lexsort((-parts.sizes, parts.doc))
     first = order[np.unique(parts.doc[order], return_index=True)[1]]
     dropped = np.flatnonzero(reasons != None)  # noqa: E711
     largest_dropped = np.full(n, -1, np.int64)
     if len(dropped):
-        by_size = dropped[np.lexsort((-parts.chars[dropped], parts.doc[dropped]))]
+        by_size = dropped[np.lexsort((-parts.sizes[dropped], parts.doc[dropped]))]
         docs, at = np.unique(parts.doc[by_size], return_index=True)
         largest_dropped[docs] = by_size[at]
-    keeps = np.where(parts.mixed, kept_chars >= KEPT_SHARE_MIN * np.maximum(total, 1), reasons[first] == None)  # noqa: E711
+    keeps = np.where(parts.mixed, kept >= KEPT_SHARE_MIN * np.maximum(total, 1), reasons[first] == None)  # noqa: E711
     chosen = np.where(keeps | (largest_dropped < 0), first, largest_dropped)
     table = judged.table.take(pa.array(chosen))
     for name in ("text", LANG, PARAGRAPHS):  # a mixed document keeps its own text, label and paragraphs

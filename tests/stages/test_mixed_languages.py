@@ -39,24 +39,36 @@ def test_each_paragraph_is_labelled_and_the_document_takes_the_language_of_most_
     spans = labelled.column("lang_paragraphs")[0].as_py()
     assert [s["lang"] for s in spans] == ["zh", "en"] * 4
     assert [MIXED[s["start"]:s["end"]] for s in spans] == [p for pair in zip(ZH, EN, strict=True) for p in pair]
-    assert labelled.column("lang").to_pylist() == ["en"]  # English holds most of its characters
+    # Chinese holds most of its words (119 against 80); by characters (221 against 469) it was English's
+    assert labelled.column("lang").to_pylist() == ["zh"]
     assert labelled.column("lang_score")[0].as_py() > 0.9  # the paragraphs' scores, not the split whole text's
+
+
+def test_a_chinese_article_quoting_a_longer_english_paragraph_is_chinese():
+    """Parts were weighed by characters, of which a Chinese text needs a fourth of English's: an article of three
+    Chinese paragraphs quoting one English paragraph was English, in English's dedup bucket and counts."""
+    quote = " ".join(EN[:3])
+    text = "\n".join([*ZH[:3], quote])
+    assert len(quote) > len("\n".join(ZH[:3]))
+    table = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(pa.table({"text": [text]})).table
+    assert [s["lang"] for s in table.column("lang_paragraphs")[0].as_py()] == ["zh", "zh", "zh", "en"]
+    assert table.column("lang").to_pylist() == ["zh"]
 
 
 def test_a_recipe_may_keep_only_documents_all_of_whose_languages_it_keeps_or_only_whole_ones():
     table = pa.table({"text": [MIXED, EN[0] + "\n" + EN[1]]})
     only_en = LangId(keep=["en"], per_paragraph=True).ready().process(table)
     assert only_en.reasons.to_pylist() == ["lang_not_kept", None]
-    assert only_en.details.to_pylist()[0] == "mixed en+zh"
+    assert only_en.details.to_pylist()[0] == "mixed zh+en"
     whole = LangId(keep=["zh", "en"], per_paragraph=True, mixed_documents="drop").ready().process(table)
     assert whole.reasons.to_pylist() == ["lang_mixed", None]
 
 
 def test_each_part_is_judged_by_its_own_languages_settings(labelled):
     strict_zh = {"zh": {"max_avg_word_length": 1.0}}  # no Chinese part passes this
-    assert _reasons(GopherQuality(languages=strict_zh), labelled) == [None]  # the English part holds most of it
-    assert _reasons(GopherQuality(languages=strict_zh), labelled.drop_columns(["lang_paragraphs"])) == [None]
-    assert _reasons(GopherQuality(max_mean_word_length=2), labelled) == ["long_mean_word_length"]  # English's own
+    # the Chinese part holds most of its words: the document goes with it, and stays without the English part
+    assert _reasons(GopherQuality(languages=strict_zh), labelled) == ["long_mean_word_length"]
+    assert _reasons(GopherQuality(max_mean_word_length=2), labelled) == [None]  # English's own: no English part passes
     # judged as one Chinese document, its English words fail Chinese's bounds; as parts, each passes its own
     as_chinese = labelled.drop_columns(["lang_paragraphs"]).set_column(
         labelled.schema.get_field_index("lang"), "lang", pa.array(["zh"]))
@@ -71,7 +83,7 @@ def test_rules_of_a_documents_size_count_all_of_its_parts(labelled):
     assert _reasons(C4(terminal_punct=False, min_sentences=14), labelled) == ["too_few_sentences"]
     kept = C4(terminal_punct=False).ready().process(labelled).table
     assert kept.column("text").to_pylist() == [MIXED]  # a mixed document's text is left as it was
-    assert kept.column("lang").to_pylist() == ["en"]
+    assert kept.column("lang").to_pylist() == ["zh"]
 
 
 def test_tokens_per_language_count_a_mixed_documents_parts(labelled):
@@ -79,11 +91,11 @@ def test_tokens_per_language_count_a_mixed_documents_parts(labelled):
 
     texts, paragraphs = labelled.column("text"), labelled.column("lang_paragraphs")
     row, lang, chars, tokens = by_part(texts, paragraphs, lambda parts: [len(p.split()) for p in parts])
-    assert row.tolist() == [0, 0] and lang.tolist() == ["en", "zh"]
-    assert chars.tolist() == [len("\n".join(EN)), len("\n".join(ZH))]
-    counts = count(np.array(["web", "web", "web"], dtype=object), np.array(["en", *lang], dtype=object),
+    assert row.tolist() == [0, 0] and lang.tolist() == ["zh", "en"]  # Chinese holds most of its words
+    assert chars.tolist() == [len("\n".join(ZH)), len("\n".join(EN))]
+    counts = count(np.array(["web", "web", "web"], dtype=object), np.array(["zh", *lang], dtype=object),
                    np.array([0, *chars]), np.array([0, *tokens]), np.array([1, 0, 0]))
-    assert counts == {"web": {"en": [1, chars[0], tokens[0]], "zh": [0, chars[1], tokens[1]]}}
+    assert counts == {"web": {"zh": [1, chars[0], tokens[0]], "en": [0, chars[1], tokens[1]]}}
 
 
 def test_a_chinese_article_with_a_list_of_english_titles_is_not_a_page_of_bullets():

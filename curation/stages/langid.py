@@ -165,6 +165,10 @@ FINALIST_RATIO_MIN = 0.2  # the unsure route's runner-up, relative to its leader
 FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone)
 PARAGRAPH_LETTERS_MIN = 20  # letters (combining marks included) from which a paragraph's own label counts...
 SHORT_PARAGRAPH_SCORE_MIN = 0.9  # ... and the score from which a shorter one's does (`LangId.paragraphs`)
+# Chinese varieties written in Han characters, which lid.176 tells apart by a few function words: a paragraph of a
+# Mandarin page labelled Wu (`小区里路由器太多` at 0.61), or one of a Cantonese post Wu at 0.35, made the page
+# "mixed" and dropped where a recipe keeps zh; such a label counts from `SHORT_PARAGRAPH_SCORE_MIN` only
+SINITIC = frozenset({"zh", "yue", "wuu", "gan", "hak", "nan", "cdo", "hsn", "cjy", "lzh", "czh", "cpx", "mnp"})
 OWN_WORDS_MIN = 40  # words from which a language fastText cannot rank must show its own stop words (`_own_words`)...
 OWN_SHARE_OF_TYPICAL = 0.33  # ... at least this share of what they make of real text of it (Leipzig's documents of
 #                              12 sentences in those languages show 0.39 of it at least; Walloon as Sesotho: 0.08)
@@ -906,7 +910,8 @@ class LangId(DocumentFilter):
 
         A line whose own label cannot be trusted takes its document's (`lang`, `score`: the whole texts'): one of
         fewer than `PARAGRAPH_LETTERS_MIN` letters scored under `SHORT_PARAGRAPH_SCORE_MIN`, one mostly of digits
-        and symbols, or one scored under its label's `min_score`. A calendar read as Yoruba or a copyright line
+        and symbols, one scored under its label's `min_score`, or one labelled another Chinese variety than its
+        document's (`SINITIC`) under `SHORT_PARAGRAPH_SCORE_MIN`. A calendar read as Yoruba or a copyright line
         read as Irish would otherwise make an English page "mixed", and drop it where a recipe keeps some languages.
         """
         spans: list[tuple[int, int, int]] = []  # (document, start, end)
@@ -929,6 +934,11 @@ class LangId(DocumentFilter):
         sure = (letters >= PARAGRAPH_LETTERS_MIN) | (opinion.score >= SHORT_PARAGRAPH_SCORE_MIN)
         passed = opinion.score >= self.min_scores(opinion.lang, opinion.lang_script)
         trusted = sure & (2 * letters >= visible) & passed
+        line_doc = np.array([doc for doc, _, _ in spans], np.int64)
+        if len(line_doc):
+            variety = (np.isin(opinion.lang, list(SINITIC)) & np.isin(lang[line_doc], list(SINITIC))
+                       & (opinion.lang != lang[line_doc]))
+            trusted &= ~variety | (opinion.score >= SHORT_PARAGRAPH_SCORE_MIN)
         out: list[list[dict[str, Any]]] = [[] for _ in range(len(texts))]
         for j, (doc, start, end) in enumerate(spans):
             label, confidence = (opinion.lang[j], opinion.score[j]) if trusted[j] else (lang[doc], score[doc])

@@ -55,6 +55,26 @@ def test_a_chinese_article_quoting_a_longer_english_paragraph_is_chinese():
     assert table.column("lang").to_pylist() == ["zh"]
 
 
+CANTONESE_POST = ("[求救] 屋企部雪櫃成日好大聲，係咪就嚟壞？\n部雪櫃用咗差唔多八年，最近一個禮拜晚晚都好大聲，好似有啲嘢喺入面"
+                  "震咁，有時仲會停一停又再響。我試過搬佢出少少，離開牆遠啲，但都係咁。想問下大家係咪要換新嘅？定係搵師傅睇下就得？\n"
+                  "回覆：八年都算用得耐，不過可能只係摩打或者風扇有問題，搵師傅睇下先啦，唔使即刻換。\n"
+                  "回覆：我之前都係咁，後尾發現係背後啲膠片鬆咗，鎖返實就冇事。\n回覆：如果唔凍就真係要換喇，而家啲新嘅慳電好多。\n"
+                  "樓主：多謝各位，聽日打電話叫師傅上嚟睇下先。")
+MANDARIN_REPLIES = ("求助：新买的路由器晚上总是断网怎么办？\n4楼：晚上是用网高峰期，可能是运营商那边的问题，打客服报修吧。\n"
+                    "6楼：十几个设备，是不是有设备在后台下载？进路由器后台看看流量。\n7楼：换个信道试试，小区里路由器太多会互相干扰。")
+
+
+def test_a_chinese_post_is_not_made_mixed_by_a_line_read_as_another_chinese_variety():
+    """lid.176 tells Chinese varieties apart by a few function words: a Mandarin reply came out Wu at 0.61, a
+    Cantonese one Wu at 0.35, and the posts were dropped as `mixed zh+wuu` where a recipe keeps zh."""
+    out = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(
+        pa.table({"text": [CANTONESE_POST, MANDARIN_REPLIES]}))
+    assert out.reasons.to_pylist() == [None, None]
+    for spans in out.table.column("lang_paragraphs").to_pylist():
+        assert {s["lang"] for s in spans} <= {"zh", "yue"} and all(s["score"] >= 0.9 or s["lang"] == "zh"
+                                                                   for s in spans)
+
+
 def test_a_recipe_may_keep_only_documents_all_of_whose_languages_it_keeps_or_only_whole_ones():
     table = pa.table({"text": [MIXED, EN[0] + "\n" + EN[1]]})
     only_en = LangId(keep=["en"], per_paragraph=True).ready().process(table)

@@ -229,7 +229,8 @@ def run_shard(shard: Shard, source: Source, stages: list[tuple[str, Stage]], *, 
     pages = _page_stages(stages)
     extracted: list[pa.Table] = []
     for batch in read_shard(source.reader(), shard.uri, source=source.name, shard=shard.name, key=shard.key,
-                            batch_rows=batch_rows, **({"max_batch_bytes": PAGE_BATCH_BYTES} if pages else {})):
+                            batch_rows=batch_rows, listed=True,
+                            **({"max_batch_bytes": PAGE_BATCH_BYTES} if pages else {})):
         extracted.append(_run(stages[:pages], batch, rejects_sample))
         if sum(t.num_rows for t in extracted) >= batch_rows:
             yield _joined(stages[pages:], extracted, rejects_sample)

@@ -97,7 +97,9 @@ def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]
     for shard in shards:
         before = (done.get(shard.name) or {}).get("input")
         now = input_fingerprint(shard)
-        if before and now and now != before:
+        if before and now is None:  # read as a file, a link now (swapped while the job ran, or since): not followed
+            changed[shard.name] = f"{shard.uri} is a link now, which is not followed"
+        elif before and now != before:
             changed[shard.name] = (f"{shard.uri} changed (size {before['size']} -> {now['size']} bytes, modified "
                                    f"{before['mtime_ns'] / 1e9:.3f} -> {now['mtime_ns'] / 1e9:.3f})")
     listed = {shard.name for shard in shards}

@@ -238,3 +238,41 @@ def test_object_store_listing_and_licence_lookup_walk_the_same_way():
         assert len(list(storage.walk_files("s3://repos/repo", limit=1))) <= 1
         licences = folder_licenses.__wrapped__("s3://repos/repo")
         assert licences.for_path("src/app.py") == ("MIT", "LICENSE")
+
+
+def test_a_file_or_folder_swapped_for_a_link_after_listing_is_not_followed(tmp_path: Path):
+    """Links were judged when the files were listed: a file (or its folder) swapped for a link while the job ran
+    was read through it, out of the input's root, and the rerun kept what it read."""
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "s.jsonl").write_text(json.dumps({"text": "SECRET outside the root"}) + "\n")
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    for name in ("a.jsonl", "b.jsonl", "sub/c.jsonl"):
+        (tmp_path / "in" / name).write_text(json.dumps({"text": f"an ordinary document {name}"}) + "\n")
+    recipe = parse_recipe(f"name: swap\noutput: '{tmp_path / 'jobs'}'\nexecutor: local\nlocal: {{workers: 1}}\n"
+                          f"sources: [{{name: n, format: jsonl, paths: ['{tmp_path}/in/**']}}]\n")
+    shards = {s.key: s for s in list_shards(recipe)}
+    (tmp_path / "in" / "b.jsonl").unlink()
+    (tmp_path / "in" / "b.jsonl").symlink_to(tmp_path / "secret" / "s.jsonl")
+    (tmp_path / "in" / "sub").rename(tmp_path / "in" / "sub-moved")
+    (tmp_path / "in" / "sub").symlink_to(tmp_path / "secret")
+    (tmp_path / "secret" / "c.jsonl").write_text(json.dumps({"text": "SECRET too"}) + "\n")
+    for key in ("b.jsonl", "sub/c.jsonl"):
+        shard = shards[key]
+        rows = pa.concat_tables(read_shard(JsonlReader(), shard.uri, source="n", shard=shard.name, key=key,
+                                           listed=True)).to_pylist()
+        assert [r[schema.REASON] for r in rows] == ["skipped:link", schema.END_OF_SHARD]
+        target = tmp_path / "secret" / ("s.jsonl" if key == "b.jsonl" else "c.jsonl")
+        assert rows[0][schema.DETAIL].endswith(str(target))
+
+    # a rerun: a shard read as a file and a link now is read again, as a link
+    (tmp_path / "in" / "sub").unlink()
+    (tmp_path / "in" / "sub-moved").rename(tmp_path / "in" / "sub")
+    (tmp_path / "in" / "b.jsonl").unlink()
+    (tmp_path / "in" / "b.jsonl").write_text(json.dumps({"text": "an ordinary document b.jsonl"}) + "\n")
+    first = run(recipe, quiet=True)
+    assert len(pq.read_table(Path(first.job_dir) / "documents").column("text")) == 3
+    (tmp_path / "in" / "b.jsonl").unlink()
+    (tmp_path / "in" / "b.jsonl").symlink_to(tmp_path / "secret" / "s.jsonl")
+    again = run(recipe, quiet=True)
+    texts = pq.read_table(Path(again.job_dir) / "documents").column("text").to_pylist()
+    assert sorted(texts) == ["an ordinary document a.jsonl", "an ordinary document sub/c.jsonl"]

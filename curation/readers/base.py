@@ -305,7 +305,7 @@ def _table(rows: list[dict[str, Any]], seconds: float) -> pa.Table:
 
 def read_shard(
     reader: Reader, uri: str, *, source: str, shard: str, key: str | None = None, batch_rows: int = 64,
-    max_batch_bytes: int = 32 << 20,
+    max_batch_bytes: int = 32 << 20, listed: bool = False,
 ) -> Iterator[pa.Table]:
     """Batches of one input shard, ending with the end-of-shard marker; never raises on bad input.
 
@@ -314,14 +314,19 @@ def read_shard(
     folder (which `curation.shards` spells `file://<link>`: `storage.canonical` keeps it, where it resolves a
     plain path, as a link named in `paths` is) is one `link` skip, never opened. Ids hash the `source` name,
     the file's `key` (`Shard.key`: its path below its source's root; default: its whole path) and each record's
-    position."""
+    position. `listed`: `uri` is a file a listing found (`curation.shards`: its real path, no link on it), so a link
+    that has appeared anywhere on it since (a file or folder swapped for one while the job ran) is such a skip too."""
+    swapped = _link_on(uri) if listed else None
     uri = storage.canonical(uri)
     key = uri if key is None else key
     rows: list[dict[str, Any]] = []
     size = 0
     emitted = 0
     started = time.perf_counter()
-    records = iter([reader.link(uri)]) if _is_link(uri) else _attempts(reader, uri)
+    if swapped is not None:
+        records = iter([Record(0, reason="skipped:link", detail=f"{swapped[0]} -> {swapped[1]}"[:500])])
+    else:
+        records = iter([reader.link(uri)]) if _is_link(uri) else _attempts(reader, uri)
     position = -1
     while True:
         try:
@@ -383,6 +388,15 @@ def _attempts(reader: Reader, uri: str) -> Iterator[Record]:
             if failed >= reader.read_attempts:
                 raise InputReadError(uri, failed, f"{type(exc).__name__}: {exc}"[:500]) from exc
             time.sleep(reader.read_backoff_s * 2 ** (failed - 1))
+
+
+def _link_on(path: str) -> tuple[str, str] | None:
+    """(the path, where its links lead) where a local path that was listed as a real path now leads elsewhere."""
+    if storage.is_remote(path) or path.startswith("file://"):
+        return None
+    absolute = str(Path(path).absolute())
+    real = str(Path(absolute).resolve())
+    return (absolute, real) if real != absolute else None
 
 
 def _is_link(uri: str) -> bool:

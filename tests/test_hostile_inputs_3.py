@@ -103,6 +103,20 @@ def test_a_last_line_without_its_newline_before_the_garbage_is_kept_and_a_cut_on
 
 
 @pytest.mark.parametrize(("codec", "extension"), [("gzip", "gz"), ("zstd", "zst"), ("bz2", "bz2"), ("lz4", "lz4")])
+def test_a_whole_file_is_all_documents_in_any_codec_and_streams_joined_too(tmp_path: Path, codec: str,
+                                                                           extension: str):
+    """Every whole `.jsonl.bz2` ended in a `truncated_input` reject: at its end a new decompressor was made for a
+    next stream that was not there, and its not having ended was read as a cut."""
+    lines = notes(300)
+    for name, data in (("one", compressed(b"".join(lines), codec)),
+                       ("joined", compressed(b"".join(lines[:150]), codec) + compressed(b"".join(lines[150:]), codec))):
+        path = tmp_path / f"{name}.jsonl.{extension}"
+        path.write_bytes(data)
+        table = read(JsonlReader(), path)
+        assert outcome(table) == {"doc": 300}, (name, details(table))
+
+
+@pytest.mark.parametrize(("codec", "extension"), [("gzip", "gz"), ("zstd", "zst"), ("bz2", "bz2"), ("lz4", "lz4")])
 def test_garbage_after_the_stream_costs_no_record_in_any_codec(tmp_path: Path, codec: str, extension: str):
     lines = notes(300)
     path = tmp_path / f"tail.jsonl.{extension}"

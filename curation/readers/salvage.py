@@ -64,19 +64,21 @@ class _Bz2:
 
     def __init__(self, pieces: _Pieces) -> None:
         self.pieces, self.decompressor, self.out, self.ended = pieces, bz2.BZ2Decompressor(), b"", False
+        self.fed = False  # whether the stream being decompressed has had bytes: one that has not cannot be cut
 
     def read(self, size: int = -1) -> bytes:
         while (size is None or size < 0 or len(self.out) < size) and not self.ended:
-            data = self.decompressor.unused_data if self.decompressor.eof else b""
-            if self.decompressor.eof:
-                self.decompressor = bz2.BZ2Decompressor()
+            data = b""
+            if self.decompressor.eof:  # the next stream, if any bytes follow: a fresh decompressor not yet fed
+                data, self.decompressor, self.fed = self.decompressor.unused_data, bz2.BZ2Decompressor(), False
             data = data or self.pieces.read(PIECE)
             if not data:
                 self.ended = True
-                if not self.decompressor.eof and self.pieces.offset:
+                if self.fed and not self.decompressor.eof:
                     msg = "bz2 stream ends early (truncated)"
                     raise EOFError(msg)
                 break
+            self.fed = True
             self.out += self.decompressor.decompress(data)
         cut = len(self.out) if size is None or size < 0 else size
         data, self.out = self.out[:cut], self.out[cut:]

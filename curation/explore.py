@@ -436,6 +436,8 @@ def _first_row(scores: dict[str, Any]) -> dict[str, Any]:
     for name, values in scores.items():
         if isinstance(values, dict):
             out.update(_first_row({f"{name}[{key}]": v for key, v in values.items()}))
+        elif isinstance(values, pa.Array | pa.ChunkedArray):  # langid's labelled paragraphs
+            out[name] = _listed(values[0].as_py())
         else:  # a bound the same for every document is one number
             out[name] = _plain(values[0] if np.ndim(values) else values)
     return out

@@ -702,13 +702,14 @@ name: missing
 sources:
   - {{name: web, format: warc, paths: ["{corpus.root}/web/*.warc.gz", "/nonexistent/crawl/*.warc.gz"]}}
   - {{name: notes, format: jsonl, paths: ["/nonexistent/notes.jsonl"]}}
+stages: [extract: {{}}]
 tokenizer: {{model: /nonexistent/tokenizer.model}}
 pack: {{seq_len: 2048}}
 """)
     assert problems == [
         ("sources[0].paths[1]", 3, "no file matches '/nonexistent/crawl/*.warc.gz'"),
         ("sources[1].paths[0]", 4, "no file matches '/nonexistent/notes.jsonl'"),
-        ("tokenizer.model", 5, "no tokenizer model at '/nonexistent/tokenizer.model'"),
+        ("tokenizer.model", 6, "no tokenizer model at '/nonexistent/tokenizer.model'"),
     ]
 
 

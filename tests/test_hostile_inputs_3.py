@@ -405,6 +405,7 @@ sources:
   - {{name: rows, format: parquet, paths: ["{inputs}/*.parquet"]}}
   - {{name: web, format: warc, paths: ["{inputs}/*.warc.gz"]}}
 stages:
+  - extract: {{only: [web]}}
   - length: {{min_words: 1}}
 rejects: {{sample: 1.0}}
 """)

@@ -74,7 +74,8 @@ def tree(tmp_path: Path) -> Path:
 def code_recipe(paths: list[str], tmp_path: Path, fmt: str = "code") -> str:
     listed = ", ".join(f"'{p}'" for p in paths)
     return (f"name: links\noutput: {tmp_path / 'jobs'}\nexecutor: local\nlocal: {{workers: 1}}\n"
-            f"sources: [{{name: src, format: {fmt}, paths: [{listed}]}}]\n")
+            f"sources: [{{name: src, format: {fmt}, paths: [{listed}]}}]\n"
+            + ("stages: [extract: {}]\n" if fmt == "warc" else ""))
 
 
 def read_all(reader: object, uri: str) -> pa.Table:

@@ -74,6 +74,7 @@ name: keys
 sources:
   - {name: web, format: warc, paths: ["s3://corpus/sample/crawl-*.warc.gz"]}
   - {name: notes, format: jsonl, paths: ["s3://corpus/sample/*.jsonl.gz"]}
+stages: [extract: {}]
 """)
     keys = {(s.source, s.key) for s in list_shards(recipe)}
     assert keys == {("web", p.name) for p in SAMPLE.glob("crawl-*.warc.gz")} | {

@@ -16,7 +16,8 @@ from tests.support.stages import BatchSizes
 def _shard_output(tag: str, page_batch_bytes: int, monkeypatch) -> tuple[pa.Table, list[int], list[int]]:
     monkeypatch.setattr(apply, "PAGE_BATCH_BYTES", page_batch_bytes)
     warc = SAMPLE / "crawl-00001.warc.gz"
-    recipe = parse_recipe(f"name: pages\nsources: [{{name: web, format: warc, paths: ['{warc}']}}]\n")
+    recipe = parse_recipe(f"name: pages\nsources: [{{name: web, format: warc, paths: ['{warc}']}}]\n"
+                          "stages: [extract: {}]\n")
     (shard,) = list_shards(recipe)
     stages = [("pages", BatchSizes(tag=f"{tag}-pages")), ("extract", Extract()),
               ("texts", BatchSizes(tag=f"{tag}-texts"))]

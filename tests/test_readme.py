@@ -123,6 +123,9 @@ def check_recipe_fragment(text: str) -> None:
     assert set(fragment) <= set(Recipe.model_fields), f"not recipe keys: {set(fragment) - set(Recipe.model_fields)}"
     base = yaml.safe_load((ROOT / "recipes" / "quickstart.yaml").read_text())
     recipe = {"name": "fragment", "sources": base["sources"], **fragment}
+    stages = recipe.get("stages") or []
+    if not any("extract" in stage for stage in stages):  # a fragment of keys, not a recipe: its pages' text is made
+        recipe["stages"] = [{"extract": {}}, *stages]
     parse_recipe(yaml.safe_dump(recipe, allow_unicode=True), "README fragment", check_paths=False)
 
 

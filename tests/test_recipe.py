@@ -202,6 +202,26 @@ def test_rehydration_needs_the_cluster_sizes_minhash_dedup_keeps(monkeypatch):
     parse_recipe(text.replace("minhash_dedup: {}", "minhash_dedup: {cluster_size: true}"), "r.yaml")
 
 
+def test_warc_pages_need_an_extract_stage_before_any_stage_that_reads_text(monkeypatch):
+    """A WARC source's documents have no text until `extract`: without one the recipe validated, then packing failed
+    with a traceback (`None.split`), or `length` dropped every page as too short."""
+    monkeypatch.chdir(ROOT)
+    assert problems(GOOD.replace("  - extract: {timeout_s: 1}\n  - length:\n", "  - html_langid: {keep: [en]}\n")) == [
+        "r.yaml:3:25: sources[0].format: source 'web' reads WARC pages, whose text none of the `stages` makes: "
+        "add `- extract: {}` (`only: [...]` names the sources it reads), or read WET files (`format: wet`), which "
+        "hold the text"]
+    stage_message = ("stages[0].length: stage 'length' reads text, and source 'web' (warc) has its pages' HTML only "
+                     "until an `extract` stage before it makes their text")
+    assert [p.split(": ", 1)[1] for p in problems(GOOD.replace("  - extract: {timeout_s: 1}\n", ""))] == [stage_message]
+    late = GOOD.replace("  - extract: {timeout_s: 1}\n  - length:\n", "  - length:\n  - extract: {}\n")
+    assert [p.split(": ", 1)[1] for p in problems(late)] == [stage_message]
+    other = GOOD.replace("extract: {timeout_s: 1}", "extract: {only: [notes]}").replace(
+        "stages:", "  - {name: notes, format: jsonl, paths: [recipes/sample/notes.jsonl.gz]}\nstages:")
+    assert [p.split(": ", 1)[1] for p in problems(other)] == [stage_message.replace("[0]", "[1]")]  # only: not web
+    pages = "  - html_langid: {keep: [en]}\n  - extract:"
+    parse_recipe(GOOD.replace("  - extract:", pages), "r.yaml")  # page stages before it read the pages
+
+
 def test_a_seed_outside_what_the_samplers_take_is_refused(monkeypatch):
     """sentencepiece takes a uint32: `seed: -1` passed validation and failed the run after all its work."""
     monkeypatch.chdir(ROOT)

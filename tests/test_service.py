@@ -421,7 +421,7 @@ def write_job(root: Path, name: str = "cached-0123456789", *, records: int = 10,
     process, so the job counts as running), and, once `done`, stats.json and a job_done event."""
     job = root / name
     (job / "_shards").mkdir(parents=True, exist_ok=True)
-    (job / "recipe.yaml").write_text("name: cached\nsources: [{name: web, format: warc, paths: [x.warc.gz]}]\n"
+    (job / "recipe.yaml").write_text("name: cached\nsources: [{name: web, format: jsonl, paths: [x.jsonl]}]\n"
                                      "stages:\n  - length: {min_words: 5}\n  - exact_dedup: {}\n")
     events = [{"time": 100.0, "event": "job_started", "shards": 4, "already_done": 0}]
     if done:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from curation.dedup.bloom_dedup import BloomDedup
 from curation.dedup.minhash_dedup import MinhashDedup
 from curation.recipe.models import Recipe
-from curation.stages.registry import CORPUS_STAGES
+from curation.stages.extract import Extract
+from curation.stages.registry import CORPUS_STAGES, DOCUMENT_STAGES
 from curation.yaml_model import Located
 
 
@@ -17,6 +18,7 @@ def cross_checks(recipe: Recipe) -> list[Located]:
         if names.index(name) != i:
             out.append((("sources", i, "name"), f"source name {name!r} is used twice"))
     out += _token_checks(recipe, names)
+    out += _page_checks(recipe)
     seen_corpus = rewriting = None
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
         if kind in CORPUS_STAGES and rewriting:
@@ -32,6 +34,30 @@ def cross_checks(recipe: Recipe) -> list[Located]:
         for j, src in enumerate(getattr(params, "only", None) or []):
             if src not in names:
                 out.append((("stages", i, kind, "only", j), f"no source named {src!r} (sources: {', '.join(names)})"))
+    return out
+
+
+def _page_checks(recipe: Recipe) -> list[Located]:
+    """A WARC source's documents are pages, their text null until `extract` makes it: a stage that reads text (and
+    the packing) before any `extract` for it judged nothing, or kept documents without text."""
+    out: list[Located] = []
+    for i, source in enumerate(recipe.sources):
+        if source.format != "warc":
+            continue
+        for j, (name, kind, params) in enumerate(recipe.stage_specs()):
+            if (only := getattr(params, "only", None)) is not None and source.name not in only:
+                continue
+            if kind == Extract.name:
+                break
+            stage = DOCUMENT_STAGES.get(kind)
+            if stage is None or ("html" not in stage.input_columns and stage.input_columns != ("url",)):
+                out.append((("stages", j, kind), f"stage {name!r} reads text, and source {source.name!r} (warc) has "
+                            "its pages' HTML only until an `extract` stage before it makes their text"))
+                break
+        else:
+            out.append((("sources", i, "format"), f"source {source.name!r} reads WARC pages, whose text none of "
+                        "the `stages` makes: add `- extract: {}` (`only: [...]` names the sources it reads), or read "
+                        "WET files (`format: wet`), which hold the text"))
     return out
 
 

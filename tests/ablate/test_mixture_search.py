@@ -166,7 +166,7 @@ mixture_search:
     body["evaluation"]["sets"].append({"name": "held-out", "path": f"{ROOT}/recipes/eval/held-out.jsonl"})
     body["mixture_search"].update(variant="web-only", proxy={"tokens": 1024})
     web = {"name": "web", "format": "warc", "paths": [f"{SAMPLE}/crawl-*.warc.gz"]}
-    body["variants"]["web-only"] = {"sources": [web], "stages": [], "mixture": None}
+    body["variants"]["web-only"] = {"sources": [web], "stages": [{"extract": {}}], "mixture": None}
     with pytest.raises(RecipeError, match=r"mixture_search.variant: variant 'web-only' has 1 source: a mixture "):
         parse_ablation(yaml.safe_dump(body, sort_keys=False), "search.yaml")
     body["mixture_search"]["variant"] = "strict"

@@ -256,3 +256,27 @@ def test_an_archive_of_a_repository_s_own_folder_keeps_its_dotfiles_and_skips_gi
     table = read(archive)
     assert outcomes(table)["skipped:vcs"] == 2
     assert sorted(d["path"] for d in documents(table)) == [".bashrc", ".github/workflows/ci.yml", "src/app.py"]
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_members_leading_out_of_the_repository_are_unsafe_path_skips(tmp_path: Path, kind: str):
+    """`../dotdot.py` and `repo/../../escape.py` were documents with those paths: a consumer writing files by
+    `meta.path` would write outside its folder. `/abs/x.py` is `abs/x.py`, `a/./b/../c.py` is `a/c.py`."""
+    members = {"repo/src/ok.py": "x = 1\n", "../dotdot.py": "y = 2\n", "repo/../../escape.py": "z = 3\n",
+               "/abs/path.py": "w = 4\n", "repo/a/./b/../c.py": "v = 5\n"}
+    archive = tmp_path / f"evil.{'tar.gz' if kind == 'tar' else 'zip'}"
+    if kind == "tar":
+        with tarfile.open(archive, "w:gz") as tar:
+            for name, text in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(text)
+                tar.addfile(info, io.BytesIO(text.encode()))
+    else:
+        with zipfile.ZipFile(archive, "w") as z:
+            for name, text in members.items():
+                z.writestr(name, text)
+    table = read(archive)
+    assert outcomes(table)["skipped:unsafe_path"] == 2
+    paths = sorted(d["path"] for d in documents(table))
+    assert all(not p.startswith(("../", "/")) and "/../" not in p for p in paths)
+    assert "abs/path.py" in paths and any(p.endswith("a/c.py") for p in paths)

@@ -5,7 +5,8 @@ One document per source file, with `meta` holding `repo`, `path` (inside the rep
 becomes a counted skip, never a document: binary files (a NUL byte in the first 8,000 bytes, as
 git decides, or a binary format by name), bytes that are not UTF-8, files over `max_file_bytes`,
 empty files, links (never followed: a link inside an archive or met in a folder is a `link` skip; see
-`curation.shards`), and version-control internals (`.git/`...). An archive that breaks off keeps
+`curation.shards`), version-control internals (`.git/`...), and archive members whose path leads up out of
+the repository (`../x`: `unsafe_path`). An archive that breaks off keeps
 the documents read before the break and ends with a `truncated_input`/`unreadable_input` reject.
 
 - **Archives** (`.tar`, `.tar.gz`/`.tgz`, `.tar.bz2`, `.tar.xz`, `.tar.zst`, `.zip`): one archive is
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import lzma
+import posixpath
 import stat
 import tarfile
 import zipfile
@@ -138,6 +140,8 @@ class CodeReader(Reader):
 
     def _member(self, position: int, repo: str, path: str, size: int, read: Callable[[int], bytes],
                 licenses: RepoLicenses) -> Record:
+        if _escapes(path):
+            return _skip(position, "unsafe_path", path, size)
         if in_vcs_folder(path):
             return _skip(position, "vcs", path, size)
         if is_binary_name(path):
@@ -363,10 +367,17 @@ def _zip_link(info: zipfile.ZipInfo) -> bool:
 
 def _relative(name: str) -> str:
     """A member's name without its leading `./` and `/`: `tar -C repo -czf r.tgz .` names `./.git/HEAD` (stripping
-    every leading `.` made it `git/HEAD`, no longer version control, and `.bashrc` `bashrc`)."""
+    every leading `.` made it `git/HEAD`, no longer version control, and `.bashrc` `bashrc`), its `a/../b` made `b`
+    (one that still leads up, `../x`, is refused: `_escapes`)."""
     while name.startswith(("./", "/")):
         name = name[2:] if name.startswith("./") else name[1:]
-    return name
+    return posixpath.normpath(name) if name else name
+
+
+def _escapes(path: str) -> bool:
+    """Whether a member's path leads out of its repository (`../x`): a consumer writing files by `meta.path`
+    would write outside the folder it writes into, as tar and zip extractors refuse to."""
+    return path == ".." or path.startswith("../")
 
 
 def _root(names: list[str]) -> str:

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import re
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import pyarrow as pa
 import yaml
 
+import curation
 from curation import storage
 from curation.dedup.corpus_stage import CorpusStage
 from curation.job import (
@@ -46,14 +51,38 @@ VERSIONED = ("curation", "ray", "pyarrow", "trafilatura", "resiliparse", "fastwa
 
 
 @functools.cache  # metadata lookups cost ~30 ms a call; a run asks four times
+@functools.cache
+def code_fingerprint() -> str:
+    """A hash of this installation's `curation` and `pipelines` sources: the package version stays 0.1.0 from one
+    commit to the next, so a job resumed after the code changed is told by this (`_open_job`)."""
+    digest = hashlib.blake2b(digest_size=6)
+    for package in (Path(curation.__file__).parent, Path(__file__).parent):
+        for path in sorted(package.rglob("*.py")):
+            digest.update(path.relative_to(package.parent).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
+    out = {"python": platform.python_version(), "curation_code": code_fingerprint()}
     for name in VERSIONED:
         try:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def _code_of_last_run(job_dir: str) -> str | None:
+    """The `curation_code` the job's last start recorded (`events.jsonl`), None where it recorded none."""
+    uri = storage.join(job_dir, "events.jsonl")
+    if not storage.exists(uri):
+        return None
+    for line in reversed(storage.read_bytes(uri).decode("utf-8", "replace").splitlines()):
+        with contextlib.suppress(ValueError, AttributeError):
+            event = json.loads(line)
+            if event.get("event") == "job_started":
+                return (event.get("versions") or {}).get("curation_code")
+    return None
 
 
 def recipe_as_run(recipe: Recipe) -> str:
@@ -218,6 +247,14 @@ def _open_job(recipe: Recipe, job_dir: str, stage_names: list[str], corpus_stage
     writer.inputs = {s.name: input_fingerprint(s) for s in todo}
     storage.write_bytes_atomic(storage.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
     events = EventLog(job_dir)
+    if len(todo) < len(shards) and (before := _code_of_last_run(job_dir)) not in (None, code_fingerprint()):
+        # the done shards stay as the earlier code wrote them: said, not refused (an upgrade may be meant)
+        events.emit("code_changed", before=before, now=code_fingerprint())
+        if not quiet:
+            print(f"warning: {job_dir} was begun by other code (curation sources {before}, now "
+                  f"{code_fingerprint()}): its {len(shards) - len(todo)} done shards are kept as that code wrote "
+                  "them; remove the folder (or give another `output`) to run every shard with this code",
+                  file=sys.stderr)
     events.emit("job_started", shards=len(shards), already_done=len(shards) - len(todo), versions=versions(),
                 **({"inputs_changed": changed} if changed else {}))
     progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)

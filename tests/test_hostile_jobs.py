@@ -250,6 +250,27 @@ def test_an_input_gone_that_gave_no_documents_is_forgotten_after_dedup(tmp_path:
     assert documents(again.job_dir) == sorted([prose("a1", 40), prose("a2", 40)])
 
 
+def test_a_job_resumed_by_other_code_says_so(tmp_path: Path, capsys):
+    """A job stopped, then resumed after the code changed, mixed documents of both versions without a word: the
+    package's version (0.1.0) is the same from one commit to the next, its sources' hash is not."""
+    from pipelines.run import code_fingerprint
+
+    write_notes(tmp_path / "in" / "a.jsonl", ["a1"])
+    write_notes(tmp_path / "in" / "b.jsonl", ["b1"])
+    recipe = parse_recipe(local_recipe([f"{tmp_path}/in/*.jsonl"], tmp_path / "jobs"))
+    job = Path(run(recipe, quiet=False).job_dir)
+    assert "warning" not in capsys.readouterr().err
+    events = job / "events.jsonl"
+    events.write_text(events.read_text().replace(code_fingerprint(), "0123456789ab"))
+    next((job / "_shards").glob("notes-b*.json")).unlink()  # one shard still to do, as after a stop
+    run(recipe, quiet=False)
+    err = capsys.readouterr().err
+    assert f"was begun by other code (curation sources 0123456789ab, now {code_fingerprint()})" in err
+    assert "its 1 done shards are kept as that code wrote them" in err
+    changed = [json.loads(line) for line in events.read_text().splitlines() if '"code_changed"' in line]
+    assert [(e["before"], e["now"]) for e in changed] == [("0123456789ab", code_fingerprint())]
+
+
 def test_a_damaged_job_folder_is_mended_by_the_rerun(tmp_path: Path):
     """A rerun said `done` over a documents file deleted or cut, a packed shard gone or cut, a record, manifest or
     dedup result cut short (those three with a traceback), and appended its events to a cut last line. Now each is

@@ -654,6 +654,31 @@ def recipe_problems(text: str) -> list[tuple[str, int, str]]:
     return [(p.path, p.line, p.message) for p in caught.value.problems]
 
 
+def test_files_in_a_compression_their_reader_does_not_undo_are_refused(tmp_path: Path):
+    """An `.xz` JSONL was read as text (one `invalid_utf8` reject), a `.bz2` WARC as "Invalid WARC header"."""
+    import bz2
+    import lzma
+
+    (tmp_path / "a.jsonl.xz").write_bytes(lzma.compress(b'{"text": "hello"}\n'))
+    (tmp_path / "b.warc.bz2").write_bytes(bz2.compress(b"WARC/1.0\r\n"))
+    (tmp_path / "c.jsonl.bz2").write_bytes(bz2.compress(b'{"text": "hello"}\n'))
+    problems = recipe_problems(f"""\
+name: packed
+sources:
+  - {{name: notes, format: jsonl, paths: ["{tmp_path}/*.jsonl.*"]}}
+  - {{name: web, format: warc, paths: ["{tmp_path}/*.warc.bz2"]}}
+stages: [extract: {{}}]
+""")
+    assert problems == [
+        ("sources[0].paths[0]", 3, f"'{tmp_path}/*.jsonl.*' matches '{tmp_path}/a.jsonl.xz': .xz files are not read "
+                                   "as jsonl (compressed with gzip, zstd, bz2 or lz4, or not); decompress them, or "
+                                   "compress them so"),
+        ("sources[1].paths[0]", 4, f"'{tmp_path}/*.warc.bz2' matches '{tmp_path}/b.warc.bz2': .bz2 files are not "
+                                   "read as warc (compressed with gzip, zstd or lz4, or not); decompress them, or "
+                                   "compress them so"),
+    ]
+
+
 def test_a_10_gb_seq_len_is_refused(corpus: Corpus):
     problems = recipe_problems(f"""\
 name: huge

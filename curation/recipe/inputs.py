@@ -33,6 +33,11 @@ def path_checks(recipe: Recipe) -> list[Located]:
                 if not uri.isascii() and _not_utf8(uri):
                     out.append((("sources", i, "paths", j), f"{pattern!r} matches {uri!r}, whose name is not UTF-8: "
                                 "no reader can open it (pyarrow takes UTF-8 paths); rename it"))
+            if unread := next((u for u in matched[i, j] if u.lower().endswith(_UNREAD.get(source.format, ()))), None):
+                suffix = "." + unread.rsplit(".", 1)[1]
+                out.append((("sources", i, "paths", j), f"{pattern!r} matches {unread!r}: {suffix} files are not read "
+                            f"as {source.format} (compressed {_READ[source.format]}); decompress them, or compress "
+                            "them so"))
     out += _shared_files(recipe, matched)
     out += _reads_output(recipe, matched)
     if recipe.tokenizer is not None and recipe.tokenizer.model:
@@ -47,6 +52,14 @@ def path_checks(recipe: Recipe) -> list[Located]:
         for key, message in missing or params.file_problems():
             out.append((("stages", i, kind, *key), message))
     return out
+
+
+# Compressions a format's files may look compressed with that its reader does not undo (it read them as text: an
+# `.xz` JSONL was one `invalid_utf8` reject, a `.bz2` WARC "Invalid WARC header")
+_ARCHIVES = (".xz", ".lzma", ".br", ".zip", ".7z", ".rar", ".z")
+_UNREAD = {"jsonl": _ARCHIVES, "warc": (*_ARCHIVES, ".bz2"), "wet": (*_ARCHIVES, ".bz2")}
+_READ = {"jsonl": "with gzip, zstd, bz2 or lz4, or not", "warc": "with gzip, zstd or lz4, or not",
+         "wet": "with gzip, zstd or lz4, or not"}
 
 
 def _not_utf8(name: str) -> bool:

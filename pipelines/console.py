@@ -60,10 +60,10 @@ class Progress:
             print(f"shards {self.done}/{self.total}  {rate}", file=sys.stderr, flush=True)
 
 
-def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None) -> None:
-    """The per-stage funnel, drop reasons and where the output is."""
-    console = console or Console(width=None if Console().is_terminal else 120)
-    table = Table(title=f"{stats['job']}: funnel", title_justify="left")
+def funnel_table(title: str, stages: list[dict[str, Any]]) -> Table:
+    """One row per stage (`stats.json`'s stages, or the status service's funnel): documents in and out, and per
+    reason those dropped, the records skipped as no documents and those that went by unjudged."""
+    table = Table(title=title, title_justify="left")
     for column in ("stage", "in", "out", "kept %", "dropped", "skipped (not documents)", "went by (unjudged)",
                    "MB in", "s"):
         left = column in ("stage", "dropped", "skipped (not documents)", "went by (unjudged)")
@@ -72,13 +72,18 @@ def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None)
     def reasons(counts: dict[str, int]) -> str:
         return "\n".join(f"{k} {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "-"
 
-    for row in stats["stages"]:
+    for row in stages:
         kept = 100.0 * row["docs_out"] / row["docs_in"] if row["docs_in"] else 100.0
         table.add_row(row["stage"], f"{row['docs_in']:,}", f"{row['docs_out']:,}", f"{kept:.1f}",
-                      reasons(row["dropped"]), reasons(row["skipped"]), reasons(row.get("bypassed", {})),
-                      f"{row['bytes_in'] / 1e6:.2f}",
-                      f"{row['seconds']:.2f}")
-    console.print(table)
+                      reasons(row["dropped"]), reasons(row.get("skipped") or {}), reasons(row.get("bypassed") or {}),
+                      f"{row['bytes_in'] / 1e6:.2f}", f"{row['seconds']:.2f}")
+    return table
+
+
+def summary(stats: dict[str, Any], job_dir: str, console: Console | None = None) -> None:
+    """The per-stage funnel, drop reasons and where the output is."""
+    console = console or Console(width=None if Console().is_terminal else 120)
+    console.print(funnel_table(f"{stats['job']}: funnel", stats["stages"]))
     for row in stats["stages"]:  # tallies a stage reports (langid's documents per script, pii's redactions...)
         counted = {k: v for k, v in (row.get("counts") or {}).items() if v}
         if counted:

@@ -302,6 +302,10 @@ def test_training_metrics_manifest_and_prometheus(job):
     assert samples[("curation_stage_docs_in", (("job", name), ("stage", "exact_dedup")))] == \
         stage_of(stats["stages"], "exact_dedup")["docs_in"]
     assert samples[("curation_train_step", (("job", name),))] == 300
+    # skips and documents that went by a stage unjudged are exposed too (docs_in = docs_out + dropped + skipped)
+    extract = stage_of(stats["stages"], "extract")
+    assert extract["bypassed"] == {"only": 11}
+    assert samples[("curation_stage_bypassed", (("job", name), ("reason", "only"), ("stage", "extract")))] == 11
 
 
 def test_unknown_job_or_stage_is_404_and_bad_parameters_422(job):
@@ -354,6 +358,7 @@ def test_healthz_openapi_and_curate_status(job, capsys):
     assert main(["status", "watch", "--url", job.url]) == 0  # a unique prefix names the job
     shown = capsys.readouterr().out
     assert "too_few_words 7" in shown and "duplicate 7" in shown and "exact_dedup" in shown
+    assert "went by (unjudged)" in shown and "only 11" in shown  # the columns of `curate run`'s own funnel
     assert main(["status", "nope", "--url", job.url]) == 2
     assert "no job 'nope'" in capsys.readouterr().out
 

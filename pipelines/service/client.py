@@ -12,6 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from pipelines.console import funnel_table
+
 
 class ServiceError(Exception):
     pass
@@ -54,18 +56,11 @@ def jobs_table(jobs: list[dict[str, Any]]) -> Table:
     return table
 
 
-def funnel_table(job: dict[str, Any], funnel: dict[str, Any]) -> Table:
+def job_funnel_table(job: dict[str, Any], funnel: dict[str, Any]) -> Table:
+    """`curate run`'s funnel table, of a job the service shows (skips and what went by unjudged too)."""
     final = "final" if funnel["final"] else "live"
-    table = Table(title=f"{job['id']}: {job['state']}, {job['phase']}, {job['percent']:.1f}% ({final} funnel)",
-                  title_justify="left")
-    for column in ("stage", "in", "out", "kept %", "dropped", "s"):
-        table.add_column(column, justify="left" if column in ("stage", "dropped") else "right")
-    for row in funnel["stages"]:
-        reasons = "\n".join(f"{k} {v:,}" for k, v in sorted(row["dropped"].items(), key=lambda kv: -kv[1])) or "-"
-        kept = "-" if row["kept_percent"] is None else f"{row['kept_percent']:.1f}"
-        table.add_row(row["stage"], f"{row['docs_in']:,}", f"{row['docs_out']:,}", kept, reasons,
-                      f"{row['seconds']:.1f}")
-    return table
+    return funnel_table(f"{job['id']}: {job['state']}, {job['phase']}, {job['percent']:.1f}% ({final} funnel)",
+                        funnel["stages"])
 
 
 def resolve(url: str, job: str) -> str:
@@ -88,7 +83,7 @@ def show(url: str, job: str | None, console: Console) -> bool:
         return all(j["state"] != "running" for j in jobs)
     quoted = urllib.parse.quote(job, safe="")
     status = fetch(url, f"/api/jobs/{quoted}")
-    console.print(funnel_table(status, fetch(url, f"/api/jobs/{quoted}/funnel")))
+    console.print(job_funnel_table(status, fetch(url, f"/api/jobs/{quoted}/funnel")))
     console.print(f"records read {status['records']:,}, documents kept {status['documents']:,}, "
                   f"{_rate(status)} records/s, ETA {_duration(status['eta_seconds'])}, "
                   f"elapsed {_duration(status['elapsed_seconds'])}")

@@ -46,6 +46,12 @@ class JobsCollector(Collector):
                  for k, h in STAGE_COUNTS.items()}
         dropped = GaugeMetricFamily("curation_stage_dropped", "Documents a stage dropped, per reason.",
                                       labels=["job", "stage", "reason"])
+        # docs_in = docs_out + dropped + skipped: records that are no documents (a WARC request, a binary file)
+        skipped = GaugeMetricFamily("curation_stage_skipped", "Records a stage set aside as no documents, per "
+                                    "reason.", labels=["job", "stage", "reason"])
+        bypassed = GaugeMetricFamily("curation_stage_bypassed", "Documents that went by a stage unjudged (`only:`, a "
+                                     "language it does not judge), per reason; not in docs_in.",
+                                     labels=["job", "stage", "reason"])
         step = GaugeMetricFamily("curation_train_step", "Last training step logged.", labels=["job"])
         train = {k: GaugeMetricFamily(f"curation_train_{k}", f"Training {k} at the last step.", labels=["job"])
                  for k in TRAIN_GAUGES}
@@ -68,8 +74,9 @@ class JobsCollector(Collector):
             for row in self.jobs.cached(("funnel-rows", job_id), folder.funnel):
                 for key, family in stage.items():
                     family.add_metric([job_id, row["stage"]], row.get(key) or 0)
-                for reason, n in row["dropped"].items():
-                    dropped.add_metric([job_id, row["stage"], reason], n)
+                for family, key in ((dropped, "dropped"), (skipped, "skipped"), (bypassed, "bypassed")):
+                    for reason, n in (row.get(key) or {}).items():
+                        family.add_metric([job_id, row["stage"], reason], n)
             if status["has"]["train"]:
                 rows = self.jobs.cached(("train-rows", job_id), folder.train_metrics)
                 if rows:
@@ -78,7 +85,8 @@ class JobsCollector(Collector):
                         value = rows[-1].get(key)
                         if isinstance(value, int | float):
                             family.add_metric([job_id], value)
-        yield from (state, percent, shards, records, documents, rate, eta, *stage.values(), dropped, step,
+        yield from (state, percent, shards, records, documents, rate, eta, *stage.values(), dropped, skipped, bypassed,
+                    step,
                     *train.values())
 
 

@@ -221,6 +221,13 @@ def rejects(job: str | Path, stage: str | None = None, reason: str | None = None
         if stage not in known:
             msg = f"no stage {stage!r} in {job}: its stages are {', '.join(sorted(known))}"
             raise ValueError(msg)
+        if reason is not None:  # a misspelt reason too
+            reasons = {r for row in JobFolder(job).funnel() if row["stage"] == stage for r in row["dropped"]}
+            reasons |= set(reject_files(job).get(stage, {}))
+            if reason not in reasons:
+                msg = (f"stage {stage!r} of {job} dropped nothing for {reason!r}: its reasons are "
+                       f"{', '.join(sorted(reasons)) or 'none'}")
+                raise ValueError(msg)
     tables = []
     for s, by in reject_files(job).items():
         for r, files in by.items():

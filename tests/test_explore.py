@@ -114,6 +114,10 @@ def test_a_wrong_job_path_or_stage_name_is_an_error_not_an_empty_frame(tmp_path)
     with pytest.raises(ValueError, match=r"no stage 'lenght' in .*: its stages are length"):
         explore.rejects(job, "lenght")
     assert list(explore.rejects(job, "length")["id"]) == ["b"]
+    with pytest.raises(ValueError, match=r"stage 'length' of .* dropped nothing for 'typo': its reasons are "
+                                         r"too_few_words"):
+        explore.rejects(job, "length", "typo")
+    assert list(explore.rejects(job, "length", "too_few_words")["id"]) == ["b"]
 
 
 def test_spike_documents_through_packed_row_provenance(tmp_path):

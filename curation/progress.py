@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from curation import storage
+from curation import schema, storage
 from curation.job import SHARDS, JobWriter, empty_counters, funnel, merge_counters
 
 PROGRESS = "_progress.json"
@@ -262,6 +262,14 @@ def _rate(points: list[list[float]], column: int, window: float) -> float | None
     return (last[column] - first[column]) / dt if dt > 0 else None
 
 
+
+def job_name(folder: str) -> str:
+    """A job's name from its folder's (`<name>-<hash of the recipe>`); a folder named otherwise, its whole name."""
+    name, _, suffix = folder.rpartition("-")
+    hashed = len(suffix) == schema.JOB_HASH_CHARS and all(c in "0123456789abcdef" for c in suffix)
+    return name if name and hashed else folder
+
+
 class JobFolder:
     """What a job folder says about its job, re-read only where files changed. Thread-safe."""
 
@@ -375,7 +383,7 @@ class JobFolder:
 
     def _unreadable_status(self, error: str) -> dict[str, Any]:
         return {
-            "id": self.id, "name": self.id.rsplit("-", 1)[0], "state": "unreadable", "phase": "unreadable",
+            "id": self.id, "name": job_name(self.id), "state": "unreadable", "phase": "unreadable",
             "error": error.splitlines()[0][:500] if error else "unreadable", "started": None, "finished": None,
             "updated": None, "elapsed_seconds": None, "percent": 0.0, "eta_seconds": None,
             "shards": {"total": 0, "done": 0, "already_done": 0}, "corpus_steps": {"total": 0, "done": 0},
@@ -417,7 +425,7 @@ class JobFolder:
         if running and phase == "documents" and elapsed and shards_done > already:
             eta = round((shards_total - shards_done) * elapsed / (shards_done - already), 1)
         return {
-            "id": self.id, "name": self.id.rsplit("-", 1)[0], "state": state, "phase": phase, "error": error,
+            "id": self.id, "name": job_name(self.id), "state": state, "phase": phase, "error": error,
             "started": started, "finished": finished, "updated": progress.get("updated", last.get("time")),
             "elapsed_seconds": round(elapsed, 3) if elapsed else None, "percent": percent, "eta_seconds": eta,
             "shards": {"total": shards_total, "done": shards_done, "already_done": already},

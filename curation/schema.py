@@ -43,6 +43,8 @@ BOOKKEEPING_FIELDS = [
 READ_SCHEMA = pa.schema([*DOCUMENT_FIELDS, HTML, *BOOKKEEPING_FIELDS])
 
 
+JOB_HASH_CHARS = 10  # of a recipe's fingerprint in its job folder's name, `<name>-<hash>`
+
 def metric_column(kind: str, stage: str) -> str:
     """Per-row measurement column a stage run adds: seconds, bytes in or bytes out."""
     return f"_{kind}:{stage}"

@@ -274,8 +274,10 @@ def _train(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 128 + signum
     first, last = (result.metrics[0], result.metrics[-1]) if result.metrics else ({}, {})
+    measured = [row["val_loss"] for row in result.metrics if isinstance(row.get("val_loss"), int | float)]
+    val_loss = f"{measured[-1]:.4f}" if measured else "not measured"
     print(f"{len(result.metrics)} steps in {result.seconds:.1f} s: loss {first.get('loss', float('nan')):.4f} -> "
-          f"{last.get('loss', float('nan')):.4f}, val_loss {last.get('val_loss')}, {len(result.spikes)} spike(s)")
+          f"{last.get('loss', float('nan')):.4f}, val_loss {val_loss}, {len(result.spikes)} spike(s)")
     print(f"metrics, spikes and checkpoints: {result.train_dir}")
     return 0
 

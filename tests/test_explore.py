@@ -262,3 +262,11 @@ def test_a_rerun_that_read_nothing_shows_no_rate(tmp_path):
               {"time": 200.003, "event": "job_done"}]
     (job / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     assert JobFolder(job).status()["rate"]["mean_records_per_s"] is None
+
+
+def test_a_jobs_name_is_its_folders_without_the_recipes_hash():
+    """A folder named without the hash (`train-garbage`, made by hand) was shown as the job `train`."""
+    from curation.progress import job_name
+
+    assert job_name("web-zh-en-0123456789") == "web-zh-en"
+    assert job_name("train-garbage") == "train-garbage" and job_name("solo") == "solo"

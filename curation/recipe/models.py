@@ -181,6 +181,6 @@ class Recipe(_Strict):
         `./jobs` there is not the folder `curate` runs in."""
         folder = output or self.output
         return storage.join(folder if storage.is_remote(folder) else storage.canonical(folder),
-                            f"{self.name}-{self.fingerprint()[:10]}")
+                            f"{self.name}-{self.fingerprint()[:schema.JOB_HASH_CHARS]}")
 
 

@@ -73,8 +73,12 @@ function funnelChart(funnel) {
     labels.push(s.stage);
     values.push(left);
   }
-  return draw(div, [{ type: "funnel", y: labels, x: values, textinfo: "value+percent initial",
-    marker: { color: "#3b82f6" } }], { yaxis: { automargin: true } }, values.length);
+  // a row tall enough for its label at a readable size, however many stages (plotly shrank it to fit: unreadable)
+  const height = Math.max(280, 40 + 28 * values.length);
+  div.style.height = `${height}px`;
+  return draw(div, [{ type: "funnel", y: labels, x: values, texttemplate: "%{value} · %{percentInitial:.0%}",
+    textposition: "inside", textfont: { size: 12 }, constraintext: "none", marker: { color: "#3b82f6" } }],
+  { height, yaxis: { automargin: true } }, values.length);
 }
 
 function reasonsChart(funnel) {

@@ -420,7 +420,8 @@ class JobFolder:
         rate = _rate((progress.get("series") or {}).get("points") or [], 1, RECENT_SECONDS) if running else None
         already = first.get("already_done", 0)
         # a rerun that found every shard done read nothing: the job's records over its milliseconds are no rate
-        mean = records / elapsed if elapsed and not (shards_total and already >= shards_total) else None
+        this_run = records - first.get("records_already_read", 0)  # a resumed run's: not the shards done before
+        mean = this_run / elapsed if elapsed and not (shards_total and already >= shards_total) else None
         eta = None
         if running and phase == "documents" and elapsed and shards_done > already:
             eta = round((shards_total - shards_done) * elapsed / (shards_done - already), 1)

@@ -255,7 +255,11 @@ def _open_job(recipe: Recipe, job_dir: str, stage_names: list[str], corpus_stage
                   f"{code_fingerprint()}): its {len(shards) - len(todo)} done shards are kept as that code wrote "
                   "them; remove the folder (or give another `output`) to run every shard with this code",
                   file=sys.stderr)
+    # the records of the shards done before: a resumed job's mean rate is of what this run reads
+    already_read = sum(((record.get("counters") or {}).get("read") or {}).get("docs_in", 0)
+                       for record in writer.done.values())
     events.emit("job_started", shards=len(shards), already_done=len(shards) - len(todo), versions=versions(),
+                records_already_read=already_read,
                 **({"inputs_changed": changed} if changed else {}))
     progress = Progress(total_shards=len(shards), done_shards=len(shards) - len(todo), enabled=not quiet)
     return _Job(recipe, job_dir, shards, writer, events, progress), todo

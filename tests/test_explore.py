@@ -262,6 +262,11 @@ def test_a_rerun_that_read_nothing_shows_no_rate(tmp_path):
               {"time": 200.003, "event": "job_done"}]
     (job / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     assert JobFolder(job).status()["rate"]["mean_records_per_s"] is None
+    # a resumed run's mean is of the records it read: 10 in all, 6 of them in shards done before, over 2 s
+    events = [{"time": 200.0, "event": "job_started", "shards": 4, "already_done": 2, "records_already_read": 6},
+              {"time": 202.0, "event": "job_done"}]
+    (job / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert JobFolder(job).status()["rate"]["mean_records_per_s"] == 2.0  # it was 5.0: all 10 over 2 s
 
 
 def test_a_jobs_name_is_its_folders_without_the_recipes_hash():

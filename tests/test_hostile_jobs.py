@@ -269,6 +269,8 @@ def test_a_job_resumed_by_other_code_says_so(tmp_path: Path, capsys):
     assert "its 1 done shards are kept as that code wrote them" in err
     changed = [json.loads(line) for line in events.read_text().splitlines() if '"code_changed"' in line]
     assert [(e["before"], e["now"]) for e in changed] == [("0123456789ab", code_fingerprint())]
+    started = [json.loads(line) for line in events.read_text().splitlines() if '"job_started"' in line]
+    assert [e["records_already_read"] for e in started] == [0, 1]  # shard a's record: no part of the rerun's rate
 
 
 def test_a_damaged_job_folder_is_mended_by_the_rerun(tmp_path: Path):

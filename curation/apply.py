@@ -80,7 +80,7 @@ def run_stage(
     # all batches of a job share one schema whatever mix of rows they hold.
     counts = {schema.count_column(name, key): pa.int64() for key in stage.count_keys}
     passed = {bypass_column(name, why): pa.int64() for why in bypass_reasons(stage)}
-    added = {**stage.output_columns, **metrics, **counts, **passed}
+    added = {**stage.added(), **metrics, **counts, **passed}
     todo, rest = _split(stage, batch, active)
     # columns a stage adds (not the document's own, which stages rewrite in place) that a stage of the same kind
     # added earlier (another source's langid): computed anew for the rows judged here, the others keep theirs
@@ -101,7 +101,7 @@ def run_stage(
     out = out.set_column(out.schema.get_field_index(schema.REASON), schema.REASON, result.reasons.cast(pa.string()))
     details = result.details if result.details is not None else pa.nulls(n, pa.string())
     out = out.set_column(out.schema.get_field_index(schema.DETAIL), schema.DETAIL, details.cast(pa.string()))
-    out = _with_columns(out, stage.output_columns)
+    out = _with_columns(out, stage.added())
     out_bytes = np.where(dropped, 0, text_bytes(out))
     out = out.append_column(schema.metric_column("sec", name), pa.array(np.full(n, seconds / n)))
     out = out.append_column(schema.metric_column("bin", name), pa.array(text_bytes(todo), pa.int64()))

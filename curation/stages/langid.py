@@ -1068,6 +1068,10 @@ class LangId(DocumentFilter):
                 scores["lang_score"][i] = float(np.dot(sizes, [s["score"] for s in spans]) / max(sizes.sum(), 1))
         return mixed
 
+    def added(self) -> dict[str, pa.DataType]:
+        """`output_columns`: the label whatever `keep_scores` says (later stages read it)."""
+        return self.output_columns
+
     def added_columns(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
         """`output_columns`: the label whatever `keep_scores` says (later stages read it)."""
         paragraphs = scores.get("_paragraphs")

@@ -130,9 +130,10 @@ class Reader:
 
     def __init__(self, *, text_field: str = "text", url_field: str = "url", max_record_bytes: int = 10 << 20,
                  max_decompressed_bytes: int | None = None, max_decompression_ratio: float | None = 100.0,
-                 read_attempts: int = 3, read_backoff_s: float = 0.5) -> None:
+                 read_attempts: int = 3, read_backoff_s: float = 0.5, html_field: str | None = None) -> None:
         self.text_field = text_field
         self.url_field = url_field
+        self.html_field = html_field  # JSONL and Parquet: a field of raw pages, which `extract` makes text of
         self.max_record_bytes = max_record_bytes
         self.max_decompressed_bytes = max_decompressed_bytes
         self.max_decompression_ratio = max_decompression_ratio
@@ -145,7 +146,7 @@ class Reader:
     def options(self) -> dict[str, Any]:
         """The keyword arguments this reader was made with (for a reader that delegates to another)."""
         names = ("text_field", "url_field", "max_record_bytes", "max_decompressed_bytes", "max_decompression_ratio",
-                 "read_attempts", "read_backoff_s")
+                 "read_attempts", "read_backoff_s", "html_field")
         return {name: getattr(self, name) for name in names}
 
     def inflate_budget(self, uri: str, compressed: int | None = None) -> InflateBudget:

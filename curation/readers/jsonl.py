@@ -95,6 +95,14 @@ class JsonlReader(Reader):
     def from_mapping(self, position: int, obj: Any, size: int) -> Record:
         if not isinstance(obj, dict):
             return Record(position, reason="not_an_object", detail=type(obj).__name__, raw_bytes=size)
+        if self.html_field is not None:  # a page: its raw HTML, for `extract`, as a WARC record's
+            html = obj.pop(self.html_field, None)
+            if not isinstance(html, str | bytes):
+                detail = f"field {self.html_field!r} is {'missing' if html is None else type(html).__name__}"
+                return Record(position, reason="no_html_field", detail=detail, raw_bytes=size)
+            url = obj.pop(self.url_field, None)
+            body = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else html
+            return Record(position, url=None if url is None else str(url), html=body, meta=obj, raw_bytes=size)
         text = obj.pop(self.text_field, None)
         if not isinstance(text, str):
             detail = f"field {self.text_field!r} is {'missing' if text is None else type(text).__name__}"

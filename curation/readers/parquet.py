@@ -35,12 +35,13 @@ class ParquetReader(JsonlReader):
                 if obj is None:
                     yield Record(position, reason=invalid.reason, detail=invalid.detail)
                     continue
-                text = obj.get(self.text_field)
-                size = _size(text, self.max_record_bytes)
+                content = self.html_field or self.text_field  # a page's raw HTML stays bytes, for `extract`
+                size = _size(obj.get(content), self.max_record_bytes)
                 if size > self.max_record_bytes:
                     yield Record(position, reason="too_large", detail=f"{size} bytes", raw_bytes=size)
                     continue
-                if (bad := decode_binary(obj, (self.text_field, self.url_field))) is not None:
+                decoded = (self.url_field,) if self.html_field else (self.text_field, self.url_field)
+                if (bad := decode_binary(obj, decoded)) is not None:
                     yield Record(position, reason="invalid_utf8", detail=bad, raw_bytes=size)
                     continue
                 yield self.from_mapping(position, obj, size)

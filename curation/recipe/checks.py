@@ -38,11 +38,16 @@ def cross_checks(recipe: Recipe) -> list[Located]:
 
 
 def _page_checks(recipe: Recipe) -> list[Located]:
-    """A WARC source's documents are pages, their text null until `extract` makes it: a stage that reads text (and
-    the packing) before any `extract` for it judged nothing, or kept documents without text."""
+    """A WARC source's documents are pages, their text null until `extract` makes it (and those of a JSONL or
+    Parquet source with `html_field`): a stage that reads text (and the packing) before any `extract` for it judged
+    nothing, or kept documents without text."""
     out: list[Located] = []
     for i, source in enumerate(recipe.sources):
-        if source.format != "warc":
+        if source.html_field is not None and source.format not in ("jsonl", "parquet"):
+            out.append((("sources", i, "html_field"), f"`html_field` names a field of JSONL or Parquet rows; "
+                        f"{source.format} sources have none"))
+            continue
+        if source.format != "warc" and source.html_field is None:
             continue
         for j, (name, kind, params) in enumerate(recipe.stage_specs()):
             if (only := getattr(params, "only", None)) is not None and source.name not in only:
@@ -51,13 +56,16 @@ def _page_checks(recipe: Recipe) -> list[Located]:
                 break
             stage = DOCUMENT_STAGES.get(kind)
             if stage is None or ("html" not in stage.input_columns and stage.input_columns != ("url",)):
-                out.append((("stages", j, kind), f"stage {name!r} reads text, and source {source.name!r} (warc) has "
-                            "its pages' HTML only until an `extract` stage before it makes their text"))
+                out.append((("stages", j, kind), f"stage {name!r} reads text, and source {source.name!r} "
+                            f"({source.format}{' with html_field' if source.html_field else ''}) has its pages' HTML "
+                            "only until an `extract` stage before it makes their text"))
                 break
         else:
-            out.append((("sources", i, "format"), f"source {source.name!r} reads WARC pages, whose text none of "
-                        "the `stages` makes: add `- extract: {}` (`only: [...]` names the sources it reads), or read "
-                        "WET files (`format: wet`), which hold the text"))
+            what = "WARC pages" if source.html_field is None else f"pages (`html_field: {source.html_field}`)"
+            out.append((("sources", i, "html_field" if source.html_field else "format"), f"source {source.name!r} "
+                        f"reads {what}, whose text none of the `stages` makes: add `- extract: {{}}` (`only: [...]` "
+                        "names the sources it reads)" + (", or read WET files (`format: wet`), which hold the text"
+                                                         if source.html_field is None else "")))
     return out
 
 

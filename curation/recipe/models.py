@@ -39,6 +39,9 @@ class Source(_Strict):
     )
     text_field: str = Field("text", description="jsonl/parquet: the field holding the document text.")
     url_field: str = Field("url", description="jsonl/parquet: the field holding the document URL, if any.")
+    html_field: str | None = Field(
+        None, description="jsonl/parquet: the field holding each page's raw HTML instead of its text (a crawl "
+        "exported as rows): the `extract` stage makes the text, as of WARC pages; `text_field` is then not read.")
     max_record_bytes: int = Field(10 << 20, gt=0, description="Records larger than this are rejects (`too_large`).")
     code: CodeOptions | None = Field(None, description="code: layout, file size limit, table columns (CodeOptions).")
     max_decompressed_bytes: int | None = Field(
@@ -57,7 +60,7 @@ class Source(_Strict):
         return READERS[self.format](
             text_field=self.text_field, url_field=self.url_field, max_record_bytes=self.max_record_bytes,
             max_decompressed_bytes=self.max_decompressed_bytes, max_decompression_ratio=self.max_decompression_ratio,
-            read_attempts=self.read_attempts, read_backoff_s=self.read_backoff_s, **extra
+            read_attempts=self.read_attempts, read_backoff_s=self.read_backoff_s, html_field=self.html_field, **extra
         )
 
 

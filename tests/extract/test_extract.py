@@ -608,3 +608,39 @@ def test_posts_set_in_a_table_of_posts_come_out_as_paragraphs_and_data_tables_st
     assert prose_out_of_tables(fenced) == fenced
     row = f"| #3 | {posts[0]} | quote \\| reply |"
     assert prose_out_of_tables([row]) == ["| #3 |", posts[0], "| quote \\| reply |"]
+
+
+def test_pages_exported_as_jsonl_or_parquet_rows_are_extracted_with_html_field(tmp_path: Path):
+    """A crawl exported as rows of raw HTML: with `text_field: html` validation passed and the pages were kept as
+    documents of markup (`<html><head>...<nav>` as text), judged by every rule as prose."""
+    import pyarrow.parquet as pq
+
+    from curation.readers import JsonlReader, ParquetReader
+    from curation.recipe import RecipeError, parse_recipe
+
+    prose = "Anemones close into jelly-like knobs when the tide goes out, and crabs hide under the rocks."
+    page = f"<html><body><nav>Home | About</nav><article><p>{prose}</p></article></body></html>"
+    (tmp_path / "pages.jsonl").write_text(json.dumps({"html": page, "url": "https://x.example/a", "id": 7}) + "\n"
+                                          + json.dumps({"url": "https://x.example/none"}) + "\n")
+    pq.write_table(pa.table({"html": [page.encode("cp1252")], "url": ["https://x.example/b"]}),
+                   tmp_path / "pages.parquet")
+    for reader, name in ((JsonlReader(html_field="html"), "pages.jsonl"), (ParquetReader(html_field="html"),
+                                                                           "pages.parquet")):
+        table = pa.concat_tables(read_shard(reader, str(tmp_path / name), source="s", shard="x"))
+        out = run_stage(Extract(timeout_s=None), table).to_pylist()
+        kept = [r for r in out if r[schema.REASON] is None]
+        assert len(kept) == 1 and prose in kept[0]["text"] and kept[0]["url"].startswith("https://x.example/")
+        assert "<" not in kept[0]["text"]
+    assert [r[schema.REASON] for r in out if r[schema.REASON]] == [schema.END_OF_SHARD]
+    missing = [r for r in pa.concat_tables(read_shard(JsonlReader(html_field="html"), str(tmp_path / "pages.jsonl"),
+                                                      source="s", shard="x")).to_pylist() if r[schema.REASON]]
+    assert missing[0][schema.REASON] == "no_html_field" and missing[0][schema.DETAIL] == "field 'html' is missing"
+    with pytest.raises(RecipeError, match=r"source 'j' reads pages \(`html_field: html`\), whose text none of the "):
+        parse_recipe(f"name: h\nsources: [{{name: j, format: jsonl, paths: ['{tmp_path}/pages.jsonl'], "
+                     "html_field: html}]\n")
+    with pytest.raises(RecipeError, match=r"stage 'length' reads text, and source 'j' \(jsonl with html_field\)"):
+        parse_recipe(f"name: h\nsources: [{{name: j, format: jsonl, paths: ['{tmp_path}/pages.jsonl'], "
+                     "html_field: html}]\nstages: [length: {}]\n")
+    with pytest.raises(RecipeError, match="`html_field` names a field of JSONL or Parquet rows; wet sources"):
+        parse_recipe(f"name: h\nsources: [{{name: w, format: wet, paths: ['{tmp_path}/pages.jsonl'], "
+                     "html_field: html}]\n")

@@ -45,7 +45,7 @@ from pipelines.allocator import lean_allocator
 from pipelines.console import Progress
 from pipelines.dedup.corpus_stages import EarlySignatures, run_corpus_stages
 from pipelines.executors import Executor, ItemFailed, start_executor
-from pipelines.tokens import pack_job, token_stats
+from pipelines.tokens import is_packed, pack_job, token_stats
 
 VERSIONED = ("curation", "ray", "pyarrow", "trafilatura", "resiliparse", "fastwarc", "pydantic")
 
@@ -178,7 +178,8 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
     started = time.time()
     live = LiveProgress(job_dir, job.writer)  # the status service's live counters (`_progress.json`)
     corpus_counters: dict[str, dict[str, Any]] = {}
-    packing = recipe.pack is not None and not storage.exists(storage.join(job_dir, "manifest.json"))
+    # a manifest whose shards are lost or cut is packing to do again, with an executor (it was started for none)
+    packing = recipe.pack is not None and not is_packed(job_dir)
     executor: Executor | None = None
     manifest = None
     try:

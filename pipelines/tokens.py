@@ -262,6 +262,12 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
     return manifest
 
 
+def is_packed(job_dir: str) -> bool:
+    """Whether the job's manifest and every shard it names are as written (`_written`): nothing left to pack."""
+    uri = storage.join(job_dir, "manifest.json")
+    return storage.exists(uri) and _written(job_dir, uri)[0] is not None
+
+
 def _written(job_dir: str, manifest_uri: str) -> tuple[dict[str, Any] | None, str | None]:
     """The job's manifest when it and every shard it names are as written, else None and why: the manifest cut,
     or a shard gone or of other bytes than the manifest records (cut, replaced). Bad shards are deleted, so

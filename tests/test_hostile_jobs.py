@@ -273,6 +273,21 @@ def test_a_job_resumed_by_other_code_says_so(tmp_path: Path, capsys):
     assert [e["records_already_read"] for e in started] == [0, 1]  # shard a's record: no part of the rerun's rate
 
 
+def test_a_packed_shard_lost_from_a_job_without_corpus_stages_is_packed_again(tmp_path: Path):
+    """With no corpus stage, a rerun over a lost packed shard started no executor (a manifest was there) and packing
+    again failed with `'NoneType' object has no attribute 'share'`, deleting manifest.json."""
+    write_notes(tmp_path / "in" / "a.jsonl", ["a1", "a2", "a3"])
+    stages = "tokenizer: {train: {vocab_size: 300, hard_vocab_limit: false}}\npack: {seq_len: 32, shard_rows: 2}\n"
+    recipe = parse_recipe(local_recipe([f"{tmp_path}/in/*.jsonl"], tmp_path / "jobs", stages=stages))
+    job = Path(run(recipe, quiet=True).job_dir)
+    shards = {f.name: f.read_bytes() for f in (job / "shards").glob("*.arrow")}
+    manifest = json.loads((job / "manifest.json").read_text())
+    (job / "shards" / sorted(shards)[0]).unlink()
+    run(recipe, quiet=True)
+    assert {f.name: f.read_bytes() for f in (job / "shards").glob("*.arrow")} == shards
+    assert json.loads((job / "manifest.json").read_text())["splits"] == manifest["splits"]
+
+
 def test_a_damaged_job_folder_is_mended_by_the_rerun(tmp_path: Path):
     """A rerun said `done` over a documents file deleted or cut, a packed shard gone or cut, a record, manifest or
     dedup result cut short (those three with a traceback), and appended its events to a cut last line. Now each is

@@ -113,6 +113,22 @@ def test_a_job_whose_stages_keep_nothing_fails_in_one_line_before_training_a_tok
     assert events[-1]["event"] == "job_failed" and "NothingToPack" in events[-1]["error"]
 
 
+def test_a_validation_split_taking_every_document_fails_in_one_line(tmp_path, capsys):
+    """Two documents, both drawn into the validation split: sentencepiece's `[!sentences_.empty()]` in a traceback."""
+    data = tmp_path / "tiny.jsonl"
+    data.write_text("".join(json.dumps({"text": f"a short note number {i} about nothing"}) + "\n" for i in (1, 7)))
+    body = {"name": "tiny", "output": str(tmp_path / "jobs"), "executor": "local", "local": {"workers": 1},
+            "sources": [{"name": "s", "format": "jsonl", "paths": [str(data)]}],
+            "tokenizer": trained(300), "pack": {"seq_len": 16, "shard_rows": 4, "validation": 0.99}}
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(body), encoding="utf-8")
+    code, _, err = curate(capsys, "run", str(path), "--quiet")
+    assert code == 1
+    one_line(err, r"curate run: tokenizer\.train: no text is left for the tokenizer's sample: the validation "
+                  r"split \(pack\.validation\) and the held-out share took every document; lower them, or give more "
+                  r"documents")
+
+
 def test_a_vocabulary_too_large_is_refused_with_the_hard_limit(corpus, tmp_path, capsys):
     code, _, err = curate(capsys, "run", str(recipe(corpus, tmp_path, ("zh", "en"), trained(64000))), "--quiet")
     assert code == 1

@@ -49,6 +49,7 @@ from curation.tokens.vocabulary import (
     MIN_PIECE_USES,
     SIZE_STEP,
     Sizing,
+    VocabularyError,
     merged_pieces,
     piece_uses,
     too_many_memorised,
@@ -271,7 +272,7 @@ def train_sized(lines: Callable[[], Iterable[str]], settings: TrainTokenizer,
                 refusal = too_small(exc, size, chosen)
                 if refusal is None:
                     msg = f"tokenizer.train: sentencepiece failed on the sample: {exc}"
-                    raise ValueError(msg) from None
+                    raise VocabularyError(msg) from None
                 raise refusal from None
             return model
 
@@ -281,6 +282,10 @@ def train_sized(lines: Callable[[], Iterable[str]], settings: TrainTokenizer,
             merged = merged_pieces(sp)
             return sp.get_piece_size(), int((piece_uses(sp, lines())[merged] < MIN_PIECE_USES).sum()), int(merged.sum())
 
+        if next(iter(lines()), None) is None:  # sentencepiece's own word: `[!sentences_.empty()]`, in a traceback
+            msg = ("tokenizer.train: no text is left for the tokenizer's sample: the validation split "
+                   "(pack.validation) and the held-out share took every document; lower them, or give more documents")
+            raise VocabularyError(msg)
         model = fit(vocab_size)
         possible, rare, merged = memorised(model)
         supported, best = possible, model.read_bytes()

@@ -96,21 +96,32 @@ class JsonlReader(Reader):
         if not isinstance(obj, dict):
             return Record(position, reason="not_an_object", detail=type(obj).__name__, raw_bytes=size)
         if self.html_field is not None:  # a page: its raw HTML, for `extract`, as a WARC record's
-            html = obj.pop(self.html_field, None)
+            html = obj.pop(self.html_field, _MISSING)
             if not isinstance(html, str | bytes):
-                detail = f"field {self.html_field!r} is {'missing' if html is None else type(html).__name__}"
+                detail = f"field {self.html_field!r} is {_kind(html)}"
                 return Record(position, reason="no_html_field", detail=detail, raw_bytes=size)
             url = obj.pop(self.url_field, None)
-            body = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else html
+            # a JSON string is text already: UTF-8 whatever its page's <meta> says, a lone surrogate (a cut emoji) a
+            # U+FFFD (with its bytes kept as they were, the page was no UTF-8 and its legacy meta charset made mojibake)
+            body = _LONE_SURROGATE.sub("\ufffd", html).encode() if isinstance(html, str) else html
             return Record(position, url=None if url is None else str(url), html=body, meta=obj, raw_bytes=size)
-        text = obj.pop(self.text_field, None)
+        text = obj.pop(self.text_field, _MISSING)
         if not isinstance(text, str):
-            detail = f"field {self.text_field!r} is {'missing' if text is None else type(text).__name__}"
+            detail = f"field {self.text_field!r} is {_kind(text)}"
             return Record(position, reason="no_text_field", detail=detail, raw_bytes=size)
         url = obj.pop(self.url_field, None)
         return Record(position, url=None if url is None else str(url), text=text, meta=obj, raw_bytes=size)
 
 
+_MISSING = object()
+
+
+def _kind(value: object) -> str:
+    """What a field that holds no text holds: `missing`, `null`, or its type."""
+    return "missing" if value is _MISSING else "null" if value is None else type(value).__name__
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _BLANKS = re.compile(rb"\s*")  # the bytes `bytes.strip` removes: a line of only these is blank
 _NEWLINES = b"\n" * (1 << 14)
 

@@ -635,6 +635,17 @@ def test_pages_exported_as_jsonl_or_parquet_rows_are_extracted_with_html_field(t
     missing = [r for r in pa.concat_tables(read_shard(JsonlReader(html_field="html"), str(tmp_path / "pages.jsonl"),
                                                       source="s", shard="x")).to_pylist() if r[schema.REASON]]
     assert missing[0][schema.REASON] == "no_html_field" and missing[0][schema.DETAIL] == "field 'html' is missing"
+    # a JSON string is text: UTF-8 whatever the page's meta says, its lone surrogate (a cut emoji) one U+FFFD; its
+    # bytes kept as they were were no UTF-8, and the meta's legacy charset turned the page into mojibake
+    russian = "Правительство Москвы объявило о запуске новой программы поддержки малого бизнеса."
+    legacy = f'<html><head><meta charset="windows-1251"></head><body><article><p>{russian} \ud83d</p></article>'
+    (tmp_path / "cut.jsonl").write_text(json.dumps({"html": legacy + "</body></html>"}) + "\n"
+                                        + json.dumps({"html": None}) + "\n")
+    rows = pa.concat_tables(read_shard(JsonlReader(html_field="html"), str(tmp_path / "cut.jsonl"), source="s",
+                                       shard="x"))
+    out = run_stage(Extract(timeout_s=None), rows).to_pylist()
+    assert russian in out[0]["text"] and out[0]["text"].count("\ufffd") == 1
+    assert out[1][schema.DETAIL] == "field 'html' is null"
     with pytest.raises(RecipeError, match=r"source 'j' reads pages \(`html_field: html`\), whose text none of the "):
         parse_recipe(f"name: h\nsources: [{{name: j, format: jsonl, paths: ['{tmp_path}/pages.jsonl'], "
                      "html_field: html}]\n")

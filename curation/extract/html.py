@@ -163,6 +163,25 @@ def _codec(label: str | bytes | None) -> str | None:
     return _SUPERSETS.get(name, name)
 
 
+def _guessed(body: bytes) -> str | None:
+    """charset-normalizer's charset of a page, as browsers read its label; None where it finds none. Slower than
+    resiliparse's detection, it tells Korean and the Cyrillic single-byte charsets, which that one does not."""
+    guess = charset_normalizer.from_bytes(body).best()
+    return _codec(guess.encoding) if guess is not None else None
+
+
+def _another_script(body: bytes) -> str | None:
+    """`_guessed`'s charset where it reads the page's letters as another script than Latin (Hangul, Cyrillic...):
+    over a header's windows-1252, whose Latin reading of a French page is right where the guess can be wrong (a short
+    page in cp1252 guessed Baltic)."""
+    codec = _guessed(body)
+    if codec is None or codec == _WEAK:
+        return None
+    letters = [c for c in body.decode(codec, errors="replace") if c > "\x7f" and c.isalpha()]
+    latin = sum(1 for c in letters if "\u00c0" <= c <= "\u024f" or "\u1e00" <= c <= "\u1eff")
+    return codec if len(letters) > 2 * latin else None
+
+
 def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     """Text of a page and the codec used.
 
@@ -170,9 +189,10 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     stale). Then, in order, the header's charset, the page's `<meta>` charset and detection, each label read as
     browsers read it (`_SUPERSETS`), and the first that decodes all but `BAD_BYTES_MAX` of the page is used, its bad
     bytes replaced; a header's windows-1252 (or iso-8859-1, ascii: a server default, which decodes anything) comes
-    after the page's meta tag and a multi-byte charset detection finds. When none decodes so well, the one that
-    leaves fewest bytes undecoded, or charset-normalizer's guess where it leaves fewer. UTF-16 without a mark is
-    known by its NULs (`utf16_unmarked`).
+    after the page's meta tag, a multi-byte charset detection finds, and without a meta tag charset-normalizer's
+    guess (Korean and Russian sites send the server's default with EUC-KR and cp1251 pages). When none decodes so
+    well, the one that leaves fewest bytes undecoded, or charset-normalizer's guess where it leaves fewer. UTF-16
+    without a mark is known by its NULs (`utf16_unmarked`).
     """
     for bom, codec in _BOMS:
         if body.startswith(bom):
@@ -188,7 +208,10 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     meta = _codec(found.group(1)) if found else None
     detected = _codec(detect_encoding(body, from_html_meta=False)) or "utf-8"
     if header == _WEAK:
-        order = [meta, detected if detected in _MULTIBYTE else None, header, detected]
+        order = [meta, detected if detected in _MULTIBYTE else None]
+        if meta is None and detected not in _MULTIBYTE:  # EUC-KR, cp1251 under a server's default iso-8859-1
+            order.append(_another_script(body))
+        order += [header, detected]
     else:
         order = [header, meta, detected]
     best: tuple[int, str, str] | None = None
@@ -202,9 +225,7 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     assert best is not None  # `detected` is always a candidate
     # resiliparse's guess does not read it either (it names no Korean, and says utf-8 for EUC-KR): a statistical
     # detector's, which is slower and only needed here
-    guess = charset_normalizer.from_bytes(body).best()
-    codec = _codec(guess.encoding) if guess is not None else None
-    if codec is not None:
+    if (codec := _guessed(body)) is not None:
         text = body.decode(codec, errors="curation.html")
         if text.count("\ufffd") < best[0]:
             return text, codec

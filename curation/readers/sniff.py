@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 
 SNIFF_BYTES = 4096
+UTF16_NULS_MIN = 8  # NUL bytes of a sample that may be UTF-16 without its mark, and 1% of it at least
 MAX_CONTROL_SHARE = 0.05
 
 # (offset, magic, format): formats a server may serve as text/html; short magics that prose may start
@@ -55,11 +56,15 @@ def binary_body(body: bytes, declared: str | None = None) -> str | None:
 
 
 def utf16_unmarked(body: bytes) -> str | None:
-    """The UTF-16 codec of a page written in UTF-16 without a byte-order mark, else None: a quarter or more of its
-    first bytes are NUL (the high bytes of its ASCII markup; NULs are valid UTF-8, so this comes first) and it reads
-    as UTF-16 text (`_utf16`)."""
-    sample = body[:SNIFF_BYTES]
-    return _utf16(sample) if sample and sample.count(0) >= len(sample) / 4 else None
+    """The UTF-16 codec of a page written in UTF-16 without a byte-order mark, else None: its first bytes hold NULs,
+    nearly all on one side of their pairs (the high bytes of its ASCII markup: a Russian page's letters have none, and
+    NULs are valid UTF-8, so this comes first), and it reads as UTF-16 text (`_utf16`)."""
+    sample = body[: SNIFF_BYTES & ~1]
+    nuls = sample.count(0)
+    if nuls < max(UTF16_NULS_MIN, len(sample) // 100):
+        return None
+    one_side = max(sample[0::2].count(0), sample[1::2].count(0))
+    return _utf16(sample) if one_side >= 0.9 * nuls else None
 
 
 def _utf16(sample: bytes) -> str | None:

@@ -127,6 +127,14 @@ def test_pages_whose_bytes_name_no_charset_and_fool_the_fast_detector():
     for text, codec in ((korean, "utf-16-le"), (korean, "utf-16-be"), (chinese, "utf-16-le")):
         assert decode_html(text.encode(codec), None) == (text, codec)
     assert decode_html(b"<p>caf\xe9</p>\x00", None)[0] == "<p>caf\xe9</p>\x00"  # a stray NUL is no UTF-16
+    # UTF-16 whose letters have no NUL byte (Cyrillic, Arabic: only its markup has them) was read as UTF-8
+    russian = "<html><body>" + "<p>Правительство Москвы объявило о запуске новой программы.</p>" * 4 + "</body></html>"
+    assert decode_html(russian.encode("utf-16-le"), None) == (russian, "utf-16-le")
+    # a server's default iso-8859-1 over a page without a meta tag in EUC-KR or cp1251 gave mojibake; a Latin page
+    # under it stays windows-1252 (charset-normalizer guessed a short French one Baltic)
+    french = "<html><body><p>Élève à côté, très été, garçon français déjà là où ça coûte cher.</p></body></html>"
+    for text, codec in ((korean, "cp949"), (russian, "cp1251"), (french, "cp1252")):
+        assert decode_html(text.encode(codec), "iso-8859-1") == (text, codec)
 
 
 def test_pathological_page_times_out_and_others_survive():

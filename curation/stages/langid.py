@@ -499,6 +499,13 @@ def auto_min_score(lang: str, script: str | None = None) -> float:
     return min(settings_for(lang, script=script)[0].language_score, AUTO_CEILING)
 
 
+
+def _with_sinitic_mass(lang: np.ndarray, score: np.ndarray, rows: np.ndarray, mass: np.ndarray) -> None:
+    """The score of each of `rows` labelled a Chinese variety raised to the probability fastText gave all of them
+    (`mass`, per row), in place."""
+    chinese = np.flatnonzero(np.isin(lang[rows], list(SINITIC)))
+    score[rows[chinese]] = np.minimum(np.maximum(score[rows[chinese]], mass[chinese]), 1.0)
+
 class LangIdParams(DocumentFilter.Params):
     keep_scores: bool = Field(
         False,
@@ -801,7 +808,12 @@ class LangId(DocumentFilter):
         top_p = np.array([row[0] for row in probs], dtype=np.float32)
         ft_lang[rows], ft_score[rows] = top, top_p
         lang[rows], score[rows], route[rows] = top, top_p, "fasttext"
+        # lid.176 splits a Cantonese or Wu text's probability between its variety and Mandarin (yue 0.45 and zh 0.45:
+        # each under its threshold, a clean post dropped): a Chinese variety's score is the mass of all of them
+        sinitic = np.array([sum(float(p) for label, p in zip(row, ps, strict=True) if codes[label] in SINITIC)
+                            for row, ps in zip(labels, probs, strict=True)], np.float32)
         if not self._lingua_codes:
+            _with_sinitic_mass(lang, score, rows, sinitic)
             return _Opinion(lang, score, ft_lang, ft_score, route, script)
         # Only texts fastText is unsure of, or whose label has close neighbours, go on (~40% of sentences).
         grouped = np.isin(top, list(self._neighbours)) & (top_p < GROUP_SURE_ABOVE)
@@ -811,6 +823,7 @@ class LangId(DocumentFilter):
             second = self._second_opinion(values[j], script[i], top[j], float(top_p[j]), labels[j], probs[j])
             if second is not None:
                 lang[i], score[i], route[i] = second
+        _with_sinitic_mass(lang, score, rows, sinitic)
         return _Opinion(lang, score, ft_lang, ft_score, route, script)
 
     def _in_script(self, values: list[str], scripts: np.ndarray) -> tuple[list, list]:

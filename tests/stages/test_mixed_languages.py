@@ -69,6 +69,19 @@ MANDARIN_REPLIES = "\n".join([
     "7楼：换个信道试试，小区里路由器太多会互相干扰。"])
 
 
+def test_a_cantonese_post_whose_probability_fasttext_splits_with_mandarin_is_kept():
+    """lid.176 gave a Cantonese post's two paragraphs zh 0.45 and most of the rest yue: under either label's
+    threshold, the clean post was dropped as `low_lang_score`."""
+    post = "\n\n".join([
+        "各位巴打絲打，想問下大家平時喺邊度食早餐？我最近搬咗去觀塘返工，"
+        "附近啲茶餐廳好似都唔係好好食，個個都係嗰幾款餐，食到好悶。",
+        "我之前喺旺角返工嗰陣，成日去一間老字號食菠蘿油同奶茶，啲奶茶好滑，而家諗返都仲好想食。"
+        "有冇人知觀塘有冇類似嘅舖頭？價錢貴少少都冇所謂，最緊要好味。"])
+    out = LangId(keep=["zh", "yue"], min_score="auto").ready().process(pa.table({"text": [post]}))
+    assert out.reasons.to_pylist() == [None]
+    assert out.table.column("lang").to_pylist()[0] in ("zh", "yue") and out.table.column("lang_score")[0].as_py() > 0.8
+
+
 def test_a_chinese_post_is_not_made_mixed_by_a_line_read_as_another_chinese_variety():
     """lid.176 tells Chinese varieties apart by a few function words: a Mandarin reply came out Wu at 0.61, a
     Cantonese one Wu at 0.35, and the posts were dropped as `mixed zh+wuu` where a recipe keeps zh."""

@@ -151,3 +151,10 @@ def test_headers_and_classes():
     assert license_class("Elastic-2.0") == "restricted" and license_class("LicenseRef-mine") == "unknown"
     assert license_class(None) == "unknown"
     assert folder_license({"LICENSES/MIT.txt": "whatever", "LICENSES/Apache-2.0.txt": "x"}) == "Apache-2.0 AND MIT"
+    # licences each in a file of its own name are a choice (Rust's LICENSE-MIT and LICENSE-APACHE: they were AND,
+    # and LICENSE-MIT beside LICENSE-GPL made a dual-licensed project copyleft)
+    texts = dict(LICENSES)
+    dual = folder_license({"LICENSE-MIT": mit, "LICENSE-APACHE": texts["Apache-2.0"]})
+    assert dual == "Apache-2.0 OR MIT" and license_class(dual) == "permissive"
+    gpl = folder_license({"LICENSE-MIT": mit, "LICENSE-GPL": texts["GPL-3.0"]})
+    assert gpl == "GPL-3.0-only OR MIT" and license_class(gpl) == "permissive"

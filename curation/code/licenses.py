@@ -219,9 +219,10 @@ def folder_license(files: dict[str, str]) -> str | None:
 
     A plainly named file (LICENSE, COPYING.txt...) speaks for the folder; files with a suffix
     (LICENSE.APACHE, LICENSE-MIT) only when no plain one names a licence (dual-licensed projects
-    such as cryptography put each licence in its own file). REUSE's LICENSES/<id>.txt name their id.
+    such as cryptography put each licence in its own file), and their licences are alternatives (OR).
+    REUSE's LICENSES/<id>.txt name their id.
     """
-    plain, other, choice = [], [], False
+    plain, other, choice, reuse_only = [], [], False, True
     for name, text in sorted(files.items()):
         reuse = _REUSE_FILE.search(name)
         found = licenses_in_file(text)
@@ -230,12 +231,15 @@ def folder_license(files: dict[str, str]) -> str | None:
         ids = found[:1] + [spdx for spdx in found[1:] if spdx in _RESTRICTIONS]
         if reuse and (n := normalize(reuse.group(1))):
             ids = [n]
+        reuse_only &= bool(reuse)
         (plain if _PLAIN_FILE.match(name.rsplit("/", 1)[-1]) else other).extend(ids)
         choice |= not ids and bool(_CHOICE.search(text))  # cryptography's LICENSE: "either of the licenses"
     chosen = list(dict.fromkeys(plain or other))
     if not chosen:
         return None
-    joiner = " OR " if choice else " AND "
+    # licences in files of their own names (LICENSE-MIT, LICENSE-APACHE: Rust's `MIT OR Apache-2.0`) are a choice;
+    # REUSE's LICENSES/ holds every licence some file of the project is under
+    joiner = " OR " if choice or not (plain or reuse_only) else " AND "
     return chosen[0] if len(chosen) == 1 else joiner.join(f"({c})" if " " in c else c for c in chosen)
 
 

@@ -48,7 +48,8 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "OpenAIDetector": ("T3BlbkFJ", "sk-", "hf_", "AIza", "shp", "earer", "EARER", "pi-key", "pi-Key", "PI-KEY", "key-",
                        "npm_"),
     "AzureStorageKeyDetector": ("AccountKey=",),
-    "SquareOAuthDetector": ("sq0csp-",), "BasicAuthDetector": ("://", "@tcp(", "@unix(", "mysql", "curl"),
+    "SquareOAuthDetector": ("sq0csp-",),
+    "BasicAuthDetector": ("://", "@tcp(", "@unix(", "mysql", "curl", "assword", "ASSWORD", "wd>", "WD>", "wd=", "WD="),
     "MailchimpDetector": ("-us",),
     "ArtifactoryDetector": ("AKC", *(f"AP{c}" for c in "0123456789ABCDEF")),
 }
@@ -57,11 +58,17 @@ _HINTS: dict[str, tuple[str, ...]] = {
 _MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
     "StripeDetector": (re.compile(r"[rs]k_live_[0-9a-zA-Z]{24,}"),),
     "BasicAuthDetector": tuple(re.compile(p) for p in (
-        r"://[^\s:/?#\[\]@]+:([^\s/?#\[\]@]+)@",
+        r"://[^\s:/?#\[\]@]*:([^\s/?#\[\]@]+)@",  # a user may be empty: `redis://:SECRET@cache:6379`
         r"[\"'`][\w.-]+:([^\s\"'`@:/]{6,})@(?:tcp|unix)\(",  # Go's MySQL DSN, `user:pass@tcp(host:3306)/db`
         # a password on a command line: `mysql -pSECRET`, `curl -u user:SECRET`
         r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p([^\s\"'`;|&]{6,})",
-        r"\bcurl\b[^\n]*?\s(?:-u|--user)\s*[\"']?[^\s:\"']+:([^\s\"'`;|&]{6,})")),
+        r"\bcurl\b[^\n]*?\s(?:-u|--user)\s*[\"']?[^\s:\"']+:([^\s\"'`;|&]{6,})",
+        # a connection string's password after its host or user (libpq, ADO.NET, JDBC's query), and XML's elements
+        # and properties (Maven's settings.xml, Spring's beans)
+        r"(?i:(?:host|server|user(?: ?id)?|uid|dbname|database|data source)\s*=[^\n\"']*?[\s;&?])"
+        r"(?i:password|pwd)\s*=\s*([^\s;&\"'<>()\[\]{},]{6,})",
+        r"<(?i:password|passwd|pwd)>([^<\s]{6,})</",
+        r"name=[\"'][\w.-]*(?i:password)[\"']\s+value=[\"']([^\"'\s]{6,})[\"']")),
     "GitHubTokenDetector": (re.compile(r"github_pat_[0-9A-Za-z]{22}_[0-9A-Za-z]{59}"),),  # fine-grained, since 2022
     # vendors' keys detect-secrets has no plugin for, reported as `api_key` beside OpenAI's: OpenAI's project and
     # service keys, Anthropic's, Hugging Face's, Google Cloud's, Shopify's
@@ -84,7 +91,7 @@ TOKEN_HINT = "|".join([
     r"pypi-AgE", r"T3BlbkFJ", r"[MNO][\w-]{23,25}\.[\w-]{6}\.", r"\d{8,10}:[\w-]{35}", r"AccountKey=",
     r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}", r"sq0csp-", r"://[^\s:/@]+:[^\s/@]+@", r"[0-9a-z]{32}-us\d",
     r"PRIVATE KEY|PuTTY-User-Key-File", r"github_pat_|sk-(?:proj|svcacct|admin|ant)-|hf_[A-Za-z0-9]{34}|AIza|shp[acps]",
-    r"(?i:bearer\s|x-api-key)|key-[0-9a-z]{32}|npm_[A-Za-z0-9]{36}|@(?:tcp|unix)\(|mysql|curl",
+    r"(?i:bearer\s|x-api-key)|key-[0-9a-z]{32}|npm_[A-Za-z0-9]{36}|@(?:tcp|unix)\(|mysql|curl|(?i:password|pwd)\s*[=>]",
 ])  # fmt: skip
 KEYWORD_HINT = (r"(?i)(?:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|"
                 r"client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contrase)")

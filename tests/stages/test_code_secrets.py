@@ -248,6 +248,12 @@ def test_values_about_a_secret_are_not_redacted():
     ("main.go", 'sql.Open("mysql", "root:Xk9mQ2vLp7w@tcp(127.0.0.1:3306)/db")', "Xk9mQ2vLp7w"),
     ("backup.sh", "mysqldump -u root -pXk9mQ2vLp7w shop > shop.sql", "Xk9mQ2vLp7w"),
     ("deploy.sh", 'curl -u "deploy:Xk9mQ2vLp7w" https://ci.internal/api', "Xk9mQ2vLp7w"),
+    ("cache.py", 'r = redis.from_url("redis://:Qm4Zr8Tx2x@cache:6379/0")', "Qm4Zr8Tx2x"),  # a URL's empty user
+    ("db.go", 'dsn := "host=db user=app password=Xq7Lm2Pw9 dbname=app"', "Xq7Lm2Pw9"),  # libpq's key=value
+    ("Db.cs", 'var cs = "Server=db;Database=app;User Id=sa;Password=Xq7Lm2Pw9;";', "Xq7Lm2Pw9"),  # ADO.NET
+    ("Db.java", 'url = "jdbc:mysql://db:3306/app?user=root&password=Xq7Lm2Pw9";', "Xq7Lm2Pw9"),  # JDBC's query
+    ("settings.xml", "<server><id>repo</id><password>XmlPw9981z</password></server>", "XmlPw9981z"),  # Maven
+    ("beans.xml", '<property name="db.password" value="XmlPw9981z"/>', "XmlPw9981z"),  # Spring
 ])  # fmt: skip
 def test_secrets_detect_secrets_misses_are_found(path: str, text: str, secret: str):
     found = find_secrets(text, path, detect_language(path, text))
@@ -259,6 +265,8 @@ def test_secrets_detect_secrets_misses_are_found(path: str, text: str, secret: s
     ("docs.py", "user = User(username='scolvin', password='password1')"),  # documentation's example password
     ("cfg.h", '#define KEY_NAME "my-key-name-01"'), ("run.sh", "mysql -u root -p shop"),
     ("run.sh", "mysql -p${DB_PASS} shop"), ("run.sh", "curl -u admin:$PASSWORD https://x.internal"),
+    ("db.py", "conn = connect(host=host, user=user, password=self.password)"),  # references, not literals
+    ("db.py", 'conn = connect(host="db", user="app", password=os.environ["DB_PASSWORD"])'),
 ])  # fmt: skip
 def test_references_names_and_examples_are_no_secrets(path: str, text: str):
     assert find_secrets(text, path, detect_language(path, text)) == []

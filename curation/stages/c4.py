@@ -8,7 +8,8 @@ drops. Line rules *remove lines* from the text of a kept document:
   - fewer than `min_words_per_line` words,
   - the word "javascript" (`javascript`),
   - a cookie/terms-of-use phrase (`policy`; in a document of another language than English, its phrases in
-    Chinese, Japanese, Korean and eight European languages too).
+    Chinese, Japanese, Korean, eight European languages, Indonesian, Vietnamese, Turkish, Ukrainian, Arabic,
+    Persian, Hindi and Thai too).
 Page rules *drop the document*: "lorem ipsum" (`lorem_ipsum`) or a curly bracket (`curly_bracket`)
 on a line that survived the earlier line rules (reason: whichever such line comes first), and
 fewer than `min_sentences` sentences in the kept lines (`too_few_sentences`; a page whose every
@@ -82,6 +83,12 @@ POLICY_OTHER_RE2 = "|".join((
     r"(?:файлов )?cookie|(?:использует|используем|использование) (?:файл(?:ы|ов) )?cookie",  # ru
     r"polityka prywatności|warunki korzystania|polityka cookies|(?:używa|używamy|wykorzystuje) (?:plików )?cookies?",
     r"privacybeleid|privacyverklaring|gebruiksvoorwaarden|cookiebeleid|(?:gebruikt|gebruiken) cookies",  # nl
+    r"kebijakan privasi|syarat dan ketentuan|kebijakan cookie|menggunakan cookie|dasar privasi",  # id, ms
+    r"chính sách bảo mật|điều khoản sử dụng|sử dụng cookie",  # vi
+    r"gizlilik politikası|kullanım koşulları|çerez politikası|çerezler(?:i)? kullan",  # tr
+    r"політика конфіденційності|умови використання|(?:використовує|використовуємо) (?:файли )?cookie",  # uk
+    r"سياسة الخصوصية|شروط الاستخدام|ملفات تعريف الارتباط|حریم خصوصی|شرایط استفاده",  # ar, fa
+    r"गोपनीयता नीति|उपयोग की शर्तें|कुकीज़ का उपयोग|นโยบายความเป็นส่วนตัว|ข้อกำหนดการใช้งาน|ใช้คุกกี้",  # hi, th
 ))
 LINE_RULES = ("long_word", "no_terminal_punct", "few_words", "javascript", "policy")
 _ENGLISH_TERMINAL_RE2 = r"[.?!\"']$"
@@ -130,7 +137,8 @@ class C4(LanguageFilter):
         policy: bool = Field(
             True, description="Remove lines with terms-of-use/privacy/cookie phrases (C4's reference code; in a "
             "document of another language, also the same phrases in Chinese, Japanese, Korean, German, French, "
-            "Spanish, Portuguese, Italian, Russian, Polish and Dutch).")
+            "Spanish, Portuguese, Italian, Russian, Polish, Dutch, Indonesian, Malay, Vietnamese, Turkish, Ukrainian, "
+            "Arabic, Persian, Hindi and Thai).")
         remove_citations: bool = Field(
             True, description="Cut [1], [edit], [citation needed] from lines (C4's reference code), and unwrap "
             "MediaWiki's language-converter markup -{...}- (Serbian and Chinese Wikipedia text).")

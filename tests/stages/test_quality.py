@@ -203,6 +203,10 @@ def test_c4_removes_cookie_and_privacy_lines_in_the_documents_language_and_judge
     assert out[1] == "Die Stadt hat heute eine neue Verkehrspolitik angekündigt, sagte der Bürgermeister.\n" \
                      "Die Bürger freuen sich sehr."
     assert out[2] == en  # English is judged by C4's English phrases only
+    banner = "Kami menggunakan cookie untuk meningkatkan pengalaman Anda di situs ini."  # Indonesian
+    news = "Jakarta hari ini mengumumkan kebijakan baru untuk transportasi umum di kota itu."
+    indonesian = docs([f"{news}\n{banner}"]).append_column("lang", pa.array(["id"]))
+    assert run_stage(C4(min_sentences=1), indonesian).column("text").to_pylist() == [news]
 
 
 def test_c4_page_rules_drop_documents():

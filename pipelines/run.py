@@ -72,17 +72,19 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _code_of_last_run(job_dir: str) -> str | None:
-    """The `curation_code` the job's last start recorded (`events.jsonl`), None where it recorded none."""
+def _codes_of_earlier_runs(job_dir: str) -> set[str]:
+    """The `curation_code` each earlier start of the job recorded (`events.jsonl`; starts before it was recorded,
+    none)."""
     uri = storage.join(job_dir, "events.jsonl")
+    codes: set[str] = set()
     if not storage.exists(uri):
-        return None
-    for line in reversed(storage.read_bytes(uri).decode("utf-8", "replace").splitlines()):
+        return codes
+    for line in storage.read_bytes(uri).decode("utf-8", "replace").splitlines():
         with contextlib.suppress(ValueError, AttributeError):
             event = json.loads(line)
-            if event.get("event") == "job_started":
-                return (event.get("versions") or {}).get("curation_code")
-    return None
+            if event.get("event") == "job_started" and (code := (event.get("versions") or {}).get("curation_code")):
+                codes.add(code)
+    return codes
 
 
 def recipe_as_run(recipe: Recipe) -> str:
@@ -248,11 +250,13 @@ def _open_job(recipe: Recipe, job_dir: str, stage_names: list[str], corpus_stage
     writer.inputs = {s.name: input_fingerprint(s) for s in todo}
     storage.write_bytes_atomic(storage.join(job_dir, "recipe.yaml"), recipe_as_run(recipe).encode())
     events = EventLog(job_dir)
-    if len(todo) < len(shards) and (before := _code_of_last_run(job_dir)) not in (None, code_fingerprint()):
-        # the done shards stay as the earlier code wrote them: said, not refused (an upgrade may be meant)
-        events.emit("code_changed", before=before, now=code_fingerprint())
+    if len(todo) < len(shards) and (before := _codes_of_earlier_runs(job_dir) - {code_fingerprint()}):
+        # the done shards stay as the earlier code wrote them, on every rerun: said, not refused (an upgrade may be
+        # meant)
+        earlier = ", ".join(sorted(before))
+        events.emit("code_changed", before=earlier, now=code_fingerprint())
         if not quiet:
-            print(f"warning: {job_dir} was begun by other code (curation sources {before}, now "
+            print(f"warning: {job_dir} was begun by other code (curation sources {earlier}, now "
                   f"{code_fingerprint()}): its {len(shards) - len(todo)} done shards are kept as that code wrote "
                   "them; remove the folder (or give another `output`) to run every shard with this code",
                   file=sys.stderr)

@@ -271,6 +271,8 @@ def test_a_job_resumed_by_other_code_says_so(tmp_path: Path, capsys):
     assert [(e["before"], e["now"]) for e in changed] == [("0123456789ab", code_fingerprint())]
     started = [json.loads(line) for line in events.read_text().splitlines() if '"job_started"' in line]
     assert [e["records_already_read"] for e in started] == [0, 1]  # shard a's record: no part of the rerun's rate
+    run(recipe, quiet=False)  # shard a is still the earlier code's: said on every rerun
+    assert "was begun by other code (curation sources 0123456789ab" in capsys.readouterr().err
 
 
 def test_a_packed_shard_lost_from_a_job_without_corpus_stages_is_packed_again(tmp_path: Path):

@@ -55,6 +55,7 @@ from pydantic import Field, field_validator, model_validator
 from curation import storage
 from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
 from curation.lang.han_script import to_simplified
+from curation.lang.mixed import PARAGRAPHS, language_parts
 from curation.lang.scripts import in_scripts
 from curation.lang.settings import script_of_language
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segment, segmenter_of
@@ -440,7 +441,7 @@ class Toxicity(DocumentFilter):
         in one language is by its lines' scores."""
         judged = judged_in_parts(self, batch, {"flagged_words_ratio": ("flagged_words", "_words")},
                                  ("flagged_words",), every=True)
-        return super().process(batch) if judged is None else judged
+        return self._naming_words(batch, super().process(batch) if judged is None else judged)
 
     def setup(self) -> None:
         p = self.params
@@ -573,23 +574,27 @@ class Toxicity(DocumentFilter):
         return [(code, np.flatnonzero(indices == i)) for i, code in enumerate([*codes, None])
                 if (indices == i).any()]
 
-    def judged(self, batch: pa.Table, scores: dict[str, np.ndarray], mask: np.ndarray, reasons: np.ndarray, *,
-               text: pa.Array | None = None, details: pa.Array | None = None) -> Processed:
-        """As every filter's, a word-list drop's detail naming the words it flagged (`flagged_words=3,
-        flagged_words_ratio=0.021, max_ratio=0.01: 脱衣, 卍`): a drop for words a user cannot see cannot be checked."""
-        out = super().judged(batch, scores, mask, reasons, text=text, details=details)
-        dropped = np.flatnonzero(~mask)
+    def _naming_words(self, batch: pa.Table, out: Processed) -> Processed:
+        """`out` with each word-list drop's detail naming the words it flagged (`flagged_words=3,
+        flagged_words_ratio=0.021, max_ratio=0.01: 脱衣, 卍`), a document in several languages each part's by its
+        language's list: a drop for words a user cannot see cannot be checked."""
+        dropped = np.flatnonzero(pc.is_valid(out.reasons).to_numpy(zero_copy_only=False))
         if self._models or not len(dropped) or out.details is None:
             return out
         texts = as_array(batch.column("text"))
         langs = as_array(batch.column("lang")) if "lang" in batch.column_names and self._judged() else None
+        spans = (batch.column(PARAGRAPHS).combine_chunks() if PARAGRAPHS in batch.column_names and langs is not None
+                 else None)
         values = out.details.to_pylist()
         for row in dropped.tolist():
-            lang = langs[row].as_py() if langs is not None else None
-            words = list(dict.fromkeys(self._matcher(lang).found(texts[row].as_py() or "")))
+            text = texts[row].as_py() or ""
+            parts = language_parts(text, spans[row].as_py(), every=True) if spans is not None else {}
+            if not parts:
+                parts = {langs[row].as_py() if langs is not None else None: text}
+            words = list(dict.fromkeys(w for lang, part in parts.items() for w in self._matcher(lang).found(part)))
             shown = ", ".join(words[:FLAGGED_SHOWN]) + (f" (+{len(words) - FLAGGED_SHOWN} more)"
                                                         if len(words) > FLAGGED_SHOWN else "")
-            values[row] = f"{values[row]}: {shown}" if words else values[row]
+            values[row] = f"{values[row]}: {shown}" if words and values[row] else values[row]
         return dataclasses.replace(out, details=pa.array(values, pa.string()))
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

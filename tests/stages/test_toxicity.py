@@ -64,6 +64,14 @@ def test_drop_above_max_ratio_with_reason():
     assert out.column(schema.DETAIL).to_pylist()[1] == "flagged_words=3, flagged_words_ratio=0.3, max_ratio=0.01: shit"
     zh = run_stage(Toxicity(languages=["zh"]), _table(["你妈的混蛋，滚开！"], ["zh"]))
     assert zh.column(schema.DETAIL).to_pylist()[0].endswith(": 你妈的, 混蛋")
+    # a page in two languages: its English part's words, though most of it is German (they went unnamed)
+    from curation.stages.langid import LangId
+
+    german = "Heute gehen wir in den Park und lesen ein Buch über die Geschichte der Stadt. " * 5
+    page = f"{german}\n\nThis fucking shit is bullshit, you asshole.\n\n{german}"
+    labelled = run_stage(LangId(per_paragraph=True), documents_table([page]))
+    mixed = run_stage(Toxicity(languages="all"), labelled)
+    assert mixed.column(schema.DETAIL).to_pylist()[0].endswith(": fucking, shit, bullshit, asshole")
 
 
 def test_own_word_list_and_extra_entries(tmp_path: Path):

@@ -82,10 +82,7 @@ def run_stage(
     passed = {bypass_column(name, why): pa.int64() for why in bypass_reasons(stage)}
     added = {**stage.added(), **metrics, **counts, **passed}
     todo, rest = _split(stage, batch, active)
-    # columns a stage adds (not the document's own, which stages rewrite in place) that a stage of the same kind
-    # added earlier (another source's langid): computed anew for the rows judged here, the others keep theirs
-    again = [c for c in stage.output_columns if c in todo.column_names and c not in schema.READ_SCHEMA.names]
-    todo = todo.drop_columns(again)
+    todo = without_earlier_columns(stage, todo)
     if todo.num_rows == 0:
         return _drop_html_if(stage, _mark_bypassed(_with_columns(batch, added), name, bypassed))
 
@@ -179,6 +176,13 @@ def _split(stage: Stage, batch: pa.Table, active: pa.ChunkedArray) -> tuple[pa.T
         return batch, batch.slice(0, 0)
     # rows a stage that turns pages into text passes by lose their page after it anyway
     return batch.filter(active), _drop_html_if(stage, batch).filter(pc.invert(active))
+
+
+def without_earlier_columns(stage: Stage, rows: pa.Table) -> pa.Table:
+    """`rows` without the columns `stage` adds (not the document's own, which stages rewrite in place) that a stage
+    of the same kind added earlier (another source's langid): computed anew for the rows judged here."""
+    return rows.drop_columns([c for c in stage.output_columns if c in rows.column_names
+                              and c not in schema.READ_SCHEMA.names])
 
 
 def process_isolated(stage: Stage, rows: pa.Table) -> Processed:

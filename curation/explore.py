@@ -466,7 +466,7 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
     A dict may carry `text` or `html` (raw page bytes or str, for `extract`), `source` (for stages
     limited with `only`), `url` and `title`. Corpus stages need the whole corpus and are not run.
     """
-    from curation.apply import run_stage
+    from curation.apply import run_stage, without_earlier_columns
     from curation.stages import DocumentFilter
 
     doc = {"text": text_or_doc} if isinstance(text_or_doc, str) else dict(text_or_doc)
@@ -496,8 +496,7 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
         if processed and isinstance(stage, DocumentFilter):
             # the scores the stage decided by, as `process` computes them (a mixed document's part by part, prose
             # apart from code): `score` on the whole text gave other numbers than the run's, and than keep_scores'
-            again = [c for c in stage.output_columns if c in given.column_names and c not in schema.READ_SCHEMA.names]
-            scores = _first_row(stage.process(given.drop_columns(again)).scores or {})
+            scores = _first_row(stage.process(without_earlier_columns(stage, given)).scores or {})
         reason = row[schema.REASON] if row[schema.STAGE] == name else None
         plain = {f.name for f in schema.DOCUMENT_FIELDS} | {"html"}  # the text itself is not a score
         added = {c: _listed(row[c]) for c in stage.output_columns if c not in plain and row.get(c) is not None}

@@ -120,6 +120,7 @@ def build_jobs(root: Path, outside: Path) -> None:
     removals = write_parquet(cut / "_work" / "removed" / "minhash_dedup.parquet",
                              [removal("d2", "kept d1 (cluster c1)")])
     removals.write_bytes(removals.read_bytes()[:100])
+    (cut / "manifest.json").write_text('{"splits": {"train": ')
     write_parquet(other / "_work" / "removed" / "minhash_dedup.parquet", [removal("d2", "kept d1 (cluster c1)")])
     write_parquet(other / "_work" / "documents" / "crawl-0.parquet", documents("OTHER-JOB document"))
     linked = write_job(root, name=DOCUMENT_LINKED, done=True)
@@ -216,6 +217,9 @@ def test_rejects_files_emptied_or_cut_count_no_rows_and_the_others_are_served(se
     assert answer.status_code == 409, answer.text
     detail = answer.json()["detail"]
     assert detail.startswith(f"{CUT}/_work/removed/minhash_dedup.parquet is cut or damaged")
+    # a manifest cut short is said so (it was "has no manifest.json yet", beside `has.manifest: true`)
+    assert served.get(f"/api/jobs/{CUT}/manifest", 409)["detail"] == (
+        f"job {CUT!r}'s manifest.json is cut or damaged; a rerun of the job writes it again")
 
 
 def test_dedup_removals_and_documents_through_links_are_not_served(served):

@@ -218,6 +218,8 @@ def test_warc_pages_need_an_extract_stage_before_any_stage_that_reads_text(monke
     other = GOOD.replace("extract: {timeout_s: 1}", "extract: {only: [notes]}").replace(
         "stages:", "  - {name: notes, format: jsonl, paths: [recipes/sample/notes.jsonl.gz]}\nstages:")
     assert [p.split(": ", 1)[1] for p in problems(other)] == [stage_message.replace("[0]", "[1]")]  # only: not web
+    assert problems(GOOD.replace("extract: {timeout_s: 1}", "extract: {only: []}")) == [
+        "r.yaml:5:21: stages[0].extract.only: List should have at least 1 item after validation, not 0"]
     pages = "  - html_langid: {keep: [en]}\n  - extract:"
     parse_recipe(GOOD.replace("  - extract:", pages), "r.yaml")  # page stages before it read the pages
 

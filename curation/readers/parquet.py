@@ -31,7 +31,8 @@ class ParquetReader(JsonlReader):
         fs, path = storage.resolve(uri)
         with fs.open_input_file(path) as f:
             budget = self.inflate_budget(uri, f.size())
-            for position, obj, invalid in parquet_rows(f, budget=budget):
+            raw = (self.html_field,) if self.html_field else ()  # a page's bytes: its charset is extract's to find
+            for position, obj, invalid in parquet_rows(f, budget=budget, raw=raw):
                 if obj is None:
                     yield Record(position, reason=invalid.reason, detail=invalid.detail)
                     continue
@@ -78,7 +79,7 @@ class Unread:
     detail: str
 
 
-def parquet_rows(file: Any, batch_size: int = 1024, budget: InflateBudget | None = None,
+def parquet_rows(file: Any, batch_size: int = 1024, budget: InflateBudget | None = None, raw: tuple[str, ...] = (),
                  ) -> Iterator[tuple[int, dict[str, Any], None] | tuple[int, None, Unread]]:
     """(position, row, None) per row of a Parquet file (its position: its index in the file), or
     (position, None, why) for a row with a string that is not UTF-8 and for the rows of a row group that
@@ -101,7 +102,7 @@ def parquet_rows(file: Any, batch_size: int = 1024, budget: InflateBudget | None
                 try:
                     rows = batch.to_pylist()
                 except UnicodeDecodeError:
-                    for row, invalid in _salvage(batch):
+                    for row, invalid in _salvage(batch, raw):
                         yield (position, row, None) if row is not None else (position, None, invalid)
                         position += 1
                     continue
@@ -118,7 +119,10 @@ def parquet_rows(file: Any, batch_size: int = 1024, budget: InflateBudget | None
         first += rows_in_group
 
 
-def _salvage(batch: pa.RecordBatch) -> Iterator[tuple[dict[str, Any] | None, Unread | None]]:
+def _salvage(batch: pa.RecordBatch, raw: tuple[str, ...]) -> Iterator[tuple[dict[str, Any] | None, Unread | None]]:
+    """The rows of a batch whose strings did not all decode: each row's decoded, a row with bytes that are not UTF-8
+    an `invalid_utf8` reason, but in the `raw` columns, whose bytes are handed on as they are (raw pages, whose
+    charset `extract` finds)."""
     binary = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary()}
     strings = [f.name for f in batch.schema if f.type in binary]
     columns = [c.cast(binary[c.type]) if c.type in binary else c for c in batch.columns]  # no validation
@@ -128,12 +132,20 @@ def _salvage(batch: pa.RecordBatch) -> Iterator[tuple[dict[str, Any] | None, Unr
             continue
         try:
             for name in strings:
-                if row[name] is not None:
+                if row[name] is not None and not (name in raw and not _utf8(row[name])):
                     row[name] = row[name].decode("utf-8")
         except UnicodeDecodeError as exc:
             yield None, Unread("invalid_utf8", f"column {name!r}: {exc}"[:300])
         else:
             yield row, None
+
+
+def _utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _rows_one_by_one(batch: pa.RecordBatch) -> Iterator[dict[str, Any] | str]:

@@ -28,7 +28,8 @@ class StageParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     only: list[str] | None = Field(
-        None, description="Apply the stage to documents of these sources only; others pass unchanged."
+        None, min_length=1, description="Apply the stage to documents of these sources only (one at least: leave "
+        "`only` out for all of them); others pass unchanged."
     )
 
     def file_problems(self) -> list[tuple[tuple[str | int, ...], str]]:

@@ -654,6 +654,13 @@ def test_pages_exported_as_jsonl_or_parquet_rows_are_extracted_with_html_field(t
     out = run_stage(Extract(timeout_s=None), rows).to_pylist()
     assert russian in out[0]["text"] and out[0]["text"].count("\ufffd") == 1
     assert out[1][schema.DETAIL] == "field 'html' is null"
+    # a Parquet `string` column holding a page's legacy bytes (writers do not all check UTF-8) was `invalid_utf8`,
+    # where a `binary` one was read: a page's bytes go to `extract` as they are
+    legacy_bytes = pa.array([legacy.replace(" \ud83d", "").encode("cp1251")], pa.binary()).view(pa.string())
+    pq.write_table(pa.table({"html": legacy_bytes}), tmp_path / "strings.parquet")
+    rows = pa.concat_tables(read_shard(ParquetReader(html_field="html"), str(tmp_path / "strings.parquet"),
+                                       source="s", shard="x"))
+    assert russian in run_stage(Extract(timeout_s=None), rows).column("text")[0].as_py()
     with pytest.raises(RecipeError, match=r"source 'j' reads pages \(`html_field: html`\), whose text none of the "):
         parse_recipe(f"name: h\nsources: [{{name: j, format: jsonl, paths: ['{tmp_path}/pages.jsonl'], "
                      "html_field: html}]\n")

@@ -429,3 +429,18 @@ rejects: {{sample: 1.0}}
     rejected = sorted((p.parent.name, pq.read_table(p).num_rows) for p in files)
     assert rejected == [("reason=truncated_record", 1), ("reason=unreadable_input", 1),
                         ("reason=unreadable_input", 1)]
+
+
+@pytest.mark.parametrize("length", ["-5", "abc"])
+def test_a_content_length_that_is_no_length_is_a_bad_header_not_a_cut(tmp_path: Path, length: str):
+    """`Content-Length: -5` was called `truncated_input: header block ends without Content-Length`: nothing was cut."""
+    from tests.test_hostile_inputs import warc_record
+
+    records = [warc_record(f"https://x.example/{i}", page(f"k{i}")) for i in range(3)]
+    records[1] = gzip.compress(gzip.decompress(records[1]).replace(b"Content-Length: ", f"Content-Length: {length}"
+                                                                   .encode() + b"\r\nX-Was: ", 1), mtime=0)
+    path = tmp_path / "odd.warc.gz"
+    path.write_bytes(b"".join(records))
+    table = read(WarcReader(), path)
+    assert details(table)["bad_warc_header"] == [f"Content-Length '{length}' is no length"]
+    assert "truncated_input" not in outcome(table) and outcome(table)["doc"] >= 2

@@ -208,8 +208,12 @@ class WarcReader(Reader):
         base = Record(position=position, url=url, meta=meta)
         # Content-Length is mandatory: without one, fastwarc yielded what it had of a header block cut off by
         # the end of the file (and would report nothing at all)
-        if not (rec.headers.get("Content-Length") or "").strip().isdigit():
+        declared = (rec.headers.get("Content-Length") or "").strip()
+        if not declared:
             base.reason, base.detail = "truncated_input", "header block ends without Content-Length"
+            return base
+        if not declared.isdigit():  # there, and no length: a bad header, no cut
+            base.reason, base.detail = "bad_warc_header", f"Content-Length {declared[:50]!r} is no length"
             return base
         documents = kind in ("response", "resource", "conversion")
         too_large = documents and rec.content_length > self.max_record_bytes

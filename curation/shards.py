@@ -65,16 +65,20 @@ def file_key(uri: str, root: str) -> str:
 
 def list_shards(recipe: Sources) -> list[Shard]:
     """The recipe's input files, each a shard; a version-control folder's files (`.git/`...) are no input, in a
-    repository folder that `**` walks or anywhere else."""
+    repository folder that `**` walks or anywhere else, and a file with several names (hard links) is read once, by
+    the first of its names."""
     shards: dict[str, Shard] = {}
+    names: set[tuple[int, int]] = set()  # files with several names: one is read (two shards doubled its documents)
     for source in recipe.sources:
         root = source_root(source.paths)
         for pattern in source.paths:
             for found in storage.list_files(pattern):
                 uri = storage.literal_uri(found.uri) if found.link else found.uri
                 key = file_key(uri, root)
-                if in_vcs_folder(key):
+                if in_vcs_folder(key) or found.linked_file in names:
                     continue
+                if found.linked_file is not None:
+                    names.add(found.linked_file)
                 name = shard_name(source.name, key)
                 shards.setdefault(name, Shard(name, source.name, uri, key, found.size, found.mtime_ns))
     return list(shards.values())

@@ -137,6 +137,8 @@ class Listed:
     size: int = 0
     link: bool = False
     mtime_ns: int | None = None  # when it was last modified, as listed (with `size`: how a change is told)
+    # (device, inode) of a local file with several names (hard links), which one shard reads; None for the others
+    linked_file: tuple[int, int] | None = None
 
 
 def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], bool] | None = None,
@@ -174,7 +176,8 @@ def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], 
                     pending.append(entry.path)
             elif entry.is_file(follow_symlinks=False):  # not a FIFO, socket or device: reading one could block
                 st = entry.stat(follow_symlinks=False)
-                yield Listed(entry.path, st.st_size, mtime_ns=st.st_mtime_ns)
+                yield Listed(entry.path, st.st_size, mtime_ns=st.st_mtime_ns,
+                             linked_file=(st.st_dev, st.st_ino) if st.st_nlink > 1 else None)
 
 
 def list_files(pattern: str) -> list[Listed]:

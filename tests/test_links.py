@@ -277,3 +277,13 @@ def test_a_file_or_folder_swapped_for_a_link_after_listing_is_not_followed(tmp_p
     again = run(recipe, quiet=True)
     texts = pq.read_table(Path(again.job_dir) / "documents").column("text").to_pylist()
     assert sorted(texts) == ["an ordinary document a.jsonl", "an ordinary document sub/c.jsonl"]
+
+
+def test_a_file_with_two_names_is_read_once(tmp_path: Path):
+    """Hard links to one file were two shards: its documents twice, under two ids each."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text(json.dumps({"text": "one document"}) + "\n")
+    (tmp_path / "in" / "b.jsonl").hardlink_to(tmp_path / "in" / "a.jsonl")
+    (tmp_path / "in" / "c.jsonl").write_text(json.dumps({"text": "another document"}) + "\n")
+    recipe = parse_recipe(f"name: hard\nsources: [{{name: n, format: jsonl, paths: ['{tmp_path}/in/*.jsonl']}}]\n")
+    assert sorted(s.key for s in list_shards(recipe)) == ["a.jsonl", "c.jsonl"]

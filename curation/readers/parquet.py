@@ -132,20 +132,16 @@ def _salvage(batch: pa.RecordBatch, raw: tuple[str, ...]) -> Iterator[tuple[dict
             continue
         try:
             for name in strings:
-                if row[name] is not None and not (name in raw and not _utf8(row[name])):
-                    row[name] = row[name].decode("utf-8")
+                if row[name] is not None:
+                    try:
+                        row[name] = row[name].decode("utf-8")
+                    except UnicodeDecodeError:
+                        if name not in raw:  # a page's bytes go on as they are
+                            raise
         except UnicodeDecodeError as exc:
             yield None, Unread("invalid_utf8", f"column {name!r}: {exc}"[:300])
         else:
             yield row, None
-
-
-def _utf8(value: bytes) -> bool:
-    try:
-        value.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _rows_one_by_one(batch: pa.RecordBatch) -> Iterator[dict[str, Any] | str]:

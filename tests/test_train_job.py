@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 
 import numpy as np
@@ -31,6 +32,7 @@ SEQ_LEN, VOCAB, PLANT_TOKEN = 32, 128, 127  # normal documents never use PLANT_T
 WORKERS, BATCH, MICRO = 2, 8, 2
 STEPS, EVERY, SPIKE_STEP, CRASH = 30, 5, 22, 27
 SEED = 7
+RAY_ACTOR_LINE = re.compile(r"(\x1b\[\d+m)?\(\w+ pid=\d+")  # Ray prefixes what its actors print
 
 
 def progression_docs(rng: np.random.Generator, count: int) -> list[np.ndarray]:
@@ -177,7 +179,11 @@ def test_sigterm_stops_curate_train_and_its_workers_and_says_so(tmp_path):
     err = process.communicate(timeout=120)[1]
     assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
     assert "curate train: interrupted (SIGTERM); its checkpoints are kept" in err
-    assert "SIGTERM received" not in err and "Traceback" not in err
+    assert "SIGTERM received" not in err
+    # Ray's own actors may log a warning with a traceback on a loaded machine ("safe to ignore", Ray says); those
+    # lines come prefixed with the actor's name, and only the driver's own lines are this command's output
+    driver_lines = [line for line in err.splitlines() if not RAY_ACTOR_LINE.match(line)]
+    assert not any("Traceback" in line for line in driver_lines), err[-3000:]
     steps = len(read_jsonl(metrics))
     time.sleep(5)
     assert len(read_jsonl(metrics)) == steps  # no worker goes on training

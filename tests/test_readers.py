@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 from collections import Counter
@@ -109,6 +110,30 @@ def test_jsonl_zstd_and_truncated_gzip(tmp_path: Path):
     got = outcome(table)
     assert got["truncated_input"] + got["unreadable_input"] == 1  # the rest of the file, counted once
     assert 1000 < got["text"] < 10000
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_jsonl_in_utf16_or_utf32_is_read_as_text(tmp_path: Path, codec: str):
+    """Windows tools write text as UTF-16 with its mark (PowerShell's Out-File); read as UTF-8, such a file was one
+    line of NULs (18 of 20 lines invalid_utf8, the rest bad_json). Marked or not, compressed or not, it is read."""
+    rows = [{"text": f"文档 {i} 😀 é", "n": i} for i in range(2000)]  # past one read: characters cut between reads
+    data = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode(codec)
+    (tmp_path / "a.jsonl").write_bytes(data)
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(data))
+    for name in ("a.jsonl", "a.jsonl.gz"):
+        table = read_all(JsonlReader(), str(tmp_path / name))
+        assert outcome(table) == {"text": 2000, schema.END_OF_SHARD: 1}
+        assert table.column("text").to_pylist()[:2] == ["文档 0 😀 é", "文档 1 😀 é"]
+
+
+def test_a_utf16_jsonl_line_with_half_a_character_is_a_reject_of_its_own(tmp_path: Path):
+    good = [json.dumps({"text": f"line {i}"}) + "\n" for i in range(3)]
+    data = b"".join(line.encode("utf-16-le") for line in good[:1])
+    data += '{"text": "x'.encode("utf-16-le") + b"\x3d\xd8" + '"}\n'.encode("utf-16-le")  # half a surrogate pair
+    data += b"".join(line.encode("utf-16-le") for line in good[1:]) + b"A"  # and an odd last byte
+    (tmp_path / "a.jsonl").write_bytes(codecs.BOM_UTF16_LE + data)
+    got = outcome(read_all(JsonlReader(), str(tmp_path / "a.jsonl")))
+    assert got["text"] == 3 and got["invalid_utf8"] == 1 + 1  # the lone half (read on) and the byte
 
 
 def test_parquet_reader_row_positions_and_meta(tmp_path: Path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from typing import Any, ClassVar
 from curation import storage
 from curation.readers.base import DecompressionBombError, Reader, Record
 from curation.readers.salvage import open_salvaging
+from curation.readers.sniff import SNIFF_BYTES, utf16_unmarked
 
 
 class JsonlReader(Reader):
@@ -19,7 +21,8 @@ class JsonlReader(Reader):
     past a float's range (`1e999`) are kept in `meta` as null: the record is read, `meta` stays strict JSON.
     As the text they are no string: a `no_text_field` reject. A compressed file that breaks off or holds
     garbage keeps every line decoded before the break (`SalvagingStream`), then the rest is one
-    `unreadable_input` (or `truncated_input`) reject."""
+    `unreadable_input` (or `truncated_input`) reject. A file in UTF-16 or UTF-32 (by its byte-order mark, or
+    UTF-16 by its NULs), as Windows tools write text, is read as such (`_Utf8`)."""
 
     format: ClassVar[str] = "jsonl"
 
@@ -27,7 +30,7 @@ class JsonlReader(Reader):
         """One record per line that is not blank. A compressed file that inflates past its bound ends in
         `DecompressionBombError` (one `decompression_bomb` reject); blank lines cost next to nothing."""
         with open_salvaging(uri) as raw:
-            stream = self.inflate_budget(uri).counting(raw) if storage.codec(uri) else raw
+            stream = _Utf8(self.inflate_budget(uri).counting(raw) if storage.codec(uri) else raw)
             # The line being read is kept as pieces, joined once at its end (joining at every read is
             # quadratic: a 200 MB line took hours), and only up to max_record_bytes: past that its bytes
             # are counted, not kept, so a huge line or a gzip bomb without newlines costs no memory.
@@ -114,6 +117,42 @@ class JsonlReader(Reader):
 
 
 _MISSING = object()
+
+
+class _Utf8:
+    """A stream of UTF-16 or UTF-32 text read as UTF-8 bytes, for the line splitter and `json.loads` (which read
+    a UTF-16 file as one UTF-8 line of NULs). Half a surrogate pair becomes bytes no UTF-8 decoder takes: its
+    line alone is an `invalid_utf8` reject, and so is a last odd byte. The first read sniffs the encoding (in
+    `read`, whose caller keeps what a damaged compressed file gave before its break)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.decoder: codecs.IncrementalDecoder | None = None
+        self.sniffed = False
+
+    def read(self, size: int) -> bytes:
+        data = self.stream.read(max(size, SNIFF_BYTES) if not self.sniffed else size)
+        if not self.sniffed:
+            self.sniffed = True
+            codec = next((name for bom, name in _BOMS if data.startswith(bom)), None) or utf16_unmarked(data)
+            self.decoder = codecs.getincrementaldecoder(codec)("surrogatepass") if codec else None
+        if self.decoder is None:
+            return data
+        while True:
+            try:
+                text = self.decoder.decode(data, final=not data)
+            except UnicodeDecodeError:  # the file ends inside a character: its last line is no text
+                self.decoder.reset()
+                return b"\xff"
+            if text or not data:
+                return text.encode("utf-8", "surrogatepass")
+            data = self.stream.read(size)
+
+
+# UTF-32's little-endian mark starts as UTF-16's: it comes first. The codecs named by their byte order keep
+# the mark as a U+FEFF, which json.loads refuses: these drop it.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))
 
 
 def _kind(value: object) -> str:

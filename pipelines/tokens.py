@@ -290,8 +290,9 @@ def _unknown(tokens: int, unknown: int) -> dict[str, Any]:
     """How many of the train split's `tokens` are the tokenizer's `<unk>`: text it cannot spell, lost from the shards
     (a model given without byte fallback meeting characters it never saw: Chinese through an English tokenizer)."""
     share = unknown / tokens if tokens else 0.0
-    warning = (f"{unknown:,} of the train split's {tokens:,} tokens ({share:.2%}) are <unk>: text the tokenizer "
-               "cannot spell is lost from the shards (a model without byte_fallback)") if unknown else None
+    warning = (f"{unknown:,} of the {tokens:,} tokens of the train split's documents, before the mixture samples "
+               f"them ({share:.2%}), are <unk>: each stands for a run of characters the tokenizer cannot spell, lost "
+               "from the shards (a model without byte_fallback)") if unknown else None
     return {"tokens": unknown, "share": round(share, 6), "warning": warning}
 
 

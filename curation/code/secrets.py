@@ -93,8 +93,10 @@ TOKEN_HINT = "|".join([
     r"PRIVATE KEY|PuTTY-User-Key-File", r"github_pat_|sk-(?:proj|svcacct|admin|ant)-|hf_[A-Za-z0-9]{34}|AIza|shp[acps]",
     r"(?i:bearer\s|x-api-key)|key-[0-9a-z]{32}|npm_[A-Za-z0-9]{36}|@(?:tcp|unix)\(|mysql|curl|(?i:password|pwd)\s*[=>]",
 ])  # fmt: skip
-KEYWORD_HINT = (r"(?i)(?:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|"
-                r"client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contrase)")
+# detect-secrets' keyword names, also in Lisp's kebab case (`api-key`)
+KEYWORD_HINT = (r"(?i)(?:api[_-]?key|auth[_-]?key|service[_-]?key|account[_-]?key|db[_-]?key|database[_-]?key|"
+                r"priv[_-]?key|private[_-]?key|client[_-]?key|db[_-]?pass|database[_-]?pass|key[_-]?pass|password|passwd|"
+                r"pwd|secret|contrase)")
 _STEMS = ("key", "pass", "pwd", "secret", "contrase")
 _KEYWORD_LINE = re.compile(KEYWORD_HINT)
 _PLACEHOLDERS = frozenset({
@@ -125,6 +127,11 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]")
 _C_FAMILY = frozenset({"c", "c++", "objective-c", "objective-c++"})
 # `#define DB_PASSWORD "..."`: a macro named for a secret, its value a string literal
 _DEFINE = re.compile(r"\s*#\s*define\s+(\w*(?i:key|pass|pwd|secret|token)\w*)\s+\"([^\"\\]+)\"")
+# `(defparameter *db-password* "...")`, `(setq smtpmail-auth-password "...")`, `(def api-key "...")`: a Lisp
+# binding of a name for a secret to a string literal (the keyword plugin reads `name = value` forms only)
+_LISP_FAMILY = frozenset({"common-lisp", "emacs-lisp", "clojure", "scheme", "racket"})
+_LISP_BINDING = re.compile(r"\(\s*(?:(?:def\w*|setq(?:-default)?|setf)\s+|let\*?\s*[(\[]\s*\(?\s*)\*?"
+                           r"([\w\-]*(?i:key|pass|pwd|secret|token)[\w\-]*)\*?\s+\"([^\"\\]+)\"")
 _CONFIG_AS = {"dotenv": ".cfg", "ini": ".ini", "shell": ".cfg", "toml": ".toml", "yaml": ".yaml",
               "java-properties": ".properties", "dockerfile": ".cfg", "makefile": ".cfg"}
 
@@ -265,14 +272,16 @@ def _keyword_lines(text: str) -> list[tuple[int, str]]:
 
 
 def _keyword_values(line: str, filename: str, language: str | None) -> list[str]:
-    """The values the keyword plugin finds on a line, and those of a C `#define` of a keyword's name (which it
-    misses); a notebook's line is read with its JSON escapes undone (`"password = \\"...\\"\\n",`)."""
+    """The values the keyword plugin finds on a line, and those of a C `#define` or a Lisp binding of a keyword's
+    name (which it misses); a notebook's line is read with its JSON escapes undone (`"password = \\"...\\"\\n",`)."""
     _, keyword = _plugins()
     if language == "jupyter":
         line, filename = line.replace('\\"', '"'), "cell.py"
     values = [found.secret_value or "" for found in keyword.analyze_line(filename=filename, line=line, line_number=0)]
     if language in _C_FAMILY and (define := _DEFINE.match(line)) and not _about_a_secret(f"{define.group(1)} = "):
         values.append(define.group(2))
+    if language in _LISP_FAMILY:
+        values += [m.group(2) for m in _LISP_BINDING.finditer(line) if not _about_a_secret(f"{m.group(1)} = ")]
     return values
 
 

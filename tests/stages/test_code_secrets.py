@@ -242,6 +242,9 @@ def test_values_about_a_secret_are_not_redacted():
     # a literal password in a call: detect-secrets' "indirect reference" rule skipped the whole line
     ("db.py", 'conn = psycopg2.connect(host="db.internal", user="app", password="Xk9#mQ2vLp7w")', "Xk9#mQ2vLp7w"),
     ("cfg.h", '#define DB_PASSWORD "Xk9#mQ2vLp7w"', "Xk9#mQ2vLp7w"),  # C macros: the plugin has no rule for them
+    ("db.lisp", '(defparameter *db-password* "Xk9#mQ2vLp7w")', "Xk9#mQ2vLp7w"),  # Lisp bindings: nor for them
+    ("init.el", '(setq smtpmail-auth-password "Xk9#mQ2vLp7w")', "Xk9#mQ2vLp7w"),
+    ("core.clj", '(let [api-key "AKzz9x8c7v6b5n4m"] (call api-key))', "AKzz9x8c7v6b5n4m"),  # kebab-case names
     ("nb.ipynb", '    "password = \\"Xk9#mQ2vLp7w\\"\\n",', "Xk9#mQ2vLp7w"),  # a notebook's JSON-escaped source
     ("mail.py", 'MAILGUN = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"', "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"),
     (".npmrc.js", 'const t = "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8";', "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
@@ -264,6 +267,7 @@ def test_secrets_detect_secrets_misses_are_found(path: str, text: str, secret: s
     ("db.py", "password = get_secret('db')"), ("db.py", "key = request.headers['key']"),
     ("docs.py", "user = User(username='scolvin', password='password1')"),  # documentation's example password
     ("cfg.h", '#define KEY_NAME "my-key-name-01"'), ("run.sh", "mysql -u root -p shop"),
+    ("x.scm", '(define password-prompt "Enter your password: ")'), ("x.el", '(defvar my-password "password")'),
     ("run.sh", "mysql -p${DB_PASS} shop"), ("run.sh", "curl -u admin:$PASSWORD https://x.internal"),
     ("db.py", "conn = connect(host=host, user=user, password=self.password)"),  # references, not literals
     ("db.py", 'conn = connect(host="db", user="app", password=os.environ["DB_PASSWORD"])'),

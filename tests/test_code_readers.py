@@ -280,3 +280,25 @@ def test_members_leading_out_of_the_repository_are_unsafe_path_skips(tmp_path: P
     paths = sorted(d["path"] for d in documents(table))
     assert all(not p.startswith(("../", "/")) and "/../" not in p for p in paths)
     assert "abs/path.py" in paths and any(p.endswith("a/c.py") for p in paths)
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_a_file_the_archive_holds_twice_is_one_document_the_last(tmp_path: Path, kind: str):
+    """An archive appended to (`tar -r`, `zip` of a name twice) holds a file twice: both were documents, the file's
+    text twice in the corpus. `tar -x` and `unzip` leave the last; so does the reader (`./a.py` is `a.py` too)."""
+    again = "repo/./a.py" if kind == "tar" else "repo/a.py"
+    members = [("repo/a.py", "x = 1\n"), ("repo/b.py", "y = 2\n"), (again, "x = 3\n")]
+    archive = tmp_path / f"twice.{'tar.gz' if kind == 'tar' else 'zip'}"
+    if kind == "tar":
+        with tarfile.open(archive, "w:gz") as tar:
+            for name, text in members:
+                info = tarfile.TarInfo(name)
+                info.size = len(text)
+                tar.addfile(info, io.BytesIO(text.encode()))
+    else:
+        with pytest.warns(UserWarning, match="Duplicate name"), zipfile.ZipFile(archive, "w") as z:
+            for name, text in members:
+                z.writestr(name, text)
+    table = read(archive)
+    assert outcomes(table)["skipped:replaced"] == 1
+    assert sorted((d["path"], d["text"]) for d in documents(table)) == [("a.py", "x = 3\n"), ("b.py", "y = 2\n")]

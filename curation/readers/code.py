@@ -6,7 +6,8 @@ becomes a counted skip, never a document: binary files (a NUL byte in the first 
 git decides, or a binary format by name), bytes that are not UTF-8, files over `max_file_bytes`,
 empty files, links (never followed: a link inside an archive or met in a folder is a `link` skip; see
 `curation.shards`), version-control internals (`.git/`...), and archive members whose path leads up out of
-the repository (`../x`: `unsafe_path`). An archive that breaks off keeps
+the repository (`../x`: `unsafe_path`); of members of one name (an archive appended to) the last is read, as
+`tar -x` leaves it, the others are `replaced` skips. An archive that breaks off keeps
 the documents read before the break and ends with a `truncated_input`/`unreadable_input` reject.
 
 - **Archives** (`.tar`, `.tar.gz`/`.tgz`, `.tar.bz2`, `.tar.xz`, `.tar.zst`, `.zip`): one archive is
@@ -30,7 +31,7 @@ import posixpath
 import stat
 import tarfile
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
@@ -84,6 +85,17 @@ class CodeOptions(BaseModel):
 
 def _skip(position: int, why: str, detail: str | None = None, size: int = 0) -> Record:
     return Record(position, reason=f"skipped:{why}", detail=detail, raw_bytes=size)
+
+
+def _last_positions(paths: Iterable[str]) -> dict[str, int]:
+    """The position of the last member of each path among an archive's members, in order."""
+    return {path: position for position, path in enumerate(paths)}
+
+
+def _replaced(position: int, path: str, size: int) -> Record:
+    """A member that a later one of the same name replaces, as `tar -x` and `unzip` leave it (an archive appended
+    to holds a file twice): one document per path."""
+    return _skip(position, "replaced", f"{path}: a later member of the archive has its name", size)
 
 
 class CodeReader(Reader):
@@ -166,9 +178,11 @@ class CodeReader(Reader):
     def _tar(self, uri: str) -> Iterator[Record]:
         names: list[str] = []
         texts: dict[str, str] = {}
+        members: list[str] = []  # every name, files or not, in order: a later one of a name replaces it
         try:  # first pass: names (for the root folder) and licence files
             with self._tar_stream(uri) as tar:
-                for member in tar:
+                for member in (m for m in tar if not m.isdir()):
+                    members.append(readable_name(member.name))
                     if member.isfile():
                         names.append(readable_name(member.name))
                         if wants_text(member.name, member.size):
@@ -182,19 +196,18 @@ class CodeReader(Reader):
         root = _root(names)
         licenses = RepoLicenses({_strip(n, root): t for n, t in texts.items()})
         repo = _repo_name(uri, root)
-        position = 0
+        last = _last_positions(_strip(name, root) for name in members)
         with self._tar_stream(uri) as tar:
-            for member in tar:
-                if member.isdir():
-                    continue
+            for position, member in enumerate(m for m in tar if not m.isdir()):
                 path = _strip(readable_name(member.name), root)
-                if not member.isfile():
+                if last.get(path, position) > position:
+                    yield _replaced(position, path, member.size)
+                elif not member.isfile():
                     yield _skip(position, "link" if member.issym() or member.islnk() else "not_a_file", path)
                 else:
                     handle = tar.extractfile(member)
                     yield self._member(position, repo, path, member.size,
                                        handle.read if handle else (lambda _n: b""), licenses)
-                position += 1
 
     def _zip(self, uri: str) -> Iterator[Record]:
         fs, path = storage.resolve(uri)
@@ -211,8 +224,12 @@ class CodeReader(Reader):
                         _raise_unless_content(exc)
             licenses = RepoLicenses(texts)
             repo = _repo_name(uri, root)
+            last = _last_positions(_strip(info.filename, root) for info in infos)
             for position, info in enumerate(infos):
                 name = _strip(info.filename, root)
+                if last[name] > position:
+                    yield _replaced(position, name, info.file_size)
+                    continue
                 if _zip_link(info):  # its data is the link's target, not a file's text
                     yield _skip(position, "link", name)
                     continue

@@ -1,7 +1,7 @@
 """Benchmark decontamination: an index of the n-grams of evaluation sets, looked up per document.
 
 GPT-3 style: a document that shares any 13-word sequence with a benchmark item is contaminated.
-Words are the same tokens as MinHash's (lowercase, runs of letters and digits, punctuation dropped,
+Words are the same tokens as MinHash's (composed, lowercase, runs of letters, marks and digits, punctuation dropped,
 `curation.dedup.minhash.language_tokens`), so "$18" in a crawled copy matches "18" in GSM8K, and
 follow the language: a document's by its `lang`, a benchmark item's by its script, so Chinese and
 Japanese (written without spaces) are segmented into words on both sides and a Chinese question
@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.dedup.exact import TextColumn
+from curation.dedup.exact import TextColumn, as_string_array
 from curation.dedup.minhash import hash_tokens, language_tokens, ngram_hashes, shingle_hashes
 
 DEFAULT_FIELDS = ("question", "answer", "prompt", "canonical_solution", "test")
@@ -47,9 +47,13 @@ def _records(path: Path) -> Iterable[Mapping[str, object]]:
             data = json.load(f)
             yield from data if isinstance(data, list) else [data]
         else:
-            for line in f:
+            for number, line in enumerate(f, 1):
                 if line.strip():
-                    yield json.loads(line)
+                    try:
+                        yield json.loads(line.rstrip())
+                    except ValueError as exc:
+                        msg = f"{path.name}, line {number}: {exc}"
+                        raise ValueError(msg) from exc
 
 
 def benchmark_files(paths: str | Path | Sequence[str | Path] | Mapping[str, str | Path]) -> dict[str, list[Path]]:
@@ -111,7 +115,7 @@ class NgramIndex:
         all_hashes, owners, items, short = [], [], 0, 0
         for b, name in enumerate(names):
             texts = [t for t in benchmarks[name] if t]
-            tokens, offsets = language_tokens(texts)  # an item's language is its script's
+            tokens, offsets = language_tokens(_compatible(texts))  # an item's language is its script's
             shingles = ngram_hashes(hash_tokens(tokens), offsets, ngram)
             # A text shorter than `ngram` words yields one shingle of its length, which can never equal a
             # document's n-gram: leave it out, report it.
@@ -143,6 +147,9 @@ class NgramIndex:
             out = texts.setdefault(name, [])
             for file in files:
                 for record in _records(file):
+                    if not isinstance(record, Mapping):
+                        msg = f"{file.name}: a record is {type(record).__name__}, not an object of fields"
+                        raise ValueError(msg)
                     out.extend(str(record[f]) for f in fields if record.get(f) not in (None, ""))
         return cls.from_texts(texts, ngram, min_letter_words)
 
@@ -156,7 +163,7 @@ class NgramIndex:
     def hit_matrix(self, texts: TextColumn, langs: TextColumn | None = None) -> np.ndarray:
         """(documents x benchmarks) int32: distinct benchmark n-grams each document contains; `langs`: the
         documents' languages (None or null: by their script)."""
-        shingles = shingle_hashes(texts, ngram=self.ngram, unit="word", langs=langs)
+        shingles = shingle_hashes(_compatible(texts), ngram=self.ngram, unit="word", langs=langs)
         n_docs = len(shingles)
         out = np.zeros((n_docs, len(self.names)), dtype=np.int32)
         if not len(self.hashes) or not len(shingles.hashes):
@@ -194,6 +201,12 @@ class NgramIndex:
             "hits": pa.array(count.astype(np.int32)),
         })
 
+
+
+def _compatible(texts: TextColumn) -> pa.Array:
+    """Texts in Unicode's compatibility form (NFKC): a copy in full-width letters (U+FF21..., as CJK pages
+    write Latin) or with ligatures is the text it copies."""
+    return pc.utf8_normalize(as_string_array(texts), "NFKC")
 
 
 def _informative(tokens: pa.Array, offsets: np.ndarray, n: int, min_letter_words: int) -> np.ndarray:

@@ -20,8 +20,6 @@ import xxhash
 
 from curation.text.columns import combined
 
-# Runs of characters that are not letters or digits (RE2 syntax, Unicode-aware: `\w` in RE2 is ASCII).
-SEPARATORS = r"[^\p{L}\p{N}]+"
 # Unicode whitespace (RE2's `\s` is ASCII only).
 WHITESPACE = r"[\s\p{Z}]+"
 PUNCTUATION = r"[\p{P}\p{S}]+"
@@ -59,12 +57,12 @@ def normalize_text(
 ) -> pa.Array:
     """The text a content hash sees.
 
-    Defaults: lowercase, runs of Unicode whitespace become one space, ends trimmed, so that
+    Always composed (NFC). Defaults: lowercase, runs of Unicode whitespace become one space, ends trimmed, so that
     re-wrapped or re-cased copies are duplicates. `strip_punctuation` also removes punctuation and
     symbols (then "Hello, world!" equals "hello world"); off by default because code and tables
     differ in punctuation only.
     """
-    out = as_string_array(texts)
+    out = pc.utf8_normalize(as_string_array(texts), "NFC")  # a copy typed decomposed ("café") is the same text
     if lowercase:
         out = pc.utf8_lower(out)
     if strip_punctuation:

@@ -10,8 +10,8 @@ The permutations are datasketch's (>= 2.0) default "affine32" scheme, bit for bi
 32-bit shingle hashes and seed, a signature equals `datasketch.MinHash(num_perm, seed,
 hashfunc=...)` fed the same values, so signatures interoperate with datasketch's LSH classes.
 
-Word shingles follow each document's language (`language_tokens`): English and documents without a
-language keep `word_tokens`, bit for bit; Chinese, Japanese, Thai, Khmer, Lao, Burmese and Tibetan, where a
+Word shingles follow each document's language (`language_tokens`): languages written with spaces, and documents
+without a language, are split into `word_tokens`; Chinese, Japanese, Thai, Khmer, Lao, Burmese and Tibetan, where a
 whitespace tokenizer sees a whole clause as one "word", are segmented into words first
 (`curation.lang.words`, FineWeb-2's choice: datatrove's MinHash shingles each language's words).
 
@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from curation.dedup.exact import SEPARATORS, WHITESPACE, TextColumn, as_string_array, fmix64
+from curation.dedup.exact import WHITESPACE, TextColumn, as_string_array, fmix64
 from curation.lang.words import SPACES, segmenters, split
 from curation.text.columns import code_points, combined
 
@@ -40,7 +40,6 @@ Unit = Literal["word", "char"]
 FALSE_NEGATIVE_WEIGHT = 0.9  # measured in benchmarks/dedup_quality.py: recall first, verification restores precision
 
 WORD_SEPARATORS = r"[^\p{L}\p{M}\p{N}]+"  # what is not part of a word, combining marks included
-_ENGLISH = frozenset({"en", "eng"})
 _EMPTY32 = np.uint32(0xFFFFFFFF)  # a signature slot no shingle reached (datasketch's empty value)
 _POLY = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier combining the token hashes of an n-gram
 _BLOCK_SHINGLES = 4096  # rows of the (shingles x num_perm) matrix computed at once: ~2 MB at 128 perms
@@ -79,18 +78,19 @@ class Shingles:
         return Shingles(h[keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
 
 
-def word_tokens(texts: TextColumn, *, lowercase: bool = True, marks: bool = False) -> tuple[pa.Array, np.ndarray]:
-    """Words of each text (runs of letters and digits; punctuation dropped), flattened, with offsets.
+def word_tokens(texts: TextColumn, *, lowercase: bool = True) -> tuple[pa.Array, np.ndarray]:
+    """Words of each text (runs of letters, combining marks and digits; punctuation dropped), flattened, with
+    offsets, in Unicode's composed form (NFC).
 
-    Splitting on anything that is not a letter or a digit makes "end." and "end" the same token
-    and works for any script that separates words with spaces or punctuation. `marks`: combining marks
-    belong to words too, where a script writes vowels with them (Devanagari, Thai...: without, "हिन्दी"
-    is three tokens).
+    Splitting on anything that is not a letter, a mark or a digit makes "end." and "end" the same token
+    and works for any script that separates words with spaces or punctuation. Combining marks belong to words:
+    Devanagari, Tamil, Thai write vowels with them, Arabic its harakat (split at them, "हिन्दी" was three tokens,
+    and Hindi's लड़का and लड़के one shingle). Composed first: "café" typed decomposed is "café".
     """
-    texts = as_string_array(texts)
+    texts = pc.utf8_normalize(as_string_array(texts), "NFC")
     if lowercase:
         texts = pc.utf8_lower(texts)
-    lists = pc.split_pattern_regex(texts, WORD_SEPARATORS if marks else SEPARATORS)
+    lists = pc.split_pattern_regex(texts, WORD_SEPARATORS)
     flat = lists.flatten()
     offsets = lists.offsets.to_numpy().astype(np.int64)
     offsets -= offsets[0]
@@ -103,26 +103,25 @@ def language_tokens(texts: TextColumn, langs: TextColumn | None = None, *,
                     lowercase: bool = True) -> tuple[pa.Array, np.ndarray]:
     """`word_tokens` of each text in its language (`langs`: lid.176 codes; null or None: by the text's script).
 
-    English and documents without a language get `word_tokens` itself (a batch of them: the same
-    arrays, bit for bit); other languages written with spaces too, their combining marks kept in their
-    words. Languages written without spaces are segmented (`curation.lang.words`, one batched call) and
-    each segmented word split the same way, as if the words were written with spaces between them:
-    punctuation words vanish and the Latin words of a Chinese page are tokens as in an English one.
+    Languages written with spaces, and documents without a language, get `word_tokens` itself (a batch of them:
+    the same arrays, bit for bit). Languages written without spaces are segmented (`curation.lang.words`, one
+    batched call) and each segmented word split the same way, as if the words were written with spaces between
+    them: punctuation words vanish and the Latin words of a Chinese page are tokens as in an English one.
     """
-    texts = as_string_array(texts)
+    texts = pc.utf8_normalize(as_string_array(texts), "NFC")
     langs = None if langs is None else _codes(langs)
-    group = np.where(segmenters(texts, langs) == SPACES, _spaced_group(langs, len(texts)), 2)
-    if (group == 0).all():
+    segmented = segmenters(texts, langs) != SPACES
+    if not segmented.any():
         return word_tokens(texts, lowercase=lowercase)
     parts = []
-    for g in np.unique(group).tolist():
-        docs = np.flatnonzero(group == g)
+    for is_segmented in np.unique(segmented).tolist():
+        docs = np.flatnonzero(segmented == is_segmented)
         subset = texts.take(pa.array(docs))
-        if g == 2:
+        if is_segmented:
             parts.append((docs, *_segmented_tokens(subset, None if langs is None else langs.take(pa.array(docs)),
                                                    lowercase)))
         else:
-            parts.append((docs, *word_tokens(subset, lowercase=lowercase, marks=g == 1)))
+            parts.append((docs, *word_tokens(subset, lowercase=lowercase)))
     return _in_document_order(parts, len(texts))
 
 
@@ -132,15 +131,6 @@ def _codes(langs: TextColumn) -> pa.Array:
     return langs.cast(pa.string())
 
 
-def _spaced_group(langs: pa.Array | None, n: int) -> np.ndarray:
-    """0 for English or no language (today's word tokens), 1 for another language (marks kept in words)."""
-    if langs is None:
-        return np.zeros(n, np.int64)
-    encoded = pc.dictionary_encode(langs)
-    other = [code.strip().lower().partition("_")[0] not in _ENGLISH for code in encoded.dictionary.to_pylist()]
-    return np.array([*other, False], np.int64)[encoded.indices.fill_null(len(other)).to_numpy(zero_copy_only=False)]
-
-
 def _segmented_tokens(texts: pa.Array, langs: pa.Array | None, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
     """`word_tokens` of each segmented word, split once per distinct word of the batch."""
     words = split(texts, langs)
@@ -148,8 +138,7 @@ def _segmented_tokens(texts: pa.Array, langs: pa.Array | None, lowercase: bool) 
         return pa.array([], pa.string()), np.zeros(len(texts) + 1, np.int64)
     distinct, inverse = np.unique(words.ids, return_inverse=True)
     vocab = words.splitter.vocab
-    tokens, per_word = word_tokens(pa.array([vocab[i] for i in distinct.tolist()], pa.string()), lowercase=lowercase,
-                                   marks=True)
+    tokens, per_word = word_tokens(pa.array([vocab[i] for i in distinct.tolist()], pa.string()), lowercase=lowercase)
     counts = np.diff(per_word)[inverse]  # tokens of each word of the batch
     before = np.cumsum(counts) - counts
     positions = np.arange(int(counts.sum())) - np.repeat(before - per_word[:-1][inverse], counts)
@@ -186,8 +175,9 @@ def hash_tokens(tokens: pa.Array) -> np.ndarray:
 
 
 def char_tokens(texts: TextColumn, *, lowercase: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Code points of each text after whitespace is collapsed to single spaces, flattened, with offsets."""
-    texts = as_string_array(texts)
+    """Code points of each text, composed (NFC), after whitespace is collapsed to single spaces, flattened, with
+    offsets."""
+    texts = pc.utf8_normalize(as_string_array(texts), "NFC")
     if lowercase:
         texts = pc.utf8_lower(texts)
     texts = pc.utf8_trim_whitespace(pc.replace_substring_regex(texts, WHITESPACE, " "))

@@ -88,7 +88,9 @@ SIGNED = pa.schema([("id", pa.string()), ("node", pa.int64()), ("score", pa.floa
 
 class MinhashDedupParams(StageParams):
     threshold: float = Field(0.8, gt=0, lt=1, description="Jaccard similarity of the shingle sets at which two "
-                             "documents are near-duplicates (Lee et al. 2022; Gopher).")
+                             "documents are near-duplicates (Lee et al. 2022; Gopher). Near-duplicates form clusters "
+                             "(connected components, as in datatrove and FineWeb) that keep one document: in a chain "
+                             "of copies each edited from the last, the first and last may be less alike.")
     num_perm: int = Field(128, ge=2, le=1024, description="MinHash permutations per signature (datasketch's default).")
     ngram: int = Field(5, ge=1, description="Shingle length in units (words or characters).")
     unit: Literal["word", "char"] = Field(

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from curation.dedup.decontam import NgramIndex, benchmark_files
+from curation.dedup.decontam import DEFAULT_FIELDS, NgramIndex, benchmark_files
 from curation.stages.base import Processed, ReadsFile, Stage, StageParams
 from curation.stages.languages import LANG
 
@@ -29,6 +29,24 @@ class DecontaminateParams(StageParams):
     action: Literal["drop", "mark"] = Field(
         "drop", description="drop: contaminated documents become rejects; mark: they stay, with the columns set."
     )
+
+
+    def file_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A benchmark that gives no n-gram to look for (a field misnamed, or only items shorter than `ngram` words)
+        turned decontamination off without a word; a file that is no JSON, CSV or UTF-8 failed the run's start."""
+        fields = ", ".join(self.fields or DEFAULT_FIELDS)
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for j, path in enumerate(self.benchmarks):
+            try:
+                index = NgramIndex.from_paths(path, self.fields, self.ngram)
+            except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+                problems.append((("benchmarks", j), f"cannot read {path!r}: {exc}"[:500]))
+                continue
+            indexed = np.bincount(index.owner, minlength=len(index.names))
+            problems += [(("benchmarks", j), f"benchmark {name!r} gives no n-gram of {self.ngram} words to look for: "
+                          f"none of its records has text in a field of `fields` ({fields}) that long")
+                         for name, count in zip(index.names, indexed.tolist(), strict=True) if not count]
+        return problems
 
 
 class Decontaminate(Stage):

@@ -19,6 +19,8 @@ def test_normalization_makes_recased_and_rewrapped_copies_equal():
     assert normalize_text(["  A\u00a0 b\u2003C  "]).to_pylist() == ["a b c"]
     assert content_hash(["Größe"]).type == pa.binary(16)
     assert content_hash(["Größe"]) != content_hash(["Grosse"])
+    # a copy typed decomposed (NFD: o + U+0308) is the same text
+    assert content_hash(["Gro\u0308ße"]).to_pylist() == content_hash(["Größe"]).to_pylist()
 
 
 def test_survivor_is_best_score_then_smallest_id():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -88,10 +89,23 @@ def test_unspaced_languages_are_segmented_and_others_keep_their_marks():
     assert words[0] == ["我们", "今天", "去", "北京大学", "看", "iphone", "拍照"]  # punctuation words dropped
     assert words[1] == ["สวัสดี", "ครับ", "ผม", "ชื่อ"]
     assert words[2] == ["हिन्दी", "भाषा", "है"]  # vowel signs are part of the word
-    assert words[3] == ["ह", "न", "द", "भ", "ष", "ह"]  # no language: split as before languages
+    assert words[3] == words[2]  # no language: the same (split at its vowel signs, it was ह न द भ ष ह)
     assert words[4] == ["hello", "world"]
     # without a `lang`, the script decides: the same words as with one
     assert language_tokens(["我们今天去北京大学"])[0].equals(language_tokens(["我们今天去北京大学"], ["zh"])[0])
+
+
+def test_inflections_are_distinct_words_and_a_decomposed_copy_is_a_copy():
+    """Split at combining marks, a Hindi text and the same words with other vowel signs (लड़का/लड़के, जाता/जाते: 5-word
+    shingles sharing none) were near-duplicates, one removed; a French text typed decomposed (NFD) shared no
+    shingle with itself composed. Without a language as with one."""
+    hindi = "वह लड़का रोज़ सुबह स्कूल जाता है और शाम को घर लौटकर अपनी माँ के साथ खाना बनाता है " * 3
+    swapped = hindi.replace("ा", "\0").replace("े", "ा").replace("\0", "े").replace("ि", "\0").replace("ी", "ि")
+    french = "Le café de la côte était fermé à cause de la grève générale des employés du réseau ferré " * 3
+    decomposed = unicodedata.normalize("NFD", french)
+    for langs in (None, ["hi", "fr", "hi", "fr"]):
+        similarity = exact_jaccard([hindi, french], [swapped, decomposed], langs=langs)
+        assert similarity[0] < 0.1 and similarity[1] == 1.0
 
 
 @pytest.mark.parametrize("lang", UNSPACED)

@@ -18,7 +18,11 @@ found by a regex (compiled once) and then confirmed.
   with valid area and exchange codes; a national number written `(030) 123456` or `030/123456`;
   or any shape right after a phone word (Tel., phone, Fax, mobile, Handy, téléphone, ☎...).
   Dates, ISBNs, prices, coordinates, long bare numbers and year ranges have none of these; a
-  number after `Order #`, `invoice no.`, `ZIP`, `IBAN`... is not a phone number in any shape.
+  number after `Order #`, `invoice no.`, `ZIP`, `IBAN`... is not a phone number in any shape. Digits of any
+  script count (full-width `１３８...`); a national number without a phone word, a bracketed area code or a slash
+  (`020 7946 0958` after "or") is not read as one.
+- Pages in scripts written without spaces glue addresses and numbers to their words (`发送至support@example.com`):
+  those letters end an address, a quad or a number as a space does.
 
 References: BigCode's `pii/utils/emails_ip_addresses_detection.py` (StarCoder, Li et al. 2023)
 and NeMo Curator's PII modifier (Presidio recognizers for EMAIL_ADDRESS, IP_ADDRESS,
@@ -43,20 +47,32 @@ from curation.stages.base import Processed, Resources, Stage, StageParams, with_
 Kind = Literal["email", "ip", "phone"]
 KINDS: tuple[Kind, ...] = ("email", "ip", "phone")
 
+# Letters of the scripts written without spaces (Han, kana, Hangul, Thai, Lao, Khmer, Burmese, Tibetan): a page in
+# them glues an address or a number to the words around it (`发送至support@example.com`, `地址93.184.216.34，`), so
+# they end one as a space would, and are no part of one (`至support` was the address's local part).
+_UNSPACED = "\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u3130-\u318f" \
+            "\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD = rf"[^\W{_UNSPACED}]"  # a letter, digit or underscore of a script written with spaces
+_ALNUM = rf"[^\W_{_UNSPACED}]"
 _EMAIL = re.compile(
-    r"(?<![\w.%+-])"
-    r"[\w%+-]+(?:\.[\w%+-]+)*"  # local part: no leading, trailing or doubled dot
+    rf"(?<!{_WORD}|[.%+-])"
+    rf"(?:{_WORD}|[%+-])+(?:\.(?:{_WORD}|[%+-])+)*"  # local part: no leading, trailing or doubled dot
     r"@"
-    r"(?:[^\W_](?:(?:[^\W_]|-){0,61}[^\W_])?\.)+"  # domain labels
-    r"([^\W\d_]{2,24})"  # top-level domain: letters
-    r"(?![\w-]|\.[^\W_])"
+    rf"(?:{_ALNUM}(?:(?:{_ALNUM}|-){{0,61}}{_ALNUM})?\.)+"  # domain labels
+    rf"((?:(?!\d){_ALNUM}){{2,24}})"  # top-level domain: letters
+    rf"(?!{_WORD}|-|\.{_ALNUM})"
 )
-_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
-_IPV4 = re.compile(rf"(?<![\w.])(?:{_OCTET}\.){{3}}{_OCTET}(?!\w|\.\w|-[A-Za-z])")
+# a Latin address glued to the words of another script before it (`Пишите наivan@mail.ru`): its local part begins
+# where the Latin does
+_LATIN_TAIL = re.compile(r"[A-Za-z0-9\u00c0-\u024f._%+-]+$")
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"  # ASCII digits: `ipaddress` reads no other
+_IPV4 = re.compile(rf"(?<!{_WORD}|\.)(?:{_OCTET}\.){{3}}{_OCTET}(?!{_WORD}|\.\w|-[A-Za-z])")
 _IPV6 = re.compile(
-    r"(?<![\w:.])((?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?)(?![\w:]|\.\w)"
+    rf"(?<!{_WORD}|[:.])((?:[0-9A-Fa-f]{{0,4}}:){{2,7}}(?:[0-9A-Fa-f]{{1,4}}|(?:[0-9]{{1,3}}\.){{3}}[0-9]{{1,3}})?)"
+    rf"(?!{_WORD}|:|\.\w)"
 )
-_PHONE = re.compile(r"(?<![\w+/@.,-])(?:\+|\(\+?)?\d[\d \u00a0().\/\u2013-]{5,30}\d(?!\w|[.,]\d|[-\u2013]\d|@)")
+_PHONE = re.compile(rf"(?<!{_WORD}|[+/@.,-])(?:\+|\(\+?)?\d[\d \u00a0().\/\u2013-]{{5,30}}\d"
+                    rf"(?!{_WORD}|[.,]\d|[-\u2013]\d|@)")
 
 _VERSION_BEFORE = re.compile(
     r"(?i)(?:\b(?:v|ver|vers|version|versions|versão|release|rel|build|rev|revision|firmware|fw|bios|"
@@ -87,7 +103,9 @@ _PHONE_WORD_BEFORE = re.compile(
     r"тел|телефон|моб|мобильный|факс|फ़ोन|फोन|मोबाइल|दूरभाष|هاتف|جوال|موبايل|فاكس|تلفن|điện thoại|đt)\b|"
     # Chinese, Japanese, Korean, Thai: words inside a run of letters (no word boundary before them)
     r"电话|電話|手机|手機|座机|座機|传真|傳真|热线|熱線|携帯|전화|휴대폰|연락처|팩스|โทรศัพท์|โทร|☎|📞|✆)"
-    r"[\s.:：#+\-]*(?:(?:number|no|nr|nummer|num|号码|號碼|番号|번호)\b\.?[\s.:：]*)?(?:\([^()]{1,12}\)[\s.:：]*)?$"
+    r"[\s.:：#+\-]*(?:(?:(?:number|no|nr|nummer|num)\b\.?|号码|號碼|番号|번호)[\s.:：]*)?"
+    r"(?:[是为為は은는:：]\s*)?"  # 电话是 138..., 電話番号は 090-..., 번호는 010-...
+    r"(?:\([^()]{1,12}\)[\s.:：]*)?$"
 )
 _NANP = re.compile(r"^(?:\+?1[ .-]?)?(?:\(([2-9]\d\d)\) ?|([2-9]\d\d)([ .-]))[2-9]\d\d([ .-])\d{4}$")
 _NATIONAL = re.compile(r"^(?:\(0[1-9]\d{0,4}\) ?|0[1-9]\d{0,4} ?/ ?)\d[\d \u2013-]*\d$")
@@ -98,6 +116,7 @@ _DATE = re.compile(  # 2024-01-15, 15.01.2024, 01/15/24, 1990-2000, optionally w
 _MONEY_BEFORE = re.compile(r"(?i)(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|jpy|rs|inr)\.?)\s*$")
 _MONEY_AFTER = re.compile(r"(?i)^\s*(?:[$€£¥₹%]|(?:usd|eur|euro|euros|dollars?|gbp|chf|jpy|kr|zł)\b)")
 _COUNTRY = re.compile(r"\+\s?(\d+)")
+_COORDINATES = re.compile(r"^[+-]?\d{1,3}\.\d{3,}[,;]?\s*[+-]?\d{1,3}\.\d{3,}$")  # +40.7128 -74.0060: a place
 _ISBN_BEFORE = re.compile(r"(?i)\b(?:isbn|issn|ean|doi|isbn-1[03])\b[\s:#-]*$")
 _ID_BEFORE = re.compile(  # order, invoice, case, account numbers shaped like phone numbers
     r"(?i)(?:#|\b(?:order|invoice|ref|reference|id|no|nr|art|item|sku|case|ticket|account|acct|kto|iban|blz|"
@@ -123,7 +142,16 @@ def top_level_domains() -> frozenset[str] | None:
 def find_emails(text: str) -> list[tuple[int, int]]:
     """Spans of e-mail addresses with a real top-level domain."""
     tlds = top_level_domains()
-    return [m.span() for m in _EMAIL.finditer(text) if tlds is None or m.group(1).lower() in tlds]
+    spans = []
+    for m in _EMAIL.finditer(text):
+        if tlds is not None and m.group(1).lower() not in tlds:
+            continue
+        start, at = m.start(), text.index("@", m.start())
+        local = text[start:at]
+        if not local.isascii() and (latin := _LATIN_TAIL.search(local)) and latin.start() > 0 and latin.group(0):
+            start += latin.start()
+        spans.append((start, m.end()))
+    return spans
 
 
 def _keep_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, policy: str) -> bool:
@@ -165,7 +193,7 @@ def _is_phone(text: str, start: int, end: int) -> bool:
     digits = sum(c.isdigit() for c in value)
     if not 7 <= digits <= 15 or "  " in value or value.count("(") != value.count(")") or "()" in value:
         return False
-    if _DATE.match(value) or _ISBN_BEFORE.search(text, max(0, start - 12), start):
+    if _DATE.match(value) or _COORDINATES.match(value) or _ISBN_BEFORE.search(text, max(0, start - 12), start):
         return False
     if _MONEY_BEFORE.search(text, max(0, start - 6), start) or _MONEY_AFTER.match(text, end, end + 8):
         return False
@@ -215,7 +243,7 @@ DEFAULT_PLACEHOLDERS: dict[str, str] = {"email": "<EMAIL>", "ip": "<IP>", "phone
 _MAY_HOLD = {
     "email": ("@", False),
     "ip": (r"\d\.\d{1,3}\.\d|[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:", True),
-    "phone": (r"\d[\d \x{a0}().\/-]{5,}\d", True),
+    "phone": (r"\p{Nd}[\p{Nd} \x{a0}().\/-]{5,}\p{Nd}", True),  # any script's digits (full-width ones too)
 }
 
 
@@ -266,7 +294,13 @@ class PiiRedaction(Stage):
             texts[i] = "".join(parts) + text[at:]
         table = with_text(batch, pa.array(texts, pa.string()))
         reasons = pa.nulls(batch.num_rows, pa.string())
+        details = None
         if p.max_redactions is not None:
             total = sum(counts.values())
-            reasons = pa.array(np.where(total > p.max_redactions, "too_much_pii", None), pa.string())
-        return Processed(table, reasons, counts=counts)
+            over = total > p.max_redactions
+            reasons = pa.array(np.where(over, "too_much_pii", None), pa.string())
+            kinds = [", ".join(f"{kind} {counts[kind][i]}" for kind in KINDS if counts[kind][i]) if over[i] else ""
+                     for i in range(batch.num_rows)]
+            details = pa.array([f"{total[i]} redactions ({kinds[i]}), more than max_redactions {p.max_redactions}"
+                                if over[i] else None for i in range(batch.num_rows)], pa.string())
+        return Processed(table, reasons, details, counts=counts)

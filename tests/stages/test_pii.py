@@ -47,7 +47,7 @@ TRAPS = [
     "ISBN 978-3-16-148410-0 and ISBN 0-306-40615-2",
     "Price $1,299.99 or 1.299,00 € or EUR 12 345 678",
     "Serial 12345678901234 and order 4839201",
-    "Coordinates 52.5200, 13.4050 and 40.7128 -74.0060",
+    "Coordinates 52.5200, 13.4050 and 40.7128 -74.0060, Lat/long +40.7128 -74.0060, GPS: +51.5074 -0.1278",
     "Years 1990-2000, 2000 - 2010 and 1914/1918",
     "Times 12:30:45, 10:15 and the ratio 3:2:1",
     "C++ std::vector, Python a[1::2], and hex dead::beef",
@@ -94,6 +94,7 @@ def test_kinds_placeholders_policy_and_drop_option():
     )
     out = run_stage(PiiRedaction(max_redactions=2), documents_table([text, "x@y.com"]))
     assert out.column(schema.REASON).to_pylist() == ["too_much_pii", None]
+    assert out.column(schema.DETAIL).to_pylist()[0] == "3 redactions (email 1, ip 1, phone 1), more than max_redactions 2"
 
 
 def test_an_email_wins_over_the_ip_or_phone_inside_it():
@@ -110,3 +111,27 @@ def test_a_phone_word_of_the_page_s_own_language_says_phone(text, phone):
     """The words were European only: a Chinese, Japanese, Korean, Russian, Hindi or Arabic contact number stayed."""
     assert [text[a:b] for a, b in find_phones(text)] == [phone]
     assert find_phones("这部手机 2024 年上市") == [] and find_phones("тел. 2023 год") == []  # a year stays a year
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # an address glued to the words of a script written without spaces: only the address goes (the sentence before
+    # it went too, or, followed by them, the address stayed)
+    ("如有任何问题请随时发送邮件至support@example.com", "如有任何问题请随时发送邮件至<EMAIL>"),
+    ("お問い合わせくださいinfo@example.com", "お問い合わせください<EMAIL>"),
+    ("문의사항은이메일로보내주세요help@example.com", "문의사항은이메일로보내주세요<EMAIL>"),
+    ("zhangwei@qq.com是我的邮箱", "<EMAIL>是我的邮箱"), ("メールはtanaka@example.co.jpまで。", "メールは<EMAIL>まで。"),
+    ("ติดต่อsomchai@example.co.thได้เลย", "ติดต่อ<EMAIL>ได้เลย"),
+    ("Пишите наivan@mail.ru сегодня", "Пишите на<EMAIL> сегодня"),  # Latin glued to Cyrillic
+    ("почта@пример.рф и müller@beispiel.de", "<EMAIL> и <EMAIL>"),  # addresses in one script each stay whole
+    ("服务器地址是93.184.216.34，请勿泄露。", "服务器地址是<IP>，请勿泄露。"),
+    ("我的电话是13812345678，座机010-12345678。", "我的电话是<PHONE>，座机<PHONE>。"),
+    ("電話番号は090-1234-5678です。", "電話番号は<PHONE>です。"), ("电话+86 138 1234 5678。", "电话<PHONE>。"),
+    ("电话：１３８１２３４５６７８", "电话：<PHONE>"),  # full-width digits
+])
+def test_pii_glued_to_text_without_spaces_is_found_and_only_it_goes(text: str, expected: str):
+    assert redact(text) == expected
+
+
+def test_an_ip_in_full_width_digits_is_no_crash():
+    """`ipaddress` reads ASCII digits only: a quad of full-width digits beside a real address raised."""
+    assert redact("ip server ５.２.３.４ and 93.184.216.34") == "ip server ５.２.３.４ and <IP>"

@@ -186,6 +186,33 @@ def test_every_stage_counts_every_row_it_receives(tmp_path: Path):
     assert by_name["pii"]["bypassed"] == {} and by_name["code_secrets"]["bypassed"] == {"only": 18}
 
 
+def test_corpus_stages_count_the_sources_outside_their_only_as_went_by(tmp_path: Path):
+    """`exact_dedup: {only: [b]}` saw b's documents and said nothing of a's: its row read 51 in, 51 out, nothing
+    went by, and the next stage 110 in: the funnel did not add up."""
+    for source, copies in (("a", 3), ("b", 2)):
+        (tmp_path / f"{source}.jsonl").write_text("".join(
+            json.dumps({"text": f"document {i} of source {source}, with words enough to be a document"}) + "\n"
+            for i in range(6) for _ in range(copies)))
+    recipe = parse_recipe(f"""
+name: only
+output: {tmp_path}/jobs
+executor: local
+local: {{workers: 1}}
+sources:
+  - {{name: a, format: jsonl, paths: ["{tmp_path}/a.jsonl"]}}
+  - {{name: b, format: jsonl, paths: ["{tmp_path}/b.jsonl"]}}
+stages:
+  - length: {{min_words: 1, only: [b]}}
+  - exact_dedup: {{only: [b]}}
+  - minhash_dedup: {{only: [a]}}
+""")
+    rows = json.loads(Path(run(recipe, quiet=True).job_dir, "stats.json").read_text())["stages"]
+    check_funnel(rows)
+    by_name = {row["stage"]: row for row in rows}
+    assert by_name["exact_dedup"]["bypassed"] == {"only": 18} and by_name["exact_dedup"]["dropped"] == {"duplicate": 6}
+    assert by_name["minhash_dedup"]["bypassed"] == {"only": 6} and by_name["minhash_dedup"]["docs_in"] == 18
+
+
 def test_a_stage_counts_the_rows_it_lets_by_once_under_the_first_reason():
     texts = ["the river runs", "der Fluss", "la rivière", "no language", "other source", "dropped before"]
     batch = documents_table(texts).append_column("lang", pa.array(["en", "de", "fr", None, "de", "en"]))

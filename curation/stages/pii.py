@@ -19,7 +19,7 @@ found by a regex (compiled once) and then confirmed.
   or any shape right after a phone word (Tel., phone, Fax, mobile, Handy, téléphone, ☎...).
   Dates, ISBNs, prices, coordinates, long bare numbers and year ranges have none of these; a
   number after `Order #`, `invoice no.`, `ZIP`, `IBAN`... is not a phone number in any shape. Digits of any
-  script count (full-width `１３８...`); a national number without a phone word, a bracketed area code or a slash
+  script count (full-width, Arabic-Indic); a national number without a phone word, a bracketed area code or a slash
   (`020 7946 0958` after "or") is not read as one.
 - Pages in scripts written without spaces glue addresses and numbers to their words (`发送至support@example.com`):
   those letters end an address, a quad or a number as a space does.

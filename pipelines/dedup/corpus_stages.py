@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curation import storage
+from curation.apply import BYPASSED
 from curation.dedup.corpus_stage import REMOVALS, REWRITES, AddedColumns, CorpusResult, CorpusStage
 from curation.job import WORK_DOCUMENTS, document_files, finalize_shard, finalized
 from pipelines.dedup import runner, sort_shuffle, stage_columns
@@ -159,6 +160,7 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
     counters: dict[str, dict[str, Any]] = {}
     rewrites = REWRITES.empty_table()
     added: list[AddedColumns] = []  # columns the stages give the final documents, in stage order
+    documents = _documents(files) if any(stage.params.only is not None for _, stage in stages) else 0
     for k, (name, stage) in enumerate(stages):
         started = time.perf_counter()
         signing = early.tasks if early is not None and k == 0 else None
@@ -167,9 +169,12 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
         if (columns := stage.added(table)) is not None:
             added.append(columns)
         reasons = dict(zip(*np.unique(table.column("reason").to_pylist(), return_counts=True), strict=True))
+        # the documents of the sources outside `only` went by it, as they go by a document stage
+        bypassed = documents - removed.num_rows - seen if stage.params.only is not None else 0
+        counts = {"rewritten": rewritten.num_rows} if stage.may_rewrite else {}
         counters[name] = {"docs_in": seen, "docs_out": seen - table.num_rows,
                           "dropped": {str(k): int(v) for k, v in reasons.items()}, "skipped": {},
-                          "counts": {"rewritten": rewritten.num_rows} if stage.may_rewrite else {},
+                          "counts": {**counts, **({f"{BYPASSED}:only": bypassed} if bypassed else {})},
                           "bytes_in": 0, "bytes_out": 0, "seconds": time.perf_counter() - started, **report}
         if on_done:
             on_done(name, counters[name])

@@ -94,7 +94,8 @@ def test_kinds_placeholders_policy_and_drop_option():
     )
     out = run_stage(PiiRedaction(max_redactions=2), documents_table([text, "x@y.com"]))
     assert out.column(schema.REASON).to_pylist() == ["too_much_pii", None]
-    assert out.column(schema.DETAIL).to_pylist()[0] == "3 redactions (email 1, ip 1, phone 1), more than max_redactions 2"
+    detail = out.column(schema.DETAIL).to_pylist()[0]
+    assert detail == "3 redactions (email 1, ip 1, phone 1), more than max_redactions 2"
 
 
 def test_an_email_wins_over_the_ip_or_phone_inside_it():

@@ -12,9 +12,9 @@ document stages are done. Every corpus stage says:
   `MinhashDedup.signed`, `BloomDedup.units`...) are what that runner spreads;
 - optionally `signatures(documents)` (with `signed_per_file`): per-document work that an executor
   without shuffles runs a task per file, in parallel, before `result` (`minhash_dedup`'s MinHash);
-- optionally `added_columns()` and `added_values(removals)`: columns it gives every kept document
-  (`minhash_dedup`'s `minhash_cluster_size`), read off its removals, so a rerun that finds them stored
-  finds the columns too; the final documents get them (`AddedColumns`).
+- optionally `added_columns()` and `added_values(removals, earlier)`: columns it gives every kept document
+  (`minhash_dedup`'s `minhash_cluster_size`), read off its removals and the earlier stages', so a rerun that
+  finds them stored finds the columns too; the final documents get them (`AddedColumns`).
 
 Decisions depend only on the set of documents, never on the order rows arrive in, so any number of
 workers and any shard order give the same result.
@@ -103,15 +103,17 @@ class CorpusStage(Configured, ABC):
         """Columns the stage gives every kept document, with the value of those `added_values` does not list."""
         return {}
 
-    def added_values(self, removals: pa.Table) -> pa.Table:
+    def added_values(self, removals: pa.Table, earlier: pa.Table) -> pa.Table:
         """`id` and the `added_columns` of the kept documents whose values are not the defaults, from the
-        stage's removals (REMOVALS)."""
+        stage's removals and the earlier corpus stages' (both REMOVALS)."""
         return pa.table({"id": pa.array([], pa.string())})
 
-    def added(self, removals: pa.Table) -> AddedColumns | None:
-        """What the final documents get from this stage (None: nothing)."""
+    def added(self, removals: pa.Table, earlier: pa.Table | None = None) -> AddedColumns | None:
+        """What the final documents get from this stage (None: nothing); `earlier`: the removals of the corpus
+        stages before it."""
         defaults = self.added_columns()
-        return AddedColumns(self.added_values(removals), defaults) if defaults else None
+        earlier = REMOVALS.empty_table() if earlier is None else earlier.select(REMOVALS.names)
+        return AddedColumns(self.added_values(removals, earlier), defaults) if defaults else None
 
     def reference(self, documents: pa.Table, signatures: np.ndarray | None = None) -> pa.Table:
         """The removals of `result`: what any spread-out run must remove."""

@@ -16,6 +16,8 @@ from curation.dedup.corpus_stage import REMOVALS, REWRITES, CorpusResult, Corpus
 from curation.dedup.exact import choose_survivors, content_hash
 from curation.stages.base import StageParams
 
+DUPLICATE = "duplicate"  # exact_dedup's reason; its detail: `kept <survivor id>`
+
 
 def removals_from_survivors(keys: pa.Table, reason: str) -> pa.Table:
     """Per key keep the highest score, then the smallest id; every other row becomes a removal.
@@ -53,7 +55,7 @@ class ExactDedup(CorpusStage):
 
     def removals(self, rows: pa.Table) -> pa.Table:
         """Documents to remove among `rows`, which hold every row of each key they contain."""
-        return removals_from_survivors(rows, "duplicate")
+        return removals_from_survivors(rows, DUPLICATE)
 
     def result(self, documents: pa.Table, signatures: np.ndarray | None = None) -> CorpusResult:
         removals = self.removals(self.keys(documents)).sort_by("id")

@@ -50,6 +50,7 @@ Defaults and where they come from:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Literal
 
 import numpy as np
@@ -60,6 +61,7 @@ from pydantic import Field, model_validator
 from curation.dedup.components import node_ids
 from curation.dedup.corpus_stage import REMOVALS, REWRITES, CorpusResult, CorpusStage
 from curation.dedup.exact import TextColumn, as_string_array, choose_survivors
+from curation.dedup.exact_dedup import DUPLICATE
 from curation.dedup.minhash import (
     MinHasher,
     Shingles,
@@ -102,7 +104,8 @@ class MinhashDedupParams(StageParams):
         "documents of the same `lang` are near-duplicates (documents without one form one group).")
     cluster_size: bool = Field(
         False, description=f"Give every kept document `{CLUSTER_SIZE}`: the size of its cluster of near-duplicates "
-        "(1 without any), FineWeb-2's column, which the mixture's `rehydrate` up-samples by.")
+        "(1 without any; the exact copies an `exact_dedup` before it removed count too), FineWeb-2's column, which "
+        "the mixture's `rehydrate` up-samples by.")
     bands: int | None = Field(None, ge=1, description="LSH bands; default: chosen with `rows` from the threshold "
                               "(datasketch's optimisation, false negatives weighted 0.9).")
     rows: int | None = Field(None, ge=1, description="Signature values per band; default: chosen from the threshold.")
@@ -207,12 +210,19 @@ class MinhashDedup(CorpusStage):
     def added_columns(self) -> dict[str, pa.Scalar]:
         return {CLUSTER_SIZE: pa.scalar(1, pa.int64())} if self.params.cluster_size else {}
 
-    def added_values(self, removals: pa.Table) -> pa.Table:
-        """Each survivor of a cluster and the cluster's size (itself and the documents removed for it)."""
-        survivor = pc.extract_regex(removals.column("detail"), DETAIL.pattern).combine_chunks().field("survivor")
-        sizes = pa.table({"id": survivor}).group_by("id").aggregate([([], "count_all")])
-        return pa.table({"id": sizes.column("id").cast(pa.string()),
-                         CLUSTER_SIZE: pc.add(sizes.column("count_all"), 1).cast(pa.int64())}).sort_by("id")
+    def added_values(self, removals: pa.Table, earlier: pa.Table) -> pa.Table:
+        """Each survivor of a cluster and the cluster's size: itself and the documents removed for it, each with the
+        exact copies `exact_dedup` removed before (FineWeb-2, which has no exact stage, counts them: a text three
+        times verbatim was a cluster of 1, rehydrated as one copy where a near pair was two)."""
+        copies = earlier.filter(pc.equal(earlier.column("reason"), DUPLICATE))
+        exact = Counter(pc.extract_regex(copies.column("detail"), r"^kept (?P<survivor>.+)$").combine_chunks()
+                        .field("survivor").to_pylist())
+        survivors = pc.extract_regex(removals.column("detail"), DETAIL.pattern).combine_chunks().field("survivor")
+        sizes = {kept: 1 + n for kept, n in exact.items()}  # each document's own: itself and its exact copies
+        for removed, kept in zip(removals.column("id").to_pylist(), survivors.to_pylist(), strict=True):
+            sizes[kept] = sizes.get(kept, 1) + sizes.pop(removed, 1)
+        ids = sorted(sizes)
+        return pa.table({"id": pa.array(ids, pa.string()), CLUSTER_SIZE: pa.array([sizes[i] for i in ids], pa.int64())})
 
 
 # --------------------------------------------------------------------------------------------- steps

@@ -166,7 +166,7 @@ def run_corpus_stages(job_dir: str, stages: list[tuple[str, CorpusStage]], shard
         signing = early.tasks if early is not None and k == 0 else None
         table, seen, rewritten, report = _stage_result(job_dir, files, name, stage, removed, executor, signing)
         rewrites = pa.concat_tables([rewrites, rewritten])
-        if (columns := stage.added(table)) is not None:
+        if (columns := stage.added(table, removed)) is not None:
             added.append(columns)
         reasons = dict(zip(*np.unique(table.column("reason").to_pylist(), return_counts=True), strict=True))
         # the documents of the sources outside `only` went by it, as they go by a document stage

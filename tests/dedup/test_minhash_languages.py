@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curation.dedup.corpus_stage import AddedColumns
+from curation.dedup.exact_dedup import ExactDedup
 from curation.dedup.minhash import (
     MinHasher,
     exact_jaccard,
@@ -155,6 +156,14 @@ def test_cluster_sizes_of_survivors_come_from_the_removals(testdata):
     kept = added.apply(docs.filter(pa.array([i not in ("a1", "a2", "b1") for i in ids])))
     assert kept.column(CLUSTER_SIZE).to_pylist() == [3, 2, 1, 1] and kept.schema.field(CLUSTER_SIZE).type == pa.int64()
     assert MinhashDedup().added(result.removals) is None  # off by default: the documents keep their columns
+    # exact copies exact_dedup removed before count too (FineWeb-2 has no exact stage): a0 has two verbatim, one of
+    # its near copies (a1) one, c0 (in no near cluster) one; they were clusters of 3 and of 1
+    exact = ExactDedup().result(pa.table({"id": ["a0", "a0x", "a0y", "a1", "a1x", "c0", "c0x"],
+                                          "text": [zh[0]] * 3 + [texts[1]] * 2 + [zh[2]] * 2})).removals
+    assert exact.column("id").to_pylist() == ["a0x", "a0y", "a1x", "c0x"]
+    with_copies = stage.added(result.removals, exact.append_column("stage", pa.array(["exact_dedup"] * 4)))
+    assert with_copies.values.to_pylist() == [{"id": "a0", CLUSTER_SIZE: 3 + 2 + 1}, {"id": "b0", CLUSTER_SIZE: 2},
+                                              {"id": "c0", CLUSTER_SIZE: 2}]
 
 
 def test_shingle_units_and_documents_without_words():

@@ -19,8 +19,8 @@ found by a regex (compiled once) and then confirmed.
   or any shape right after a phone word (Tel., phone, Fax, mobile, Handy, téléphone, ☎...).
   Dates, ISBNs, prices, coordinates, long bare numbers and year ranges have none of these; a
   number after `Order #`, `invoice no.`, `ZIP`, `IBAN`... is not a phone number in any shape. Digits of any
-  script count (full-width, Arabic-Indic); a national number without a phone word, a bracketed area code or a slash
-  (`020 7946 0958` after "or") is not read as one.
+  script count (full-width, Arabic-Indic). A national number without a phone word counts in the shapes above or as
+  a trunk 0 and space-parted groups of 10-11 digits (`020 7946 0958`, `01 23 45 67 89`).
 - Pages in scripts written without spaces glue addresses and numbers to their words (`发送至support@example.com`):
   those letters end an address, a quad or a number as a space does.
 
@@ -109,6 +109,9 @@ _PHONE_WORD_BEFORE = re.compile(
 )
 _NANP = re.compile(r"^(?:\+?1[ .-]?)?(?:\(([2-9]\d\d)\) ?|([2-9]\d\d)([ .-]))[2-9]\d\d([ .-])\d{4}$")
 _NATIONAL = re.compile(r"^(?:\(0[1-9]\d{0,4}\) ?|0[1-9]\d{0,4} ?/ ?)\d[\d \u2013-]*\d$")
+# a trunk 0 and groups parted by spaces only, 10 or 11 digits: how Europe writes its own numbers (`020 7946 0958`,
+# `030 12345678`, `01 23 45 67 89`); hyphens are an ISBN's (`0-306-40615-2`)
+_TRUNK = re.compile(r"^0[1-9]\d{0,3}(?: \d{2,8}){1,4}$")
 _DATE = re.compile(  # 2024-01-15, 15.01.2024, 01/15/24, 1990-2000, optionally with a time
     r"^(?:\d{4}[./-]\d{1,2}[./-]\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4} ?[-/] ?\d{2,4})"
     r"(?:[ T]\d{1,2}(?:[:.]\d\d)*)?$"
@@ -209,7 +212,7 @@ def _is_phone(text: str, start: int, end: int) -> bool:
     if nanp:
         separators = {s for s in (nanp.group(3), nanp.group(4)) if s}
         return len(separators) == 1 or nanp.group(1) is not None  # 415-555-2671, (415) 555-2671; not 415.555-2671
-    return bool(_NATIONAL.match(value)) and 9 <= digits <= 12
+    return (bool(_NATIONAL.match(value)) and 9 <= digits <= 12) or (bool(_TRUNK.match(value)) and 10 <= digits <= 11)
 
 
 def find_phones(text: str) -> list[tuple[int, int]]:

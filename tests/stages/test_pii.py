@@ -32,6 +32,9 @@ def redact(text: str, **params: object) -> str:
         ("Tel.: 030 12345678, Fax 030/1234567", "Tel.: <PHONE>, Fax <PHONE>"),
         ("Telefon (089) 123 456-78", "Telefon <PHONE>"),
         ("☎ 06 12 34 56 78", "☎ <PHONE>"),
+        # national numbers after "or": a trunk 0 and space-parted groups (they stayed where the + form went)
+        ("Ring +44 20 7946 0958 or 020 7946 0958.", "Ring <PHONE> or <PHONE>."),
+        ("Appelez le 01 23 45 67 89 ou +33 1 23 45 67 89.", "Appelez le <PHONE> ou <PHONE>."),
     ],
 )
 def test_pii_is_redacted(text: str, expected: str):
@@ -44,7 +47,7 @@ TRAPS = [
     "See section 4.1.2.3 and § 1.2.3.4; table 2.1.1.4",
     "Outline item 1.2.3.4 of the plan",  # a short quad without a network word
     "Dates 2024-01-15, 15.01.2024, 01/15/2024 and 2024/01/15 10:30",
-    "ISBN 978-3-16-148410-0 and ISBN 0-306-40615-2",
+    "ISBN 978-3-16-148410-0 and ISBN 0-306-40615-2, cited 0-306-40615-2",
     "Price $1,299.99 or 1.299,00 € or EUR 12 345 678",
     "Serial 12345678901234 and order 4839201",
     "Coordinates 52.5200, 13.4050 and 40.7128 -74.0060, Lat/long +40.7128 -74.0060, GPS: +51.5074 -0.1278",

@@ -54,10 +54,14 @@ def _zawgyi_detector() -> Any:
         return ZawgyiDetector()
 
 
-# C0/C1 controls except tab and newline, the zero-width space, the word joiner and the byte-order mark. Not the
-# zero-width non-joiner and joiner (U+200C, U+200D): they are spelling in Persian (می‌خواهم), in Indic scripts'
-# conjuncts, in Sinhala, and inside emoji sequences; without them the words are misspelt.
-_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{200b}\x{2060}\x{feff}]"
+# C0/C1 controls except tab and newline, the zero-width space, the word joiner, the byte-order mark, and the
+# invisible marks and controls of bidirectional display (LRM, RLM, ALM, embeddings, overrides, isolates: the text is
+# stored in its reading order without them; trafilatura removes them from pages, and after a Hebrew full stop an RLM
+# hid the stop from every line rule: clean prose dropped). Not the zero-width non-joiner and joiner (U+200C, U+200D):
+# they are spelling in Persian (می‌خواهم), in Indic scripts' conjuncts, in Sinhala, and inside emoji sequences;
+# without them the words are misspelt.
+_CONTROL = (r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{200b}\x{2060}\x{feff}"
+            r"\x{61c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}]")
 
 
 # Windows-1252's punctuation stored as C1 controls (text read as latin-1: `don\x92t`, `1990\x962000`): the characters
@@ -108,7 +112,8 @@ class NormalizeParams(StageParams):
         "NFC", description="Unicode normalization form; NFC keeps the text as written (the web's norm, W3C)."
     )
     remove_control: bool = Field(True, description="Remove control characters, the zero-width space, the word "
-                                 "joiner and the byte-order mark (the zero-width (non-)joiner is spelling: kept).")
+                                 "joiner, the byte-order mark and the marks of bidirectional display (LRM, RLM, "
+                                 "embeddings, isolates); the zero-width (non-)joiner is spelling: kept.")
     collapse_whitespace: bool = Field(
         True, description="Runs of spaces, tabs and no-break spaces become one space; line ends are trimmed. Code "
         "(a fenced or indented block, a line shaped like code) keeps its indentation and inner spaces.",

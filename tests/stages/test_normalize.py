@@ -5,9 +5,12 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
+import pyarrow as pa
+
 from curation import schema
 from curation.apply import run_stage
 from curation.schema import documents_table
+from curation.stages.fineweb import FineWeb
 from curation.stages.normalize import Normalize
 
 
@@ -35,6 +38,21 @@ def test_unicode_is_composed_and_controls_removed():
     out = run_stage(Normalize(), documents_table([decomposed + "\x00\u200b\ufeff!"])).column("text").to_pylist()
     assert out == ["Café crème!"]
     assert unicodedata.is_normalized("NFC", out[0])
+
+
+def test_the_marks_of_bidirectional_display_are_removed_and_the_line_rules_see_the_full_stops():
+    """A Hebrew page's RLM after each full stop (or isolates around its lines) hid the stop from FineWeb's and C4's
+    line rules: clean prose dropped as line_punct_ratio. trafilatura removes them from pages; normalize now too."""
+    lines = ["כל בני האדם נולדו בני חורין ושווים בערכם ובזכויותיהם, ומחוננים בתבונה ובמצפון.",
+             "לכל אדם הזכות לחיים, לחירות ולבטחון אישי, ואין לשלול אותם ממנו בלי משפט צדק.",
+             "לא יוחזק אדם בעבדות או בשעבוד, והעבדות וסחר העבדים על כל צורותיהם יהיו אסורים."]
+    marked = "\n".join(f"\u2067{line}\u200f\u2069" for line in lines) + "\u202b\u202c\u200e\u061c"
+    out = run_stage(Normalize(), documents_table([marked]))
+    assert out.column("text").to_pylist() == ["\n".join(lines)]
+    batch = out.append_column("lang", pa.array(["he"]))
+    assert run_stage(FineWeb(), batch).column(schema.REASON).to_pylist() == [None]
+    assert run_stage(FineWeb(), documents_table([marked]).append_column("lang", pa.array(["he"]))).column(
+        schema.REASON).to_pylist() == ["line_punct_ratio"]  # what the marks did
 
 
 def test_windows_1252_punctuation_stored_as_c1_controls_becomes_that_punctuation():

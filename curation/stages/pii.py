@@ -97,13 +97,17 @@ _PUBLIC_RESOLVERS = frozenset(
 
 _PHONE_WORD_BEFORE = re.compile(
     r"(?i)(?:\b(?:tel|tele|telefon|telephone|telefone|telefono|teléfono|tél|téléphone|phone|phones|ph|fon|"
-    r"fone|fax|telefax|mobil|mobile|mob|handy|cell|cellphone|call|ring|whatsapp|sms|hotline|rufnummer|"
-    r"telefonnummer|numéro|contact|kontakt|"
-    # Russian, Hindi, Arabic, Persian, Vietnamese
-    r"тел|телефон|моб|мобильный|факс|फ़ोन|फोन|मोबाइल|दूरभाष|هاتف|جوال|موبايل|فاكس|تلفن|điện thoại|đt)\b|"
-    # Chinese, Japanese, Korean, Thai: words inside a run of letters (no word boundary before them)
-    r"电话|電話|手机|手機|座机|座機|传真|傳真|热线|熱線|携帯|전화|휴대폰|연락처|팩스|โทรศัพท์|โทร|☎|📞|✆)"
-    r"[\s.:：#+\-]*(?:(?:(?:number|no|nr|nummer|num)\b\.?|号码|號碼|番号|번호)[\s.:：]*)?"
+    r"fone|fax|telefax|mobil|mobile|mob|handy|cell|cellphone|cellulare|celular|cel|móvil|movil|tfno|tlf|telp|"
+    r"call|ring|whatsapp|wa|hp|sms|hotline|rufnummer|telefonnummer|numéro|contact|kontakt|kom|komórka|"
+    # Russian and Ukrainian (inflected: по телефону), Greek, Vietnamese
+    r"тел|телефон\w*|моб|мобильн\w*|факс|τηλ|τηλέφωνο|κιν|κινητό|điện thoại|đt)\b|"
+    # words a prefix may join (Arabic's article, Hebrew's prepositions), of Indic scripts (whose vowel signs a word
+    # boundary splits), of Chinese, Japanese, Korean and Thai (inside a run of letters): no word boundary before them
+    r"هاتف|جوال|موبايل|فاكس|تلفن|تماس|موبائل|فون|טלפון|נייד|פקס|फ़ोन|फोन|मोबाइल|दूरभाष|ফোন|মোবাইল|"
+    r"தொலைபேசி|கைபேசி|ఫోన్|电话|電話|手机|手機|座机|座機|传真|傳真|热线|熱線|携帯|전화|휴대폰|연락처|문의|팩스|"
+    r"โทรศัพท์|โทร|☎|📞|✆)"
+    r"[\s.:：#+\-]*(?:(?:(?:number|no|nr|nummer|num|numero|número|номер)\b\.?|नंबर|नम्बर|نمبر|رقم|شماره|מספר|"
+    r"号码|號碼|番号|번호)[\s.:：]*)?"
     r"(?:[是为為は은는:：]\s*)?"  # 电话是 138..., 電話番号は 090-..., 번호는 010-...
     r"(?:\([^()]{1,12}\)[\s.:：]*)?$"
 )
@@ -119,6 +123,7 @@ _DATE = re.compile(  # 2024-01-15, 15.01.2024, 01/15/24, 1990-2000, optionally w
 _MONEY_BEFORE = re.compile(r"(?i)(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|jpy|rs|inr)\.?)\s*$")
 _MONEY_AFTER = re.compile(r"(?i)^\s*(?:[$€£¥₹%]|(?:usd|eur|euro|euros|dollars?|gbp|chf|jpy|kr|zł)\b)")
 _COUNTRY = re.compile(r"\+\s?(\d+)")
+_BETWEEN = re.compile(r"\s+/\s+|\s+(?=\()")  # where a run of digits may hold two numbers, or a number and a bracket
 _COORDINATES = re.compile(r"^[+-]?\d{1,3}\.\d{3,}[,;]?\s*[+-]?\d{1,3}\.\d{3,}$")  # +40.7128 -74.0060: a place
 _ISBN_BEFORE = re.compile(r"(?i)\b(?:isbn|issn|ean|doi|isbn-1[03])\b[\s:#-]*$")
 _ID_BEFORE = re.compile(  # order, invoice, case, account numbers shaped like phone numbers
@@ -191,22 +196,24 @@ def find_ips(text: str, policy: str = "global") -> list[tuple[int, int]]:
     return spans
 
 
-def _is_phone(text: str, start: int, end: int) -> bool:
+def _is_phone(text: str, start: int, end: int, context: int | None = None) -> bool:
+    """Whether `text[start:end]` is a phone number; `context`: where the words that say so end (its start)."""
     value = text[start:end]
+    before = start if context is None else context
     digits = sum(c.isdigit() for c in value)
     if not 7 <= digits <= 15 or "  " in value or value.count("(") != value.count(")") or "()" in value:
         return False
-    if _DATE.match(value) or _COORDINATES.match(value) or _ISBN_BEFORE.search(text, max(0, start - 12), start):
+    if _DATE.match(value) or _COORDINATES.match(value) or _ISBN_BEFORE.search(text, max(0, before - 12), before):
         return False
-    if _MONEY_BEFORE.search(text, max(0, start - 6), start) or _MONEY_AFTER.match(text, end, end + 8):
+    if _MONEY_BEFORE.search(text, max(0, before - 6), before) or _MONEY_AFTER.match(text, end, end + 8):
         return False
     if value.startswith("+"):
         first = _COUNTRY.match(value)
         return digits >= 8 and first is not None and first.group(1)[0] != "0"
-    line_start = text.rfind("\n", 0, start) + 1
-    if _PHONE_WORD_BEFORE.search(text, max(line_start, start - 40), start):
+    line_start = text.rfind("\n", 0, before) + 1
+    if _PHONE_WORD_BEFORE.search(text, max(line_start, before - 40), before):
         return True
-    if _ID_BEFORE.search(text, max(line_start, start - 24), start):
+    if _ID_BEFORE.search(text, max(line_start, before - 24), before):
         return False
     nanp = _NANP.match(value)
     if nanp:
@@ -216,8 +223,23 @@ def _is_phone(text: str, start: int, end: int) -> bool:
 
 
 def find_phones(text: str) -> list[tuple[int, int]]:
-    """Spans of phone numbers: digit runs whose shape or preceding word says phone (see the module doc)."""
-    return [m.span() for m in _PHONE.finditer(text) if _is_phone(text, *m.span())]
+    """Spans of phone numbers: digit runs whose shape or preceding word says phone (see the module doc). A run that is
+    none may be two, or one and a bracket after it (`Tel. 030 1234567 / 030 7654321`, `030 1234567 (2019)`): its
+    pieces are judged, the later ones by the words before the first."""
+    spans = []
+    for m in _PHONE.finditer(text):
+        start, end = m.span()
+        if _is_phone(text, start, end):
+            spans.append((start, end))
+            continue
+        pieces, at = [], start
+        for gap in _BETWEEN.finditer(text, start, end):
+            pieces.append((at, gap.start()))
+            at = gap.end()
+        pieces.append((at, end))
+        if len(pieces) > 1 and _is_phone(text, *pieces[0]):
+            spans += [pieces[0], *(piece for piece in pieces[1:] if _is_phone(text, *piece, context=start))]
+    return spans
 
 
 _FINDERS = {"email": find_emails, "phone": find_phones}

@@ -110,6 +110,15 @@ def test_an_email_wins_over_the_ip_or_phone_inside_it():
     ("電話番号：03-1234-5678", "03-1234-5678"), ("전화: 02-1234-5678", "02-1234-5678"),
     ("тел.: 8 (495) 123-45-67", "8 (495) 123-45-67"), ("फ़ोन: 9876543210", "9876543210"),
     ("هاتف: 0612345678", "0612345678"),
+    # everyday wordings: Arabic's article, Hindi's and Urdu's "number", Russian inflected, Greek, Hebrew, Bengali,
+    # Tamil, Korean, Spanish, Portuguese, Italian, Polish, Indonesian
+    ("رقم الهاتف: 0501234567", "0501234567"), ("फोन नंबर 9876543210 पर", "9876543210"),
+    ("فون نمبر 0300-1234567 پر", "0300-1234567"), ("Справки по телефону 8 (495) 123-45-67.", "8 (495) 123-45-67"),
+    ("στο τηλ. 210 3214567", "210 3214567"), ("לפרטים: טלפון 03-6123456", "03-6123456"),
+    ("মোবাইল ০১৭১১-২৩৪৫৬৭", "০১৭১১-২৩৪৫৬৭"), ("தொலைபேசி: 044-2345 6789", "044-2345 6789"),
+    ("문의: 02-123-4567", "02-123-4567"), ("en el Tfno. 912 345 678", "912 345 678"),
+    ("pelo celular (11) 91234-5678.", "(11) 91234-5678"), ("cellulare 333 1234567.", "333 1234567"),
+    ("Kontakt: tel. kom. 601 234 567", "601 234 567"), ("hubungi HP/WA 0812-3456-7890.", "0812-3456-7890"),
 ])
 def test_a_phone_word_of_the_page_s_own_language_says_phone(text, phone):
     """The words were European only: a Chinese, Japanese, Korean, Russian, Hindi or Arabic contact number stayed."""
@@ -139,3 +148,12 @@ def test_pii_glued_to_text_without_spaces_is_found_and_only_it_goes(text: str, e
 def test_an_ip_in_full_width_digits_is_no_crash():
     """`ipaddress` reads ASCII digits only: a quad of full-width digits beside a real address raised."""
     assert redact("ip server ５.２.３.４ and 93.184.216.34") == "ip server ５.２.３.４ and <IP>"
+
+
+def test_two_numbers_in_one_run_are_two_phones():
+    """Read as one run of 20 digits, `030 1234567 / 030 7654321` was no phone at all, and a number followed by a
+    bracketed note had unbalanced brackets: both numbers stayed."""
+    for text, phones in [("Tel. 030 1234567 / 030 7654321", ["030 1234567", "030 7654321"]),
+                         ("Телефон: (495) 123-45-67 / 123-45-68", ["(495) 123-45-67", "123-45-68"]),
+                         ("Tel. 030 1234567 (2019)", ["030 1234567"]), ("pages 123 / 456, 2010 / 2020", [])]:
+        assert [text[a:b] for a, b in find_phones(text)] == phones

@@ -120,6 +120,10 @@ class NormalizeParams(StageParams):
     )
     max_blank_lines: int = Field(1, ge=0, description="At most this many empty lines in a row (paragraphs stay; "
                                  "a code block's are kept).")
+    max_replaced_share: float | None = Field(
+        0.01, ge=0, le=1, description="Drop documents (`replaced_characters`) whose characters are U+FFFD more than "
+        "this share of their letters: text whose letters a wrong decoding lost (no real page of the test data "
+        "holds one); null: never.")
     zawgyi: Literal["drop", "keep"] = Field(
         "drop", description="Burmese in the Zawgyi font encoding (older Burmese sites; Google's myanmartools "
         "detector): dropped as `zawgyi` (no converter installs from a wheel), or kept as it is.")
@@ -127,7 +131,7 @@ class NormalizeParams(StageParams):
 
 class Normalize(Stage):
     """Clean text without changing what it says; a document left empty is dropped as `empty`, one in Zawgyi-encoded
-    Burmese as `zawgyi`.
+    Burmese as `zawgyi`, one whose letters a wrong decoding replaced with U+FFFD as `replaced_characters`.
 
     Columnar (pyarrow compute) except the ftfy repair, which runs only on documents holding the
     character pairs that mojibake leaves. Tallies: `encoding_fixed`, `changed`.
@@ -173,11 +177,27 @@ class Normalize(Stage):
         empty = pc.equal(pc.utf8_length(text), 0).to_numpy(zero_copy_only=False)
         changed = pc.invert(pc.equal(text, before)).to_numpy(zero_copy_only=False).astype(np.int64)
         table = with_text(batch, text)
-        reasons = pa.array(np.where(empty, "empty", np.where(zawgyi, "zawgyi", None)), pa.string())
-        zawgyi_detail = f"Burmese in the Zawgyi font encoding (p > {ZAWGYI_ABOVE})"
-        details = pa.array(np.where(empty, "no text left: whitespace and control characters only",
-                                    np.where(zawgyi, zawgyi_detail, None)), pa.string())
+        replaced, share = self._replaced(text)
+        reasons = pa.array(np.select([empty, zawgyi, replaced], ["empty", "zawgyi", "replaced_characters"], None),
+                           pa.string())
+        details = pa.array(np.select(
+            [empty, zawgyi, replaced],
+            ["no text left: whitespace and control characters only",
+             f"Burmese in the Zawgyi font encoding (p > {ZAWGYI_ABOVE})",
+             np.char.add(np.char.add("U+FFFD for ", np.char.mod("%.1f%%", 100 * share)),
+                         f" of the letters (max_replaced_share {p.max_replaced_share})")], None), pa.string())
         return Processed(table, reasons, details, counts={"encoding_fixed": fixed, "changed": changed})
+
+    def _replaced(self, text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Which texts hold more U+FFFD than `max_replaced_share` of their letters (and the U+FFFD, letters ones)."""
+        share = np.zeros(len(text))
+        bound = self.params.max_replaced_share
+        if bound is not None:
+            marks = pc.count_substring(text, "\ufffd").to_numpy(zero_copy_only=False)
+            if marks.any():
+                letters = pc.count_substring_regex(text, r"\pL|\x{fffd}").to_numpy(zero_copy_only=False)
+                share = marks / np.maximum(letters, 1)
+        return (share > bound) if bound is not None else np.zeros(len(text), bool), share
 
     @staticmethod
     def _zawgyi(text: pa.Array) -> np.ndarray:

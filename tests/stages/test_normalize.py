@@ -55,6 +55,18 @@ def test_the_marks_of_bidirectional_display_are_removed_and_the_line_rules_see_t
         schema.REASON).to_pylist() == ["line_punct_ratio"]  # what the marks did
 
 
+def test_text_whose_letters_a_wrong_decoding_replaced_is_dropped():
+    """Arabic and Hebrew with 15% of their letters U+FFFD were kept as clean documents: no stage looked."""
+    arabic = "يولد جميع الناس أحراراً متساوين في الكرامة والحقوق. وقد وهبوا عقلاً وضميراً. " * 4
+    lost = "".join("\ufffd" if i % 7 == 3 and c != " " else c for i, c in enumerate(arabic))
+    one = "A page with a single lost character \ufffd here. " + "Many ordinary English words follow it. " * 4
+    out = run_stage(Normalize(), documents_table([arabic, lost, one]))
+    assert out.column(schema.REASON).to_pylist() == [None, "replaced_characters", None]
+    assert out.column(schema.DETAIL).to_pylist()[1].startswith("U+FFFD for 1")
+    kept = run_stage(Normalize(max_replaced_share=None), documents_table([lost]))
+    assert kept.column(schema.REASON).to_pylist() == [None]
+
+
 def test_windows_1252_punctuation_stored_as_c1_controls_becomes_that_punctuation():
     """Text read as latin-1 holds cp1252's dashes and quotes as C1 controls (`don\x92t`, found in the Leipzig French
     sentences): removed as controls, they joined words and numbers (`dont`, `19902000`)."""

@@ -182,6 +182,17 @@ def _another_script(body: bytes) -> str | None:
     return codec if len(letters) > 2 * latin else None
 
 
+# The bytes KOI8-U reads as Ukrainian's і ї є ґ (and capitals), which KOI8-R reads as box-drawing characters no
+# Russian page writes
+_KOI8_U_LETTERS = re.compile(b"[\xa4\xa6\xa7\xad\xb4\xb6\xb7\xbd]")
+
+
+def _koi8(codec: str, body: bytes) -> str:
+    """KOI8-U for a page read as KOI8-R that holds Ukrainian's own letters: detection names KOI8-R (a Ukrainian page
+    without a charset came out with 675 letters as box-drawing characters, and was kept as clean text)."""
+    return "koi8-u" if codec == "koi8-r" and _KOI8_U_LETTERS.search(body) else codec
+
+
 def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     """Text of a page and the codec used.
 
@@ -215,7 +226,7 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     else:
         order = [header, meta, detected]
     best: tuple[int, str, str] | None = None
-    for codec in dict.fromkeys(c for c in order if c and c not in ("utf-16", "utf-32")):  # no BOM: not those
+    for codec in dict.fromkeys(_koi8(c, body) for c in order if c and c not in ("utf-16", "utf-32")):  # no BOM
         text = body.decode(codec, errors="curation.html")
         bad = text.count("\ufffd")
         if bad <= BAD_BYTES_MAX * len(body):
@@ -226,6 +237,7 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     # resiliparse's guess does not read it either (it names no Korean, and says utf-8 for EUC-KR): a statistical
     # detector's, which is slower and only needed here
     if (codec := _guessed(body)) is not None:
+        codec = _koi8(codec, body)
         text = body.decode(codec, errors="curation.html")
         if text.count("\ufffd") < best[0]:
             return text, codec

@@ -135,6 +135,12 @@ def test_pages_whose_bytes_name_no_charset_and_fool_the_fast_detector():
     french = "<html><body><p>Élève à côté, très été, garçon français déjà là où ça coûte cher.</p></body></html>"
     for text, codec in ((korean, "cp949"), (russian, "cp1251"), (french, "cp1252")):
         assert decode_html(text.encode(codec), "iso-8859-1") == (text, codec)
+    # detection names KOI8-R for a Ukrainian page: its і ї є ґ were box-drawing characters
+    ukrainian = ("<html><body><p>Усі люди народжуються вільними і рівними у своїй гідності та правах. Вони наділені "
+                 "розумом і совістю і повинні діяти у відношенні один до одного в дусі братерства. Ґанок.</p>"
+                 "</body></html>")
+    assert decode_html(ukrainian.encode("koi8-u"), None) == (ukrainian, "koi8-u")
+    assert decode_html(russian.encode("koi8-r"), None) == (russian, "koi8-r")
 
 
 def test_pathological_page_times_out_and_others_survive():

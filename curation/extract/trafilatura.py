@@ -161,14 +161,14 @@ def paragraph_memory() -> LRUCache:
     return LRUCache(maxsize=LRU_SIZE)
 
 
-_JOINERS = frozenset("\u200c\u200d")
+_JOINERS = frozenset("\u200c\u200d\u180e")  # and the Mongolian vowel separator, which shapes a word's last vowel
 
 
 @functools.cache
 def _keep_joiners() -> None:
     """trafilatura removes every character `str.isprintable` refuses, the zero-width non-joiner and joiner among them,
-    which spell Persian, Kurdish, Indic and Sinhala words and join emoji (`می‌شوید` came out `میشوید`): its filter, the
-    same for every other character, lets those two through."""
+    which spell Persian, Kurdish, Indic and Sinhala words and join emoji (`می‌شوید` came out `میشوید`), and Mongolian's
+    vowel separator: its filter, the same for every other character, lets those through."""
     from trafilatura import utils
 
     refused = utils.return_printables_and_spaces

@@ -242,9 +242,10 @@ def test_the_zero_width_joiners_that_spell_words_come_out_of_every_engine(engine
     `میشوید`), Sinhala's joiner (`ශ්‍රී`) and emoji's."""
     persian = "این قدیمی‌ترین کتابخانه‌ی شهر است و شما هر روز عضو آن می‌شوید تا کتاب‌های بیشتری بخوانید."
     sinhala = "ශ්‍රී ලංකාව ලස්සන රටකි, මිනිසුන් ඉතා කරුණාවන්තයි. 👩‍💻 ලියන්නා මෙහි සිටී."
-    page = f"<html><body><article><p>{persian}</p><p>{sinhala}</p></article></body></html>".encode()
+    mongolian = "ᠨᠠᠢᠮᠠ\u180eᠠ ᠪᠣᠯᠠᠨ ᠵᠢᠷᠭᠤᠭ\u180eᠠ ᠬᠡᠯᠡ ᠪᠢᠴᠢᠭ ᠤᠨ ᠨᠠᠢᠮᠠ\u180eᠠ. " * 3  # its vowel separator
+    page = f"<html><body><article><p>{persian}</p><p>{sinhala}</p><p>{mongolian}</p></article></body></html>".encode()
     text = extracted(page, engine=engine)
-    assert persian in text and sinhala in text
+    assert persian in text and sinhala in text and mongolian.strip() in text
 
 
 def test_markdown_prose_reads_as_the_page_wrote_it():

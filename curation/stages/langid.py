@@ -119,6 +119,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, field_validator, model_validator
 
+from curation.lang.cantonese import written_cantonese
 from curation.lang.close_words import group_of, marker_votes
 from curation.lang.codes import (
     HAN_COMMON,
@@ -500,6 +501,13 @@ def auto_min_score(lang: str, script: str | None = None) -> float:
 
 
 
+def _cantonese(lang: np.ndarray, texts: pa.Array) -> None:
+    """Texts labelled Mandarin that are written Cantonese (`curation.lang.cantonese`) relabelled `yue`, in place."""
+    mandarin = np.flatnonzero(lang == "zh")
+    if len(mandarin):
+        lang[mandarin[written_cantonese(texts.take(pa.array(mandarin)))]] = "yue"
+
+
 def _with_sinitic_mass(lang: np.ndarray, score: np.ndarray, rows: np.ndarray, mass: np.ndarray) -> None:
     """The score of each of `rows` labelled a Chinese variety raised to the probability fastText gave all of them
     (`mass`, per row), in place."""
@@ -814,6 +822,7 @@ class LangId(DocumentFilter):
                             for row, ps in zip(labels, probs, strict=True)], np.float32)
         if not self._lingua_codes:
             _with_sinitic_mass(lang, score, rows, sinitic)
+            _cantonese(lang, flat)
             return _Opinion(lang, score, ft_lang, ft_score, route, script)
         # Only texts fastText is unsure of, or whose label has close neighbours, go on (~40% of sentences).
         grouped = np.isin(top, list(self._neighbours)) & (top_p < GROUP_SURE_ABOVE)
@@ -824,6 +833,7 @@ class LangId(DocumentFilter):
             if second is not None:
                 lang[i], score[i], route[i] = second
         _with_sinitic_mass(lang, score, rows, sinitic)
+        _cantonese(lang, flat)
         return _Opinion(lang, score, ft_lang, ft_score, route, script)
 
     def _in_script(self, values: list[str], scripts: np.ndarray) -> tuple[list, list]:

@@ -85,12 +85,21 @@ def test_a_cantonese_post_whose_probability_fasttext_splits_with_mandarin_is_kep
 def test_a_chinese_post_is_not_made_mixed_by_a_line_read_as_another_chinese_variety():
     """lid.176 tells Chinese varieties apart by a few function words: a Mandarin reply came out Wu at 0.61, a
     Cantonese one Wu at 0.35, and the posts were dropped as `mixed zh+wuu` where a recipe keeps zh."""
-    out = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(
+    out = LangId(keep=["zh", "yue", "en"], per_paragraph=True).ready().process(
         pa.table({"text": [CANTONESE_POST, MANDARIN_REPLIES]}))
     assert out.reasons.to_pylist() == [None, None]
+    assert out.table.column("lang").to_pylist() == ["yue", "zh"]  # neither made mixed
     for spans in out.table.column("lang_paragraphs").to_pylist():
-        assert {s["lang"] for s in spans} <= {"zh", "yue"} and all(s["score"] >= 0.9 or s["lang"] == "zh"
-                                                                   for s in spans)
+        assert {s["lang"] for s in spans} <= {"zh", "yue"}
+
+
+def test_written_cantonese_is_cantonese_by_the_characters_only_it_writes():
+    """lid.176 labelled written Cantonese zh at 1.0 (the UDHR's, in either script): judged by Mandarin's settings, and
+    kept by `keep: [zh]`. Its own characters (嘅 咗 喺 哋...) tell it; a Mandarin text with one of them stays zh."""
+    mandarin_with_one = "他说这件事情没有问题，我们明天去看看。佢是一个方言字，在普通话的文章里很少出现。"
+    out = LangId(keep=["zh"]).ready().process(pa.table({"text": [CANTONESE_POST, mandarin_with_one]}))
+    assert out.table.column("lang").to_pylist() == ["yue", "zh"]
+    assert out.reasons.to_pylist() == ["lang_not_kept", None]
 
 
 def test_a_recipe_may_keep_only_documents_all_of_whose_languages_it_keeps_or_only_whole_ones():

@@ -122,11 +122,19 @@ def _japanese() -> Segment:
     return segment
 
 
+# Words pythainlp's dictionary lacks whose pieces it makes into other words: กูล ("-kul", lineage), which ends
+# a great many surnames (ปัญญาธรานุกูล, ชัยกูล), came out กู (a rude "I") and ล, and the toxicity stage dropped a byline
+THAI_WORDS = frozenset({"กูล"})
+
+
 @lru_cache(maxsize=1)
 def _thai() -> Segment:
+    from pythainlp.corpus.common import thai_words
     from pythainlp.tokenize import word_tokenize
+    from pythainlp.util import dict_trie
 
-    return lambda piece: word_tokenize(piece, engine="newmm-safe", keep_whitespace=False)
+    words = dict_trie(set(thai_words()) | THAI_WORDS)
+    return lambda piece: word_tokenize(piece, engine="newmm-safe", keep_whitespace=False, custom_dict=words)
 
 
 @lru_cache(maxsize=1)

@@ -71,6 +71,8 @@ def test_japanese_uses_sudachi_short_units_and_survives_a_piece_over_its_input_l
 
 def test_thai_khmer_lao_burmese_use_their_packages_tibetan_syllables() -> None:
     assert segment("ผมชอบกินข้าวผัดมาก ครับ", "th") == ["ผม", "ชอบ", "กิน", "ข้าวผัด", "มาก", "ครับ"]
+    # surnames in -กูล: its pieces were กู (a rude "I", a flagged word) and ล; the pronoun stays a word
+    assert segment("บุญชัย ปัญญาธรานุกูล", "th")[-1] == "กูล" and segment("กูจะไป", "th")[0] == "กู"
     assert segment("ខ្ញុំស្រឡាញ់ភាសាខ្មែរណាស់។", "km") == ["ខ្ញុំ", "ស្រឡាញ់", "ភាសា", "ខ្មែរ", "ណាស់", "។"]
     assert segment("ພາສາລາວເປັນພາສາທີ່ສວຍງາມ", "lo") == ["ພາສາລາວ", "ເປັນ", "ພາສາ", "ທີ່", "ສວຍງາມ"]
     assert segment("မြန်မာနိုင်ငံသည်", "my") == ["မြန်မာ", "နိုင်ငံ", "သည်"]  # words, not the syllables မြန် မာ

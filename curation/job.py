@@ -245,7 +245,7 @@ class _ParquetFile:
         self.uri = uri
         self.fs, self.path = storage.resolve(uri)
         self.fs.create_dir(self.path.rsplit("/", 1)[0], recursive=True)
-        self.tmp = f"{self.path}.{time.time_ns():x}.tmp"
+        self.tmp = storage.temporary_name(self.path)
         self.schema = table_schema
         self.writer = pq.ParquetWriter(self.tmp, table_schema, filesystem=self.fs, **_settings(table_schema))
         self.rows = 0

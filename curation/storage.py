@@ -301,7 +301,7 @@ def temp_path(uri: str) -> Iterator[str]:
     """A temporary sibling of `uri` that becomes `uri` when the block ends without an error."""
     fs, path = resolve(uri)
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
+    tmp = temporary_name(path)
     try:
         yield tmp
     except BaseException:
@@ -309,6 +309,14 @@ def temp_path(uri: str) -> Iterator[str]:
             fs.delete_file(tmp)
         raise
     fs.move(tmp, path)
+
+
+def temporary_name(path: str) -> str:
+    """A sibling name for `path` while it is written: hidden (a leading `.`), as pyarrow's datasets and most tools
+    skip such files (a `rejects/` dataset read a kill's 0-byte `x.parquet.<hex>.tmp` and failed), and ending `.tmp`
+    (`remove_temporaries`)."""
+    folder, _, name = path.rpartition("/")
+    return f"{folder}/.{name}.{uuid.uuid4().hex[:8]}.tmp" if folder else f".{name}.{uuid.uuid4().hex[:8]}.tmp"
 
 
 def remove_temporaries(folder: str) -> int:

@@ -267,3 +267,20 @@ def test_the_same_rules_on_an_object_store():
             claim_job_folder("s3://jobs/mine", "b" * 64)
         with pytest.raises(JobFolderError, match=r"holds a file curate run did not write: documents/part\.parquet"):
             claim_job_folder("s3://jobs/theirs", "a" * 64)
+
+
+def test_a_file_being_written_is_hidden_from_a_dataset_of_its_folder(tmp_path: Path):
+    """A kill left `rejects/.../x.parquet.<hex>.tmp` of 0 bytes, and the README's `ds.dataset(".../rejects")` failed
+    on it ("Parquet file size is 0 bytes"): a file being written has a hidden name, which datasets skip."""
+    import pyarrow.dataset as ds
+
+    from curation import storage
+
+    folder = tmp_path / "rejects" / "stage=length"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["a"]}), folder / "s1.parquet")
+    written = storage.temporary_name(str(folder / "s2.parquet"))
+    Path(written).write_bytes(b"")  # what a kill leaves
+    assert Path(written).name.startswith(".s2.parquet.") and written.endswith(".tmp")
+    assert ds.dataset(tmp_path / "rejects", partitioning="hive").to_table().num_rows == 1
+    assert storage.remove_temporaries(str(tmp_path)) == 1

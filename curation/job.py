@@ -109,10 +109,11 @@ class JobFolderBusy(JobFolderError):
 
 
 @contextlib.contextmanager
-def job_folder_lock(job_dir: str) -> Iterator[None]:
-    """Hold the job folder for one run: two runs of a recipe into one folder would both do every shard. The
-    second raises `JobFolderBusy` naming the process that holds it. An flock, so a run that dies (SIGKILL, a
-    crash) releases it with its last descriptor. Object stores have no locks: there, nothing is held."""
+def job_folder_lock(job_dir: str, what: str = "job folder") -> Iterator[None]:
+    """Hold the job folder for one run: two runs of a recipe into one folder would both do every shard (two
+    trainings into one `train_dir`, two ablations into one folder, every step twice). The second raises
+    `JobFolderBusy` naming the process that holds it. An flock, so a run that dies (SIGKILL, a crash) releases it
+    with its last descriptor. Object stores have no locks: there, nothing is held. `what`: the folder, in words."""
     if storage.is_remote(job_dir):
         yield
         return
@@ -124,7 +125,7 @@ def job_folder_lock(job_dir: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
-            msg = f"job folder {job_dir} is being written by {holder}: wait for that run to end, or stop it"
+            msg = f"{what} {job_dir} is being written by {holder}: wait for that run to end, or stop it"
             raise JobFolderBusy(msg) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()} (since {time.strftime('%F %T')})".encode(), 0)

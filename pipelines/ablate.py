@@ -65,7 +65,7 @@ from curation.ablate.tokenizer import train_union_tokenizer
 from curation.ablate.training import RunSpec, train_run
 from curation.ablate.training_config import Training
 from curation.ablate.variants import variant_recipe
-from curation.job import EventLog, document_files
+from curation.job import EventLog, document_files, job_folder_lock
 from curation.mixture import MixtureParams
 from curation.recipe import Recipe, load_recipe
 from curation.stages.build import build_stages
@@ -441,7 +441,14 @@ def _ablation_text(ablation: Ablation, text: str | None) -> str:
 def run_ablation(ablation: Ablation, *, text: str | None = None, resume: bool = False, address: str | None = None,
                  quiet: bool = False, console: Console | None = None) -> AblationResult:
     """Run a validated ablation to its result table; `text` is the ablation file as written (kept in the results
-    folder; default: the model as YAML)."""
+    folder; default: the model as YAML). One run at a time writes an ablation's folder (two at once trained every
+    step twice: `JobFolderBusy`)."""
+    with job_folder_lock(ablation.folder(), "ablation folder"):
+        return _run_ablation(ablation, text=text, resume=resume, address=address, quiet=quiet, console=console)
+
+
+def _run_ablation(ablation: Ablation, *, text: str | None, resume: bool, address: str | None, quiet: bool,
+                  console: Console | None) -> AblationResult:
     started = time.time()
     console = console or Console(stderr=True)
 

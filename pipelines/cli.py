@@ -257,6 +257,7 @@ def _train(args: argparse.Namespace) -> int:
     recipe = _load(args.recipe, "; nothing was run", loader=load_train_recipe)
     if recipe is None:
         return 2
+    from curation.job import JobFolderBusy
     from curation.train.loader import PackedDataError
     from curation.train.resume import ResumeError
     from pipelines.run import interrupted_by_sigterm, interruption
@@ -265,7 +266,7 @@ def _train(args: argparse.Namespace) -> int:
     try:
         with interrupted_by_sigterm():
             result = train(recipe, resume=args.resume, address=args.address)
-    except (FileExistsError, ResumeError, PackedDataError, ResourcesError) as exc:
+    except (FileExistsError, JobFolderBusy, ResumeError, PackedDataError, ResourcesError) as exc:
         print(f"curate train: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # SIGTERM or SIGINT: the workers end with this process's Ray
@@ -292,6 +293,7 @@ def _ablate(args: argparse.Namespace) -> int:
         print(f"curate ablate: --write-recipe writes the mixture search's proposal: {args.ablation} has no "
               "mixture_search; nothing was run", file=sys.stderr)
         return 2
+    from curation.job import JobFolderBusy
     from curation.tokens.vocabulary import VocabularyError
     from curation.train.resume import ResumeError
     from pipelines.ablate import OverlapError, run_ablation, summary, write_proposal  # Ray: only when it runs
@@ -301,7 +303,7 @@ def _ablate(args: argparse.Namespace) -> int:
         with interrupted_by_sigterm():
             result = run_ablation(ablation, text=Path(args.ablation).read_text(encoding="utf-8"), resume=args.resume,
                                   address=args.address, quiet=args.quiet)
-    except (FileExistsError, ResumeError, OverlapError, VocabularyError) as exc:
+    except (FileExistsError, JobFolderBusy, ResumeError, OverlapError, VocabularyError) as exc:
         print(f"curate ablate: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:

@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from curation.job import job_folder_lock
 from curation.train.config import TrainRecipe
 from curation.train.loader import read_manifest, verify_packed
 from curation.train.loop import METRICS, SPIKES, checkpoint_dirs, read_jsonl, run_worker
@@ -139,7 +140,14 @@ def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any]
           address: str | None = None, crash_after: int | None = None) -> TrainResult:
     """Run the training job on Ray (starting a local Ray when none is up): `resume` continues from the
     newest checkpoint in the train folder, `datasets={"train": ray_dataset(job)}` streams the rows through
-    Ray Data instead of the packed loader. `crash_after` is for tests (see `run_worker`)."""
+    Ray Data instead of the packed loader. `crash_after` is for tests (see `run_worker`). One training at a time
+    writes a train folder (a second one into it resumed the first's checkpoints while it ran: `JobFolderBusy`)."""
+    with job_folder_lock(str(recipe.output_dir().resolve()), "train folder"):
+        return _train(recipe, resume=resume, datasets=datasets, address=address, crash_after=crash_after)
+
+
+def _train(recipe: TrainRecipe, *, resume: bool, datasets: dict[str, Any] | None, address: str | None,
+           crash_after: int | None) -> TrainResult:
     import ray
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
@@ -190,6 +198,10 @@ def train(recipe: TrainRecipe, *, resume: bool = False, datasets: dict[str, Any]
                              failure_config=FailureConfig(max_failures=recipe.max_failures)),
         datasets=datasets,
     )
+    # Ray Train's own Ctrl-C handler aborts the run in the background and ends the process with status 1 and no word
+    # (steps went on meanwhile): Ctrl-C raises KeyboardInterrupt here instead, as SIGTERM does, and `curate train`
+    # says how it ended and exits 130
+    trainer._register_sigint_handler = lambda controller: None  # type: ignore[method-assign]
     start = time.perf_counter()
     trainer.fit()
     return TrainResult(train_dir, read_jsonl(train_dir / METRICS), read_jsonl(train_dir / SPIKES),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 
@@ -157,13 +158,17 @@ def test_more_workers_than_this_machine_s_ray_has_are_refused_in_one_line(tmp_pa
 
 
 @pytest.mark.subprocess
-def test_sigterm_stops_curate_train_and_its_workers_and_says_so(tmp_path):
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_sigterm_stops_curate_train_and_its_workers_and_says_so(tmp_path, signum):
     """SIGTERM made `curate train` abort with Ray's native stack dump (exit 134) while its workers went on training
-    and checkpointing; now it stops them, says so in one line, and `--resume` goes on from the last checkpoint."""
+    and checkpointing; Ctrl-C (SIGINT) went to Ray Train's own handler, which ended it with status 1 and no word.
+    Now it stops them, says so in one line, and `--resume` goes on from the last checkpoint."""
     import os
     import signal
     import subprocess
     import sys
+
+    sig = getattr(signal, signum)
 
     build_train_job(tmp_path / "job")
     (tmp_path / "t.yaml").write_text(recipe_text(tmp_path / "job", tmp_path / "train", workers=1, micro_batches=1,
@@ -175,10 +180,10 @@ def test_sigterm_stops_curate_train_and_its_workers_and_says_so(tmp_path):
     deadline = time.time() + 240
     while len(read_jsonl(metrics)) < 5 and process.poll() is None and time.time() < deadline:
         time.sleep(0.2)
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(sig)
     err = process.communicate(timeout=120)[1]
-    assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
-    assert "curate train: interrupted (SIGTERM); its checkpoints are kept" in err
+    assert process.returncode == 128 + sig, err[-3000:]
+    assert f"curate train: interrupted ({signum}); its checkpoints are kept" in err
     assert "SIGTERM received" not in err
     # Ray's own actors may log a warning with a traceback on a loaded machine ("safe to ignore", Ray says); those
     # lines come prefixed with the actor's name, and only the driver's own lines are this command's output
@@ -188,6 +193,19 @@ def test_sigterm_stops_curate_train_and_its_workers_and_says_so(tmp_path):
     time.sleep(5)
     assert len(read_jsonl(metrics)) == steps  # no worker goes on training
     assert checkpoint_dirs(tmp_path / "train")
+
+
+def test_a_second_training_into_a_train_folder_another_one_writes_is_refused(tmp_path, capsys):
+    """A second `curate train` into a train_dir while the first ran resumed the first's checkpoints, unasked."""
+    from curation.job import job_folder_lock
+    from pipelines.cli import main
+
+    build_train_job(tmp_path / "job")
+    (tmp_path / "t.yaml").write_text(recipe_text(tmp_path / "job", tmp_path / "train", workers=1))
+    with job_folder_lock(str(tmp_path / "train")):
+        assert main(["train", str(tmp_path / "t.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert f"curate train: train folder {tmp_path / 'train'} is being written by process {os.getpid()}" in err
 
 
 def test_bundled_train_recipe_names_the_quickstart_job(monkeypatch):

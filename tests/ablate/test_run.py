@@ -227,3 +227,15 @@ def test_write_recipe_needs_a_mixture_search(tmp_path, capsys):
     assert main(["ablate", str(path), "--write-recipe", str(tmp_path / "out.yaml")]) == 2
     assert "has no mixture_search; nothing was run" in capsys.readouterr().err
     assert not (tmp_path / "ablations").exists()
+
+
+def test_a_second_ablation_into_a_folder_another_one_writes_is_refused(tmp_path, capsys):
+    """Two `curate ablate` of one ablation at once both trained every run: metrics.jsonl held 63 lines of 32 steps."""
+    from curation.job import job_folder_lock
+
+    path = write_ablation(tmp_path, tmp_path / "jobs", executor="local")
+    folder = load_ablation(path).folder()
+    with job_folder_lock(folder):
+        assert main(["ablate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"curate ablate: ablation folder {folder} is being written by process {os.getpid()}" in err

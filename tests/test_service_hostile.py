@@ -219,7 +219,7 @@ def test_rejects_files_emptied_or_cut_count_no_rows_and_the_others_are_served(se
     assert detail.startswith(f"{CUT}/_work/removed/minhash_dedup.parquet is cut or damaged")
     # a manifest cut short is said so (it was "has no manifest.json yet", beside `has.manifest: true`)
     assert served.get(f"/api/jobs/{CUT}/manifest", 409)["detail"] == (
-        f"job {CUT!r}'s manifest.json is cut or damaged; a rerun of the job writes it again")
+        f"the manifest.json of job {CUT!r} is cut or damaged; a rerun of the job writes it again")
 
 
 def test_dedup_removals_and_documents_through_links_are_not_served(served):
@@ -441,3 +441,21 @@ def test_serve_says_so_when_its_jobs_folder_is_not_there(tmp_path: Path):
         process.terminate()
         process.wait(30)
     assert first.startswith(f"curate serve: no folder at {tmp_path / 'nojobs'} yet: no job is shown")
+
+
+def test_a_stats_json_written_since_the_cached_answer_is_served_not_called_damaged(tmp_path: Path):
+    """Polled while a job ran, /stats answered 409 "cut or damaged" for a healthy job: the answer cached before the
+    file was written (none yet) beside a fresh look that found the file."""
+    job = tmp_path / "jobs" / "fresh-0123456789"
+    job.mkdir(parents=True)
+    (job / "recipe.yaml").write_text("name: fresh\n")
+    service = Background(tmp_path / "jobs", port=free_port()).start()
+    try:
+        url = f"{service.url}/api/jobs/{job.name}/stats"
+        assert httpx.get(url, timeout=10).status_code == 404
+        (job / "stats.json").write_text(json.dumps({"documents": {"out": 1}}))
+        answer = httpx.get(url, timeout=10)
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"documents": {"out": 1}}
+    finally:
+        service.stop()

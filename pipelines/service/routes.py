@@ -297,9 +297,12 @@ def train(request: Request, job: JobId,
 def _document(request: Request, job: str, name: str, read: str) -> Response:
     folder = _job(request, job)
     value = _jobs(request).cached((name, job), getattr(folder, read))
-    if value is None and folder.holds(name):  # there, and no JSON: the job folder's state, said as such
-        raise HTTPException(status_code=409, detail=f"job {job!r}'s {name} is cut or damaged; a rerun of the job "
-                            "writes it again")
+    if value is None and folder.holds(name):
+        # written since the answer cached (a running job's stats.json appears): read again, not called damaged
+        value = getattr(folder, read)()
+        if value is None:  # there, and no JSON: the job folder's state, said as such
+            raise HTTPException(status_code=409, detail=f"the {name} of job {job!r} is cut or damaged; a rerun of "
+                                "the job writes it again")
     if value is None:
         raise HTTPException(status_code=404, detail=f"job {job!r} has no {name} yet")
     return _json(dumps(value))

@@ -76,7 +76,9 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             i += 1
         elif pattern[i] == "[":
             end = pattern.find("]", i)
-            out.append(pattern[i : end + 1] if end > 0 else re.escape("["))
+            inner = pattern[i + 1 : end].replace("\\", "\\\\").replace("[", "\\[")  # `[[]`: a bracket, as in glob
+            inner = "^" + inner[1:] if inner.startswith("!") else inner  # `[!x]`: glob's negation
+            out.append(f"[{inner}]" if end > 0 else re.escape("["))
             i = end + 1 if end > 0 else i + 1
         else:
             out.append(re.escape(pattern[i]))
@@ -108,7 +110,7 @@ def _expand_listed(pattern: str) -> list[Listed]:
     pattern = files_pattern(pattern)
     fs, path = resolve(pattern)
     prefix = "" if "://" not in pattern or pattern.startswith("file://") else pattern.split("://")[0] + "://"
-    if not _WILDCARD.search(path):
+    if not _WILDCARD.search(path) or is_named(fs, path):
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.File:
             return [Listed(prefix + path, info.size or 0, mtime_ns=info.mtime_ns)]
@@ -180,6 +182,13 @@ def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], 
                              linked_file=(st.st_dev, st.st_ino) if st.st_nlink > 1 else None)
 
 
+def is_named(fs: pafs.FileSystem, path: str) -> bool:
+    """Whether a path with wildcard characters is the name of a file or folder (`report [2].jsonl`): then it names
+    that, not the files its brackets would match (`report 2.jsonl`, read instead, or none). `[[]` escapes a bracket
+    where both exist and the pattern is meant."""
+    return fs.get_file_info(path).type in (pafs.FileType.File, pafs.FileType.Directory)
+
+
 def list_files(pattern: str) -> list[Listed]:
     """`expand_sized` for inputs, sorted: a link met while walking a folder or matching a wildcard is listed as a
     link, never followed (what it names may lie anywhere); a path named without wildcards is the user's choice
@@ -189,7 +198,7 @@ def list_files(pattern: str) -> list[Listed]:
     if is_remote(pattern):
         return _expand_listed(pattern)
     fs, path = resolve(pattern)  # resolves the links in the part the user named
-    if not _WILDCARD.search(path):
+    if not _WILDCARD.search(path) or is_named(fs, path):
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.File:
             return [Listed(path, info.size or 0, mtime_ns=info.mtime_ns)]

@@ -154,6 +154,13 @@ def test_glob_expansion_local_and_uri(tmp_path: Path):
     assert [Path(p).name for p in storage.expand(f"file://{tmp_path}/a/b/*")] == ["y.warc.gz", "z.jsonl"]
     assert len(storage.expand(str(tmp_path / "a"))) == 3  # a folder means everything under it
     assert storage.expand(f"{tmp_path}/nothing/*.gz") == []
+    # a file named with brackets is that file, not the files its brackets match (`x 2.jsonl` was read instead)
+    (tmp_path / "d").mkdir()
+    for name in ("x [2].jsonl", "x 2.jsonl", "x 3.jsonl"):
+        (tmp_path / "d" / name).write_bytes(b"")
+    assert [Path(p).name for p in storage.expand(f"{tmp_path}/d/x [2].jsonl")] == ["x [2].jsonl"]
+    assert [Path(p).name for p in storage.expand(f"{tmp_path}/d/x [[]2].jsonl")] == ["x [2].jsonl"]  # glob's escape
+    assert [Path(p).name for p in storage.expand(f"{tmp_path}/d/x [!2].jsonl")] == ["x 3.jsonl"]  # glob's negation
 
 
 def test_shards_carry_the_listed_file_size(tmp_path: Path):

@@ -95,7 +95,7 @@ def _job_folder_holding(fs: pa_fs.FileSystem, root: str, path: str, seen: dict[s
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
     """What `pattern` matches, as a regular expression over `storage.resolve` spellings (a folder: all below it)."""
     fs, path = storage.resolve(storage.files_pattern(pattern))
-    if not storage.has_wildcard(path):
+    if not storage.has_wildcard(path) or storage.is_named(fs, path):
         is_folder = fs.get_file_info(path).type == pa_fs.FileType.Directory
         return storage.glob_regex(f"{path.rstrip('/')}/**" if is_folder else glob.escape(path))
     return storage.glob_regex(path)

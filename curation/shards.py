@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -93,6 +94,16 @@ def input_fingerprint(shard: Shard) -> dict[str, int] | None:
 GONE = "is gone: no file the recipe's paths list reads as it now"
 
 
+def _difference(before: dict[str, int], now: dict[str, int]) -> str:
+    """What differs between two fingerprints, in words: the size, or the modification time to the nanosecond it is
+    compared at (rounded to milliseconds, two times that differ read the same)."""
+    if before["size"] != now["size"]:
+        return f"size {before['size']} -> {now['size']} bytes"
+    when = [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ns // 10**9)) + f".{ns % 10**9:09d}"
+            for ns in (before["mtime_ns"], now["mtime_ns"])]
+    return f"modified {when[0]} -> {when[1]}, same size"
+
+
 def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]:
     """{shard: how its input changed} for the shards `done` records (`_shards/` records) whose input is not
     the file they were read from: another size or modification time than the record's `input` (a record
@@ -104,8 +115,7 @@ def changed_inputs(shards: list[Shard], done: dict[str, dict]) -> dict[str, str]
         if before and now is None:  # read as a file, a link now (swapped while the job ran, or since): not followed
             changed[shard.name] = f"{shard.uri} is a link now, which is not followed"
         elif before and now != before:
-            changed[shard.name] = (f"{shard.uri} changed (size {before['size']} -> {now['size']} bytes, modified "
-                                   f"{before['mtime_ns'] / 1e9:.3f} -> {now['mtime_ns'] / 1e9:.3f})")
+            changed[shard.name] = f"{shard.uri} changed ({_difference(before, now)})"
     listed = {shard.name for shard in shards}
     for name in sorted(set(done) - listed):  # its documents would stay in the job's output
         changed[name] = GONE

@@ -189,9 +189,16 @@ def test_an_input_changed_since_its_shard_was_done_is_read_again(tmp_path: Path)
     started = [json.loads(x) for x in Path(again.job_dir, "events.jsonl").read_text().splitlines()
                if '"job_started"' in x][-1]
     [how] = started["inputs_changed"].values()
-    assert how.startswith(f"{a} changed (size {before} -> {a.stat().st_size} bytes, modified ")
+    assert how == f"{a} changed (size {before} -> {a.stat().st_size} bytes)"
     third = run(recipe, quiet=True)  # nothing changed since: nothing read again
     assert third.shards_skipped == 2 and len(documents(third.job_dir)) == 2
+    # the same bytes, touched: the times said differ to the nanosecond (rounded, they read the same)
+    mtime = a.stat().st_mtime_ns
+    os.utime(a, ns=(mtime + 1, mtime + 1))
+    run(recipe, quiet=True)
+    [how] = [json.loads(x) for x in Path(again.job_dir, "events.jsonl").read_text().splitlines()
+             if '"job_started"' in x][-1]["inputs_changed"].values()
+    assert f".{mtime % 10**9:09d} -> " in how and how.endswith(f".{(mtime + 1) % 10**9:09d}, same size)")
 
 
 def test_a_changed_input_whose_documents_later_steps_used_is_refused_in_one_line(tmp_path: Path):

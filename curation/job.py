@@ -80,6 +80,11 @@ def claim_job_folder(job_dir: str, recipe_hash: str | None = None) -> None:
     fs, path = storage.resolve(job_dir)
     if not storage.is_remote(job_dir):
         _no_file_on_the_way(Path(path), job_dir)
+        try:  # a folder that cannot be made (`--output /proc/x`, a read-only mount) is said before any work
+            Path(path).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            msg = f"cannot make the job folder {job_dir}: {exc.strerror or exc} (`output`, --output)"
+            raise JobFolderError(msg) from exc
     written_by = _recipe_hash(fs, storage.join(path, RECIPE))
     if written_by == "":
         msg = (f"job folder {job_dir} holds a recipe.yaml curate run did not write: give `output` (--output) "

@@ -446,10 +446,11 @@ def test_a_read_only_output_ends_in_one_line_naming_the_path(tmp_path: Path):
     write_notes(tmp_path / "a.jsonl", ["a"])
     with tmpfs(tmp_path / "ro", "size=64k", "ro") as read_only:
         done = curate_run(local_recipe([f"{tmp_path}/a.jsonl"], read_only / "jobs"), tmp_path)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr  # before any work: it was 1, "the shards done are kept"
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert lines[0].startswith(f"curate run: {read_only}/jobs") and ": Read-only file system; " in lines[0]
+    assert lines[0].startswith(f"curate run: cannot make the job folder {read_only}/jobs")
+    assert lines[0].endswith(": Read-only file system (`output`, --output); nothing was run")
 
 
 # -- 11, 12: job folders crafted against the status service ----------------------------------------------------

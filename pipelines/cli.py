@@ -17,8 +17,19 @@ from curation.recipe import RecipeError, json_schema, load_recipe
 Commands = argparse._SubParsersAction
 
 
-def _load(path: str, consequence: str = "", loader: Callable[[str], Any] = load_recipe) -> Any:
-    """The validated recipe (or training recipe, or ablation: `loader`), or None after printing every problem."""
+_KINDS = {"curation": ("a curation recipe", "run"), "train": ("a training recipe", "train"),
+          "ablation": ("an ablation", "ablate")}
+
+
+def _load(path: str, consequence: str = "", loader: Callable[[str], Any] = load_recipe, kind: str = "curation"
+          ) -> Any:
+    """The validated recipe (or training recipe, or ablation: `loader`, of `kind`), or None after printing every
+    problem; a file of another kind in one line naming its command (not a dozen unknown keys)."""
+    found = _recipe_kind(path)
+    if found is not None and found != kind:
+        (noun, command), expected = _KINDS[found], _KINDS[kind][0]
+        print(f"{path} is {noun}, not {expected}: `curate {command} {path}` runs it{consequence}", file=sys.stderr)
+        return None
     try:
         return loader(path)
     except RecipeError as exc:
@@ -35,24 +46,26 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def _recipe_kind(path: str) -> str:
-    """`train`: a training recipe names a curation job (`job:`); `ablation`: an ablation file names its base
-    recipe (`recipe:`); else `curation` (a curation recipe has `sources:`)."""
+def _recipe_kind(path: str) -> str | None:
+    """`curation`: a curation recipe has `sources:`; `train`: a training recipe names a curation job (`job:`);
+    `ablation`: an ablation file names its base recipe (`recipe:`); None: none of these, or no YAML mapping (the
+    parser of the kind asked for reports why, with the line)."""
     import yaml
 
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):  # nested too deeply: ~400 levels
-        return "curation"  # the curation parser reports why, with the line
-    if not isinstance(data, dict) or "sources" in data:
-        return "curation"
-    return "train" if "job" in data else "ablation" if "recipe" in data else "curation"
+        return None
+    if not isinstance(data, dict):
+        return None
+    return ("curation" if "sources" in data else "train" if "job" in data else "ablation" if "recipe" in data
+            else None)
 
 
 def _validate_ablation(path: str) -> int:
     from curation.ablate.spec import load_ablation
 
-    ablation = _load(path, loader=load_ablation)
+    ablation = _load(path, loader=load_ablation, kind="ablation")
     if ablation is None:
         return 2
     search = ablation.mixture_search
@@ -69,7 +82,7 @@ def _validate(args: argparse.Namespace) -> int:
     if kind == "train":
         from curation.train.config import load_train_recipe
 
-        if _load(args.recipe, loader=load_train_recipe) is None:
+        if _load(args.recipe, loader=load_train_recipe, kind="train") is None:
             return 2
         print(f"{args.recipe}: valid (training recipe)")
         return 0
@@ -254,7 +267,7 @@ def _schema(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from curation.train.config import load_train_recipe
 
-    recipe = _load(args.recipe, "; nothing was run", loader=load_train_recipe)
+    recipe = _load(args.recipe, "; nothing was run", loader=load_train_recipe, kind="train")
     if recipe is None:
         return 2
     from curation.job import JobFolderBusy
@@ -286,7 +299,7 @@ def _train(args: argparse.Namespace) -> int:
 def _ablate(args: argparse.Namespace) -> int:
     from curation.ablate.spec import load_ablation
 
-    ablation = _load(args.ablation, "; nothing was run", loader=load_ablation)
+    ablation = _load(args.ablation, "; nothing was run", loader=load_ablation, kind="ablation")
     if ablation is None:
         return 2
     if args.write_recipe and ablation.mixture_search is None:

@@ -293,3 +293,18 @@ def test_a_misspelt_key_inside_a_source_hides_no_other_problem(monkeypatch):
                      "document stage 'length' after corpus stage 'exact_dedup'",
                      "stages[1].length.only[0]: no source named 'wbe'"):
         assert any(expected in p for p in found), (expected, found)
+
+
+def test_a_file_of_another_kind_is_named_with_its_command(capsys, monkeypatch):
+    """`curate run recipes/train.yaml` printed a dozen unknown keys ("model: unknown key; did you mean 'model'?")."""
+    from pipelines.cli import main
+
+    monkeypatch.chdir(ROOT)
+    for command, path, said in (("run", "recipes/train.yaml", "is a training recipe, not a curation recipe: "
+                                 "`curate train recipes/train.yaml` runs it; nothing was run"),
+                                ("train", "recipes/ablation.yaml", "is an ablation, not a training recipe: "
+                                 "`curate ablate recipes/ablation.yaml` runs it; nothing was run"),
+                                ("ablate", "recipes/quickstart.yaml", "is a curation recipe, not an ablation: "
+                                 "`curate run recipes/quickstart.yaml` runs it; nothing was run")):
+        assert main([command, path]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [f"{path} {said}"]

@@ -179,6 +179,15 @@ def _serve(args: argparse.Namespace) -> int:
     if not Path(args.jobs).is_dir():  # it answered `ok` with an empty list, which looks like no job ran
         print(f"curate serve: no folder at {Path(args.jobs).absolute()} yet: no job is shown until one is written "
               "there (--jobs names the folder jobs are written to)", file=sys.stderr)
+    import socket
+
+    try:  # uvicorn logged its start-up as complete, then the bind's error, and exited 3
+        with socket.create_server((args.host, args.port)):
+            pass
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        print(f"curate serve: cannot listen on {args.host}:{args.port}: {why} (--port, --host)", file=sys.stderr)
+        return 2
     serve(args.jobs, host=args.host, port=args.port, job_control=job_control, ablations_dir=args.ablations)
     return 0
 

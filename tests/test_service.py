@@ -397,6 +397,19 @@ def test_run_serve_refuses_an_object_store_output_and_a_bad_address(tmp_path):
         for_run(str(tmp_path), "localhost:http")
 
 
+def test_curate_serve_on_a_port_in_use_says_so_in_one_line(tmp_path, capsys):
+    """uvicorn logged "Application startup complete", then the bind's error, and exited 3."""
+    import socket
+
+    from pipelines.cli import main
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        assert main(["serve", "--jobs", str(tmp_path), "--port", str(port)]) == 2
+    assert capsys.readouterr().err.strip() == (f"curate serve: cannot listen on 127.0.0.1:{port}: Address already in "
+                                               "use (--port, --host)")
+
+
 def test_a_packing_job_shows_its_phase_and_manifest(tmp_path):
     from fastapi.testclient import TestClient
 

@@ -59,7 +59,8 @@ stages:
 rejects: {sample: 2}
 """
     found = problems(text, check_paths=False)
-    assert found[0].startswith("r.yaml:1:7: name: String should match pattern")
+    assert found[0] == ("r.yaml:1:7: name: a name of letters, digits, `_`, `.` and `-` only (it names files and "
+                        "folders), got 'bad name'")
     assert ("r.yaml:3:25: sources[0].format: Input should be 'warc', 'wet', 'jsonl', 'parquet' or 'code', "
             "got 'warcc'") in found
     assert any(p.startswith("r.yaml:3:39: sources[0].paths: List should have at least 1 item") for p in found)

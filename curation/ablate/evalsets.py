@@ -10,15 +10,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from curation import storage
-
-NAME = r"^[A-Za-z0-9_.-]+$"
+from curation.yaml_model import NAME_PATTERN
 
 
 class EvalSet(BaseModel):
     """An evaluation set: held-out text (`text`: loss and bits per byte) or multiple choice (`choice`: JSONL of
     {context, choices, answer}, accuracy by the log-likelihood of each choice)."""
 
-    name: str = Field(..., pattern=NAME, description="The set's name in the result table.")
+    name: str = Field(..., pattern=NAME_PATTERN, description="The set's name in the result table.")
     path: str = Field(..., description="JSONL file (gzipped or not), or a glob of them.")
     kind: Literal["text", "choice"] = Field("text", description="text: one document per line; choice: items.")
     text_field: str = Field("text", description="text: the field holding the document.")

@@ -40,12 +40,12 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from curation.ablate.evalsets import NAME
 from curation.ablate.results import PROXY_PREFIX
 from curation.ablate.training_config import Training
 from curation.recipe import Recipe, parse_recipe
 from curation.train.config import ModelSection
 from curation.train.optim import OptimConfig
+from curation.yaml_model import NAME_PATTERN
 
 PROPOSED, NATURAL, UNIFORM = "mixture-proposed", "mixture-natural", "mixture-uniform"
 VERIFIED = (PROPOSED, NATURAL, UNIFORM)
@@ -79,8 +79,8 @@ class MixtureSearch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    variant: str = Field("base", pattern=NAME, description="The variant whose documents are mixed (its curation, "
-                         "its sources; its mixture replaced by each proxy's).")
+    variant: str = Field("base", pattern=NAME_PATTERN, description="The variant whose documents are mixed (its "
+                         "curation, its sources; its mixture replaced by each proxy's).")
     proxies: int = Field(16, ge=4, le=4096, description="Proxy mixtures trained (RegMix: 512 at 1M parameters).")
     concentration: float = Field(1.0, gt=0, description="Dirichlet concentration around the natural shares, per "
                                  "source: 1 spreads as a flat Dirichlet, more stays closer to the natural shares.")
@@ -90,7 +90,7 @@ class MixtureSearch(BaseModel):
     max_epochs: float = Field(4.0, ge=1.0, description="A source is repeated at most this many times to reach its "
                               "share of a run's tokens (each mixture packs the tokens its run trains on).")
     proxy: ProxyTraining = Field(default_factory=ProxyTraining, description="The proxies' budget.")
-    set: str | None = Field(None, pattern=NAME, description="The held-out text set whose score is minimised "
+    set: str | None = Field(None, pattern=NAME_PATTERN, description="The held-out text set whose score is minimised "
                             "(default: the first text set).")
     metric: Literal["loss", "bits_per_byte"] = Field("loss", description="The score minimised.")
     regression: Literal["quadratic", "boosting"] = Field("quadratic", description="quadratic: ridge on shares "

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from curation import storage
-from curation.ablate.evalsets import NAME, EvalSet
+from curation.ablate.evalsets import EvalSet
 from curation.ablate.mixture_search import VERIFIED, MixtureSearch
 from curation.ablate.results import PROXY_PREFIX
 from curation.ablate.training_config import Training
@@ -36,7 +36,7 @@ from curation.ablate.variants import Variant, variant_problems, variant_recipe
 from curation.recipe import Recipe, RecipeError, load_recipe, unknown_stage
 from curation.tokens.config import PackConfig, TokenizerConfig
 from curation.train.config import TrainRecipe
-from curation.yaml_model import parse_yaml_model, read_recipe_text
+from curation.yaml_model import NAME_PATTERN, parse_yaml_model, read_recipe_text
 
 BASE = "base"  # the variant that is the base recipe unchanged, unless the file defines one of that name
 
@@ -60,12 +60,12 @@ class Evaluation(_Strict):
 class Ablation(_Strict):
     """Variants of a curation recipe, each trained on and evaluated the same way."""
 
-    name: str = Field(..., pattern=NAME, description="The ablation's name: results in <output>/<name>/.")
+    name: str = Field(..., pattern=NAME_PATTERN, description="The ablation's name: results in <output>/<name>/.")
     recipe: str = Field(..., description="The base curation recipe (a path).")
     output: str = Field("./ablations", description="Folder of ablation results.")
     jobs: str | None = Field(None, description="Folder of the variants' curation job folders (default: "
                              "<output>/<name>/jobs); ablations sharing one reuse each other's jobs.")
-    baseline: str = Field(BASE, pattern=NAME, description="The variant the others are compared with.")
+    baseline: str = Field(BASE, pattern=NAME_PATTERN, description="The variant the others are compared with.")
     variants: dict[str, Variant] = Field(default_factory=dict, description=f"By name; `{BASE}`, the base recipe "
                                          "unchanged, is added unless given.")
     tokenizer: TokenizerConfig | None = Field(None, description="One tokenizer for every variant: a model, or "
@@ -81,7 +81,7 @@ class Ablation(_Strict):
     @field_validator("variants")
     @classmethod
     def _names(cls, variants: dict[str, Variant]) -> dict[str, Variant]:
-        bad = [name for name in variants if re.fullmatch(NAME, name) is None]
+        bad = [name for name in variants if re.fullmatch(NAME_PATTERN, name) is None]
         if bad:
             msg = f"variant names are letters, digits, `_`, `.` and `-`: {', '.join(map(repr, bad))}"
             raise ValueError(msg)

@@ -15,6 +15,7 @@ from curation.readers import READERS, CodeOptions
 from curation.stages.base import StageParams
 from curation.stages.registry import ALL_STAGES
 from curation.tokens.config import PackConfig, TokenizerConfig
+from curation.yaml_model import NAME_PATTERN
 
 # Names become file names (`<name>-<hash>/`, `<source>-<file stem>-<hash>.parquet.<time>.tmp`), of at most 255
 # bytes on every common filesystem: 100 characters leave room for the rest.
@@ -28,7 +29,7 @@ class _Strict(BaseModel):
 class Source(_Strict):
     """An input: files of one format under one name (the name the mixture and `only:` refer to)."""
 
-    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$", max_length=MAX_NAME_CHARS,
+    name: str = Field(..., pattern=NAME_PATTERN, max_length=MAX_NAME_CHARS,
                       description="Source name, unique in the recipe (it starts its shards' file names).")
     format: Literal["warc", "wet", "jsonl", "parquet", "code"] = Field(
         ..., description="Input file format; `code`: repository archives or folders, or The-Stack-like tables.")
@@ -132,7 +133,7 @@ class Recipe(_Strict):
     """A curation job: where documents come from, what stages they pass, where the output goes."""
 
     name: str = Field(
-        ..., pattern=r"^[A-Za-z0-9_.-]+$", max_length=MAX_NAME_CHARS,
+        ..., pattern=NAME_PATTERN, max_length=MAX_NAME_CHARS,
         description="Job name; the job folder is output/<name>-<hash>."
     )
     output: str = Field("./jobs", description="Folder or URI under which the job folder is made.")

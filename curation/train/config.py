@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from curation.train.model import ModelConfig
 from curation.train.optim import OptimConfig
-from curation.yaml_model import parse_yaml_model, read_recipe_text
+from curation.yaml_model import NAME_PATTERN, parse_yaml_model, read_recipe_text
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 
@@ -60,7 +60,7 @@ class SpikeConfig(_Strict):
 class TrainRecipe(_Strict):
     """A training job on the packed shards of one curation job."""
 
-    name: str = Field("train", pattern=r"^[A-Za-z0-9_.-]+$", description="Name of the run (Ray Train's too).")
+    name: str = Field("train", pattern=NAME_PATTERN, description="Name of the run (Ray Train's too).")
     job: str = Field(..., description="The curation job folder (holding manifest.json), or the curation recipe "
                      "that made it (its job folder under the recipe's output).")
     train_dir: str | None = Field(None, description="Folder of metrics, spikes and checkpoints. Default: "

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from curation.dedup.exact import TextColumn, as_string_array
 from curation.dedup.minhash import hash_tokens, language_tokens, ngram_hashes, shingle_hashes
+from curation.text.columns import normalized
 
 DEFAULT_FIELDS = ("question", "answer", "prompt", "canonical_solution", "test")
 _SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv", ".csv.gz")
@@ -206,7 +207,7 @@ class NgramIndex:
 def _compatible(texts: TextColumn) -> pa.Array:
     """Texts in Unicode's compatibility form (NFKC): a copy in full-width letters (U+FF21..., as CJK pages
     write Latin) or with ligatures is the text it copies."""
-    return pc.utf8_normalize(as_string_array(texts), "NFKC")
+    return normalized(as_string_array(texts), "NFKC")
 
 
 def _informative(tokens: pa.Array, offsets: np.ndarray, n: int, min_letter_words: int) -> np.ndarray:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from curation.text.columns import combined
+from curation.text.columns import combined, normalized
 
 # Unicode whitespace (RE2's `\s` is ASCII only).
 WHITESPACE = r"[\s\p{Z}]+"
@@ -62,7 +62,7 @@ def normalize_text(
     symbols (then "Hello, world!" equals "hello world"); off by default because code and tables
     differ in punctuation only.
     """
-    out = pc.utf8_normalize(as_string_array(texts), "NFC")  # a copy typed decomposed ("café") is the same text
+    out = normalized(as_string_array(texts), "NFC")  # a copy typed decomposed ("café") is the same text
     if lowercase:
         out = pc.utf8_lower(out)
     if strip_punctuation:

@@ -34,7 +34,7 @@ import xxhash
 
 from curation.dedup.exact import WHITESPACE, TextColumn, as_string_array, fmix64
 from curation.lang.words import SPACES, segmenters, split
-from curation.text.columns import code_points, combined
+from curation.text.columns import code_points, combined, normalized
 
 Unit = Literal["word", "char"]
 FALSE_NEGATIVE_WEIGHT = 0.9  # measured in benchmarks/dedup_quality.py: recall first, verification restores precision
@@ -87,7 +87,7 @@ def word_tokens(texts: TextColumn, *, lowercase: bool = True) -> tuple[pa.Array,
     Devanagari, Tamil, Thai write vowels with them, Arabic its harakat (split at them, "हिन्दी" was three tokens,
     and Hindi's लड़का and लड़के one shingle). Composed first: "café" typed decomposed is "café".
     """
-    texts = pc.utf8_normalize(as_string_array(texts), "NFC")
+    texts = normalized(as_string_array(texts), "NFC")
     if lowercase:
         texts = pc.utf8_lower(texts)
     lists = pc.split_pattern_regex(texts, WORD_SEPARATORS)
@@ -108,7 +108,7 @@ def language_tokens(texts: TextColumn, langs: TextColumn | None = None, *,
     batched call) and each segmented word split the same way, as if the words were written with spaces between
     them: punctuation words vanish and the Latin words of a Chinese page are tokens as in an English one.
     """
-    texts = pc.utf8_normalize(as_string_array(texts), "NFC")
+    texts = normalized(as_string_array(texts), "NFC")
     langs = None if langs is None else _codes(langs)
     segmented = segmenters(texts, langs) != SPACES
     if not segmented.any():
@@ -177,7 +177,7 @@ def hash_tokens(tokens: pa.Array) -> np.ndarray:
 def char_tokens(texts: TextColumn, *, lowercase: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Code points of each text, composed (NFC), after whitespace is collapsed to single spaces, flattened, with
     offsets."""
-    texts = pc.utf8_normalize(as_string_array(texts), "NFC")
+    texts = normalized(as_string_array(texts), "NFC")
     if lowercase:
         texts = pc.utf8_lower(texts)
     texts = pc.utf8_trim_whitespace(pc.replace_substring_regex(texts, WHITESPACE, " "))

@@ -135,7 +135,7 @@ from curation.lang.mixed import mixed_languages, paragraph_languages, span_sizes
 from curation.lang.scripts import POINTS_RE2, script_ids, script_table
 from curation.lang.settings import settings_for
 from curation.stages.base import DocumentFilter, Processed, ReadsFile, first_reason
-from curation.text.columns import as_array, code_points, list_offsets
+from curation.text.columns import as_array, code_points, list_offsets, normalized
 from curation.text.layout import CODE, TABLE, line_kinds, prose_text
 
 
@@ -794,7 +794,7 @@ class LangId(DocumentFilter):
     def _identify(self, texts: pa.Array | pa.ChunkedArray) -> _Opinion:
         head = pc.utf8_slice_codeunits(pc.fill_null(texts, ""), 0, FASTTEXT_MAX_CHARS)
         # The models learnt composed text: decomposed (NFD) Vietnamese reads as Tsonga, Korean jamo as Chinese.
-        head = pc.utf8_normalize(head, "NFC")
+        head = normalized(head, "NFC")
         head = pc.replace_substring_regex(head, POINTS_RE2, "")  # as the models learnt Hebrew and Arabic
         # one line each; the Ethiopic wordspace as the space it stands for (fastText splits words at spaces)
         flat = pc.replace_substring_regex(head, r"[\r\n\v\f\x{85}\x{2028}\x{2029}\x{1361}]+", " ")

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curation.stages.base import Processed, Resources, Stage, StageParams, with_text
-from curation.text.columns import list_offsets
+from curation.text.columns import list_offsets, normalized
 from curation.text.layout import CODE, line_kinds
 
 
@@ -169,7 +169,7 @@ class Normalize(Stage):
                     values[i], fixed[i] = repaired, 1
             text = pa.array(values, pa.string())
         if p.form != "none":
-            text = pc.utf8_normalize(text, p.form)
+            text = normalized(text, p.form)
         text = pc.replace_substring_regex(text, r"\r\n?", "\n")
         if p.remove_control:
             text = pc.replace_substring_regex(text, _CONTROL, "")

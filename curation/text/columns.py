@@ -8,6 +8,7 @@ RE2 patterns because Arrow's regex kernels speak RE2.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 
 import numpy as np
@@ -16,6 +17,21 @@ import pyarrow.compute as pc
 
 # Python's str.splitlines() boundaries, as an RE2 pattern for Arrow's regex kernels.
 LINE_BREAK_RE2 = r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x{85}\x{2028}\x{2029}]"
+
+
+def normalized(texts: pa.Array | pa.ChunkedArray, form: str) -> pa.Array:
+    """`texts` in Unicode normalization `form` (NFC, NFKC...), nulls kept. Only the texts not already in it are
+    normalized: Python's quick check reads a text ten times faster than Arrow's `utf8_normalize` rewrites it, and
+    nearly all text is composed already (Arrow's on every text was a fifth of decontamination's time)."""
+    texts = combined(texts)
+    values = texts.to_pylist()
+    todo = [i for i, text in enumerate(values) if text and not unicodedata.is_normalized(form, text)]
+    if not todo:
+        return texts
+    mask = np.zeros(len(values), bool)
+    mask[todo] = True
+    return pc.replace_with_mask(texts, pa.array(mask), pa.array([unicodedata.normalize(form, values[i]) for i in todo],
+                                                                 texts.type))
 
 
 def re2_class(chars: Iterable[str]) -> str:

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from curation import schema
 from curation.dedup.bloom_dedup import BloomDedup
 from curation.job import DOCUMENTS, REJECTS, WORK_DOCUMENTS, document_files, recorded_shards
+from curation.lang.codes import language_tag
 from curation.progress import JobFolder
 
 if TYPE_CHECKING:
@@ -212,9 +213,27 @@ def reasons(job: str | Path) -> pd.DataFrame:
     return frame.sort_values("dropped", ascending=False, ignore_index=True)
 
 
+def _of_language(table: pa.Table, lang: str | None, what: str) -> pa.Table:
+    """The rows labelled `lang` (any spelling `curation.lang.codes` reads: zh-CN is zh; with a script, zh-Hant, that
+    script too), or all of them; rows without a label (dropped before language ID ran) are none of a language's."""
+    if lang is None:
+        return table
+    tag = language_tag(lang)
+    if "lang" not in table.column_names:
+        if table.num_rows == 0:
+            return table
+        msg = f"the {what} have no `lang`: the recipe has no langid stage before them"
+        raise ValueError(msg)
+    keep = pc.fill_null(pc.equal(table.column("lang"), tag.code), False)
+    if tag.script is not None and "lang_script" in table.column_names:
+        keep = pc.and_(keep, pc.fill_null(pc.equal(table.column("lang_script"), tag.script), False))
+    return table.filter(keep)
+
+
 def rejects(job: str | Path, stage: str | None = None, reason: str | None = None, *,
-            limit: int | None = None) -> pd.DataFrame:
-    """Sampled rejects with `stage`, `reason` and `detail` columns, optionally of one stage and reason."""
+            limit: int | None = None, lang: str | None = None) -> pd.DataFrame:
+    """Sampled rejects with `stage`, `reason` and `detail` columns, optionally of one stage and reason, and of one
+    language (`lang`: `zh`, `zh-Hant`; the rejects of stages after langid have one)."""
     _job(job)
     if stage is not None:  # a misspelt stage gave an empty frame, as a stage that dropped nothing does
         known = {row["stage"] for row in JobFolder(job).funnel()} | set(reject_files(job))
@@ -240,13 +259,15 @@ def rejects(job: str | Path, stage: str | None = None, reason: str | None = None
                 tables.append(table.append_column("reason", pa.array([r] * n, pa.string())))
     if not tables:
         return _frame({"id": [], "stage": [], "reason": [], "detail": [], "text": []})
-    table = pa.concat_tables(tables, promote_options="permissive")
+    table = _of_language(pa.concat_tables(tables, promote_options="permissive"), lang, "rejects")
     return table.slice(0, limit).to_pandas() if limit is not None else table.to_pandas()
 
 
-def samples(job: str | Path, per_reason: int = 3, *, seed: int = 0, chars: int = 300) -> pd.DataFrame:
-    """A few rejects per stage and reason (seeded), text cut to `chars`: the first look at what went."""
-    frame = rejects(job)
+def samples(job: str | Path, per_reason: int = 3, *, seed: int = 0, chars: int = 300,
+            lang: str | None = None) -> pd.DataFrame:
+    """A few rejects per stage and reason (seeded), text cut to `chars`: the first look at what went; `lang`: of one
+    language only (as `rejects`)."""
+    frame = rejects(job, lang=lang)
     if frame.empty:
         return frame
     shuffled = frame.sample(frac=1.0, random_state=seed)
@@ -256,8 +277,9 @@ def samples(job: str | Path, per_reason: int = 3, *, seed: int = 0, chars: int =
     return picked[[c for c in ("stage", "reason", "id", "url", "detail", "text") if c in picked.columns]]
 
 
-def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None = None) -> pd.DataFrame:
-    """A seeded random sample of `n` kept documents (of one source if given)."""
+def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None = None,
+              lang: str | None = None) -> pd.DataFrame:
+    """A seeded random sample of `n` kept documents (of one source, of one language: `zh`, `zh-Hant`, if given)."""
     _job(job)
     files = _readable(document_files(job).values())
     # a job that kept nothing has no documents file: its frame still has the documents' columns
@@ -265,7 +287,7 @@ def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None
     table = pads.dataset(files, format="parquet").to_table() if files else empty
     if source is not None:
         table = table.filter(pc.equal(table.column("source"), source))
-    frame = table.to_pandas()
+    frame = _of_language(table, lang, "documents").to_pandas()
     return frame.sample(min(n, len(frame)), random_state=seed).reset_index(drop=True)
 
 

@@ -118,6 +118,10 @@ def test_a_wrong_job_path_or_stage_name_is_an_error_not_an_empty_frame(tmp_path)
                                          r"too_few_words"):
         explore.rejects(job, "length", "typo")
     assert list(explore.rejects(job, "length", "too_few_words")["id"]) == ["b"]
+    with pytest.raises(ValueError, match="the rejects have no `lang`: the recipe has no langid stage before them"):
+        explore.rejects(job, lang="zh")
+    with pytest.raises(ValueError, match="the documents have no `lang`"):
+        explore.documents(job, lang="zh")
 
 
 def test_spike_documents_through_packed_row_provenance(tmp_path):

@@ -76,6 +76,22 @@ def test_chinese_pages_are_kept_and_judged_as_chinese(job):
     assert {d["lang"] for d in docs if d["source"] == "en"} == {"en"}
 
 
+def test_a_notebook_looks_at_one_language_s_documents_and_rejects(job):
+    """`explore` by language: what a Chinese-English team reads first is its Chinese rejects."""
+    from curation import explore
+
+    job_dir, _ = job
+    kept = explore.documents(job_dir, n=100, lang="zh-CN")  # any spelling of Chinese: zh-CN is zh in Simplified
+    assert len(kept) >= 5 and set(kept["lang"]) == {"zh"} and set(kept["lang_script"]) == {"Hans"}
+    assert set(explore.documents(job_dir, n=100, lang="en")["lang"]) == {"en"}
+    english = explore.rejects(job_dir, lang="en")
+    assert len(english) and set(english["lang"]) == {"en"}  # of the stages after langid only
+    assert len(english) == sum(explore.rejects(job_dir)["lang"] == "en")
+    assert set(explore.samples(job_dir, lang="eng")["id"]) <= set(english["id"])
+    with pytest.raises(ValueError, match=r"is no language code.*did you mean zh"):
+        explore.documents(job_dir, lang="chinese please")
+
+
 def test_mixture_gives_chinese_and_english_their_shares(job):
     _, manifest = job
     mixture = manifest["mixture"]

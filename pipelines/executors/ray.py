@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -56,6 +57,10 @@ def join_ray(options: dict[str, Any]) -> None:
     except ConnectionError as exc:
         msg = f"the Ray at {options.get('address')} could not be joined: {exc}"
         raise RayUnreachable(msg) from exc
+    if options.get("address") not in (None, "local"):  # `auto` joins whichever Ray runs here: say which
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        print(f"joined the Ray cluster at {ray.get_runtime_context().gcs_address} ({len(nodes)} node(s), "
+              f"{_cluster_cpus()} CPUs)", file=sys.stderr)
 
 
 def _cluster_cpus() -> int:

@@ -281,10 +281,13 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     from curation.job import JobFolderBusy
     from curation.train.loader import PackedDataError
+    from curation.train.loop import checkpoint_dirs
     from curation.train.resume import ResumeError
     from pipelines.run import interrupted_by_sigterm, interruption
     from pipelines.train import ResourcesError, train  # Ray and torch are imported only when a run really starts
 
+    saved = checkpoint_dirs(recipe.output_dir()) if args.resume else []
+    resumed_at = int(saved[-1].name.split("-")[1]) if saved else 0  # the steps after it are this run's
     try:
         with interrupted_by_sigterm():
             result = train(recipe, resume=args.resume, address=args.address)
@@ -296,13 +299,23 @@ def _train(args: argparse.Namespace) -> int:
         print(f"curate train: interrupted ({signum.name}); its checkpoints are kept: --resume goes on from the last",
               file=sys.stderr)
         return 128 + signum
-    first, last = (result.metrics[0], result.metrics[-1]) if result.metrics else ({}, {})
-    measured = [row["val_loss"] for row in result.metrics if isinstance(row.get("val_loss"), int | float)]
-    val_loss = f"{measured[-1]:.4f}" if measured else "not measured"
-    print(f"{len(result.metrics)} steps in {result.seconds:.1f} s: loss {first.get('loss', float('nan')):.4f} -> "
-          f"{last.get('loss', float('nan')):.4f}, val_loss {val_loss}, {len(result.spikes)} spike(s)")
+    print(train_summary(result, resumed_at))
     print(f"metrics, spikes and checkpoints: {result.train_dir}")
     return 0
+
+
+def train_summary(result: Any, resumed_at: int = 0) -> str:
+    """The line a training ends with: the steps this run trained (a resumed run's metrics hold the ones before the
+    checkpoint it resumed at too: it said "80 steps" for 20), the loss over them, the last validation loss."""
+    ran = [row for row in result.metrics if row.get("step", 0) > resumed_at]
+    first, last = (ran[0], ran[-1]) if ran else ({}, {})
+    measured = [row["val_loss"] for row in result.metrics if isinstance(row.get("val_loss"), int | float)]
+    val_loss = f"{measured[-1]:.4f}" if measured else "not measured"
+    if not ran:
+        return f"no step left to train ({len(result.metrics)} done) in {result.seconds:.1f} s, val_loss {val_loss}"
+    steps = f"steps {first['step']}-{last['step']} of {len(result.metrics)}" if resumed_at else f"{len(ran)} steps"
+    return (f"{steps} in {result.seconds:.1f} s: loss {first.get('loss', float('nan')):.4f} -> "
+            f"{last.get('loss', float('nan')):.4f}, val_loss {val_loss}, {len(result.spikes)} spike(s)")
 
 
 def _ablate(args: argparse.Namespace) -> int:

@@ -187,3 +187,16 @@ def test_an_embedded_training_ray_is_its_own_and_tells_its_workers_where_its_sta
     assert ray_init_options("auto") == {"address": "auto", "logging_level": "WARNING"}
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
     assert ray_init_options(None) == {"address": "ray://head:10001", "logging_level": "WARNING"}
+
+
+def test_the_summary_counts_the_steps_this_run_trained():
+    """Resumed at step 60 and run to 80, `curate train` said "80 steps"; with nothing left, "40 steps in 30 s"."""
+    from types import SimpleNamespace
+
+    from pipelines.cli import train_summary
+
+    metrics = [{"step": s, "loss": 5.0 - s / 100, **({"val_loss": 4.2} if s % 20 == 0 else {})} for s in range(1, 81)]
+    done = SimpleNamespace(metrics=metrics, spikes=[], seconds=23.4)
+    assert train_summary(done) == "80 steps in 23.4 s: loss 4.9900 -> 4.2000, val_loss 4.2000, 0 spike(s)"
+    assert train_summary(done, resumed_at=60).startswith("steps 61-80 of 80 in 23.4 s: loss 4.3900 -> 4.2000")
+    assert train_summary(done, resumed_at=80) == "no step left to train (80 done) in 23.4 s, val_loss 4.2000"

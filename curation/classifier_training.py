@@ -209,13 +209,18 @@ def read_jsonl_texts(paths: Iterable[str], text_field: str = "text", limit: int 
     corpus = Corpus([])
     for uri in _files(paths):
         corpus.sources.append(uri)
+        read, missing = len(corpus.texts), 0
         for record in reader.records(uri):
             if record.reason is not None or not (record.text or "").strip():
                 corpus.skipped += 1
+                missing += record.reason == "no_text_field"
                 continue
             corpus.texts.append(record.text)  # type: ignore[arg-type]
             if limit is not None and len(corpus.texts) >= limit:
                 return corpus
+        if len(corpus.texts) == read and missing:  # a misnamed field read nothing: "0 positive, 0 negative"
+            msg = f"{uri}: none of its lines has a {text_field!r} field ({missing} without it; --text-field names it)"
+            raise ValueError(msg)
     return corpus
 
 

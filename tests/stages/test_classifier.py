@@ -234,3 +234,12 @@ def test_cli_trains_and_reports(data: Path, tmp_path: Path):
     assert missing.returncode == 2 and "no file matches" in missing.stderr
     one_sided = _cli("--positive", str(data / "pos.jsonl"), "--output", str(tmp_path / "x.bin"))
     assert one_sided.returncode == 2 and "give positives" in one_sided.stderr
+
+
+def test_a_misnamed_text_field_is_said_not_counted_as_no_examples(tmp_path: Path):
+    """`train-classifier --text-field body` over files without `body` said only "0 positive, 0 negative"."""
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"text": f"line {i}"}) + "\n" for i in range(3)))
+    with pytest.raises(ValueError, match=r"a\.jsonl: none of its lines has a 'body' field \(3 without it; "
+                                         r"--text-field names it\)"):
+        read_jsonl_texts([str(tmp_path / "a.jsonl")], text_field="body")
+    assert len(read_jsonl_texts([str(tmp_path / "a.jsonl")]).texts) == 3

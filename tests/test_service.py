@@ -410,6 +410,26 @@ def test_curate_serve_on_a_port_in_use_says_so_in_one_line(tmp_path, capsys):
                                                "use (--port, --host)")
 
 
+def test_status_watch_started_before_its_job_waits_for_it(tmp_path):
+    """`curate status JOB --watch 1` started beside the run it watches exited at once with "no job"."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from pipelines.service.client import status
+    from pipelines.service.server import Background
+
+    service = Background(tmp_path, port=free_port()).start()
+    out = StringIO()
+    try:
+        threading.Timer(0.5, lambda: write_job(tmp_path, "late-0123456789", done=True)).start()
+        assert status(service.url, "late", watch=0.1, console=Console(file=out, width=200)) == 0
+    finally:
+        service.stop()
+    said = out.getvalue()
+    assert said.startswith("no job 'late' yet: waiting for it") and "records read 10" in said
+
+
 def test_a_packing_job_shows_its_phase_and_manifest(tmp_path):
     from fastapi.testclient import TestClient
 

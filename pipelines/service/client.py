@@ -63,6 +63,10 @@ def job_funnel_table(job: dict[str, Any], funnel: dict[str, Any]) -> Table:
                         funnel["stages"])
 
 
+class NoSuchJob(ServiceError):
+    """No job's id is or starts with the one asked for (yet: a run just started writes its folder soon)."""
+
+
 def resolve(url: str, job: str) -> str:
     """The job id `job` names: itself, or the one job whose id starts with it."""
     ids = [j["id"] for j in fetch(url, "/api/jobs")["jobs"]]
@@ -71,8 +75,24 @@ def resolve(url: str, job: str) -> str:
     matches = [i for i in ids if i.startswith(job)]
     if len(matches) == 1:
         return matches[0]
-    msg = f"no job {job!r}" if not matches else f"{job!r} names several jobs: {', '.join(matches)}"
+    if not matches:
+        msg = f"no job {job!r}"
+        raise NoSuchJob(msg)
+    msg = f"{job!r} names several jobs: {', '.join(matches)}"
     raise ServiceError(msg)
+
+
+def _awaited(url: str, job: str, watch: float, console: Console) -> str:
+    """`resolve`, waiting for the job to appear: `status --watch` started with the run it watches exited at once."""
+    said = False
+    while True:
+        try:
+            return resolve(url, job)
+        except NoSuchJob:
+            if not said:
+                console.print(f"no job {job!r} yet: waiting for it (Ctrl-C stops)", highlight=False)
+                said = True
+            time.sleep(watch)
 
 
 def show(url: str, job: str | None, console: Console) -> bool:
@@ -95,7 +115,7 @@ def show(url: str, job: str | None, console: Console) -> bool:
 def status(url: str, job: str | None = None, watch: float | None = None, console: Console | None = None) -> int:
     console = console or Console(width=None if Console().is_terminal else 160)
     try:
-        job = resolve(url, job) if job else None
+        job = (_awaited(url, job, watch, console) if watch else resolve(url, job)) if job else None
         while True:
             if watch:
                 console.clear()

@@ -16,12 +16,18 @@ import pyarrow.compute as pc
 CANTONESE_RE2 = "[嘅咗喺哋啲嘢嗰噉冇佢咩嚟畀睇俾揾搵攞啱冚乜嘥諗]"
 MIN_MARKS = 3  # characters of them, at least
 MIN_SHARE = 0.01  # of the text's Han characters
+# What is quoted is someone's speech: Hong Kong's news, written in standard Chinese, quotes Cantonese as spoken
+# (市民陳先生說：「佢哋講咗好多年」), and is no Cantonese text for that
+QUOTED_RE2 = r"「[^」]*」|『[^』]*』|“[^”]*”|\"[^\"]*\""
 
 
 def written_cantonese(texts: pa.Array) -> np.ndarray:
-    """Which texts are written Cantonese: `MIN_MARKS` of its own characters, `MIN_SHARE` of their Han ones."""
+    """Which texts are written Cantonese: outside what they quote, `MIN_MARKS` of its own characters, `MIN_SHARE`
+    of their Han ones."""
     marks = pc.count_substring_regex(texts, CANTONESE_RE2).to_numpy(zero_copy_only=False)
     if not (marks >= MIN_MARKS).any():
         return np.zeros(len(texts), bool)
-    han = pc.count_substring_regex(texts, r"\p{Han}").to_numpy(zero_copy_only=False)
+    told = pc.replace_substring_regex(texts, QUOTED_RE2, "")
+    marks = pc.count_substring_regex(told, CANTONESE_RE2).to_numpy(zero_copy_only=False)
+    han = pc.count_substring_regex(told, r"\p{Han}").to_numpy(zero_copy_only=False)
     return (marks >= MIN_MARKS) & (marks >= MIN_SHARE * han)

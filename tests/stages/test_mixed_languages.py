@@ -100,6 +100,15 @@ def test_written_cantonese_is_cantonese_by_the_characters_only_it_writes():
     out = LangId(keep=["zh"]).ready().process(pa.table({"text": [CANTONESE_POST, mandarin_with_one]}))
     assert out.table.column("lang").to_pylist() == ["yue", "zh"]
     assert out.reasons.to_pylist() == ["lang_not_kept", None]
+    # Hong Kong news in standard written Chinese quotes Cantonese speech: a quote is no Cantonese text (the article
+    # was dropped as "mixed zh+yue" where a recipe keeps zh)
+    news = "\n".join([
+        "香港特區政府今日公布新一份施政報告，行政長官表示，政府將繼續推動房屋供應，並在未來五年內興建更多公營房屋。",
+        "在記者會上，行政長官被問及市民對房屋問題的不滿時表示：「我哋會盡力做，唔會令大家失望。」",
+        "市民陳先生接受訪問時說：「佢哋講咗好多年，但係我喺度等咗七年都未有樓。」他希望政府能盡快落實承諾。"])
+    quoted = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(pa.table({"text": [news]}))
+    assert quoted.reasons.to_pylist() == [None] and quoted.table.column("lang").to_pylist() == ["zh"]
+    assert {s["lang"] for s in quoted.table.column("lang_paragraphs")[0].as_py()} == {"zh"}
 
 
 def test_a_recipe_may_keep_only_documents_all_of_whose_languages_it_keeps_or_only_whole_ones():

@@ -129,8 +129,9 @@ ORDINARY: dict[str, tuple[str, ...]] = {
     # server, Feixi county, sausage, willow flowers, knockout drug, gambler, pest, backrest, kid, jade pestle,
     # shellfish, traitor, to force; and the clinical and news
     # words (rape, prostitution, brothel, comfort women, the genitals, breast, sperm, menstruation, excrement,
-    # urination, intercourse, mating, erotica, obscenity); hybrid (杂种第一代, 杂种优势: breeding's word)
-    "zh": ("杂种",
+    # urination, intercourse, mating, erotica, obscenity); hybrid (杂种第一代, 杂种优势: breeding's word); mom's
+    # (回忆妈妈的味道), whose curse is 他妈的
+    "zh": ("杂种", "妈妈的",
            "小姐", "成人", "激情", "奶", "乳", "卵", "卵子", "性", "处女", "祖宗", "老二", "吸血鬼", "流氓", "肮脏",
            "白痴", "白癡", "笨蛋", "傻子", "呆子", "懒人", "懒虫", "懒鬼", "懒猪", "臭虫", "臭鱼", "牲口", "老母",
            "你老闆", "你全家", "野鸡", "鳩", "柒", "幹", "爛", "賤", "刚度", "九游", "私服", "肥西", "粉腸", "花柳",

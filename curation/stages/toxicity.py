@@ -18,7 +18,8 @@ ordinary, clinical, news and identity words (`ORDINARY` there: Persian "کس" is
 written with spaces are matched as English is; in a language written without them (Chinese, Japanese,
 Thai: `curation.lang.words`) a document's words are its segmented words, an entry that is one segmented
 word matches such a word (乳 is not flagged inside 牛乳), and an entry the segmenter splits into several
-words is matched as a substring (each occurrence one flagged word). A document whose language is not
+words is matched as a substring that begins and ends with the text's words (each occurrence one flagged word:
+娘的 of 他娘的, not inside 新娘的). A document whose language is not
 judged passes unjudged, counted as `bypassed: language`; a listed language the stage cannot judge (no list of
 its own and no `wordlist`; no model with `classifier`) is refused when the recipe is read. Documents judged are
 counted per language (`judged:<lang>`). Where langid labelled paragraphs (`per_paragraph`), each language's
@@ -362,8 +363,15 @@ class _Segmented:
         lowered = pc.utf8_lower(texts)
         phrases = np.zeros(len(lowered), np.int64)
         if self.pattern is not None:
-            phrases = pc.count_substring_regex(lowered, self.pattern).to_numpy(zero_copy_only=False)
-            lowered = pc.replace_substring_regex(lowered, self.pattern, " ")
+            candidates = np.flatnonzero(pc.count_substring_regex(lowered, self.pattern).to_numpy(zero_copy_only=False))
+            if len(candidates):  # few documents: the others hold no phrase at all
+                values = lowered.to_pylist()
+                for i in candidates.tolist():
+                    spans = self._phrases(values[i])
+                    phrases[i] = len(spans)
+                    for start, end in reversed(spans):  # its words are segmented no further
+                        values[i] = values[i][:start] + " " + values[i][end:]
+                lowered = pa.array(values, lowered.type)
         words = LANGUAGE_WORDS.split(lowered, [self.lang] * len(lowered))
         real = words.feature("symbol") == 0
         wanted = [i for w in self.words if (i := words.splitter.word_id(w)) is not None]
@@ -376,10 +384,25 @@ class _Segmented:
         if self.lang == CHINESE:
             text = to_simplified([text])[0]
         lowered = text.lower()
-        phrases = re.findall(self.pattern, lowered) if self.pattern is not None else []
-        rest = re.sub(self.pattern, " ", lowered) if self.pattern is not None else lowered
+        spans = self._phrases(lowered) if self.pattern is not None else []
+        rest = lowered
+        for start, end in reversed(spans):
+            rest = rest[:start] + " " + rest[end:]
         listed = set(self.words)
-        return [*phrases, *(w for w in segment(rest, self.lang) if w in listed)]
+        return [*(lowered[a:b] for a, b in spans), *(w for w in segment(rest, self.lang) if w in listed)]
+
+    def _phrases(self, text: str) -> list[tuple[int, int]]:
+        """Where the phrase entries are in `text`, those that begin and end with its words: 娘的 (他娘的) is no
+        phrase of 新娘的 or 姑娘的, whose words are 新娘 and 姑娘 (they dropped clean texts about brides)."""
+        found = [m.span() for m in re.finditer(self.pattern, text)]  # type: ignore[arg-type]
+        ends, at = {0}, 0
+        for word in segment(text, self.lang):
+            start = text.find(word, at)
+            if start < 0:  # the segmenter gave back what the text does not hold as such: judge as substrings
+                return found
+            ends.update((start, start + len(word)))
+            at = start + len(word)
+        return [(a, b) for a, b in found if a in ends and b in ends]
 
 
 class Toxicity(DocumentFilter):

@@ -185,12 +185,16 @@ def test_chinese_in_traditional_characters_is_judged_by_the_simplified_list():
     assert Toxicity(languages=["zh"]).score(table)["flagged_words"].tolist() == [1, 1, 1, 0]
 
 
-def test_segmented_languages_match_words_and_split_entries_as_substrings():
+def test_segmented_languages_match_words_and_split_entries_at_word_boundaries():
     stage = Toxicity(languages=["zh", "ja"])
     # 操你祖宗 is one entry that jieba splits into words: matched as a substring, one flagged word
     one, none = stage.score(_table(["他骂了一句操你祖宗就走了。", "乳制品和奶酪"], ["zh", "zh"]))["flagged_words"]
     assert (one, none) == (1, 0)
     assert stage.score(_table(["おっぱい"], ["ja"]))["flagged_words"].tolist() == [1]
+    # where it begins and ends with the text's words: 娘的 (他娘的) is in no bride's (新娘的) or girl's (姑娘的) text,
+    # and the one-word entry 他妈的 stays found though the entry 妈的 is inside it; mom's (妈妈的) is ordinary
+    texts = ["新娘的父亲牵着姑娘的手走进教堂。", "我去他娘的，真是气死我了。", "你他妈的是不是有病", "回忆妈妈的味道。"]
+    assert stage.score(_table(texts, ["zh"] * 4))["flagged_words"].tolist() == [0, 1, 1, 0]
 
 
 def test_documents_in_languages_without_a_list_pass_unjudged_and_are_counted():

@@ -133,7 +133,34 @@ def tidy_markdown(markdown: str) -> str:
             line = _ESCAPED_LINE_START.sub(lambda m: m.group(1) + (m.group(2) or m.group(3) + m.group(4)), line)
             line = "".join(part if part.startswith("`") else _plain_prose(part) for part in _INLINE_CODE.split(line))
         out.append(line)
-    return "\n".join(prose_out_of_tables(out))
+    return "\n".join(prose_out_of_tables(_rejoined(out)))
+
+
+# What trafilatura breaks out of a sentence onto a line of its own: a citation (`<sup>[13]</sup>`) and the
+# punctuation after it, which Chinese writes after the citation (`写歌[13]。`): alone on a line, the full stop was
+# removed by C4's short-line rule (12 of 28 on a Baidu Baike page) and the citation stayed
+_CITATION_LINE = re.compile(r"\s*\[\d+(?:\s*[-–,]\s*\d+)*\]\s*")
+_CLOSING_LINE = re.compile(r"\s*[。．，、；：？！」』）】〕》〉”’.,;:?!)]+\s*")
+_CJK_CLOSING_START = re.compile(r"\s*[。．，、；：？！」』）】〕》〉]+")  # `。2006年`: the line above's stop
+
+
+def _rejoined(lines: list[str]) -> list[str]:
+    """`lines` with a citation or closing punctuation alone on a line, or the Chinese punctuation a line starts with,
+    put back at the end of the line before it (outside code fences)."""
+    out: list[str] = []
+    fenced = False
+    for line in lines:
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and out and out[-1].strip() and not _FENCE.match(out[-1]):
+            if _CITATION_LINE.fullmatch(line) or _CLOSING_LINE.fullmatch(line):
+                out[-1] = out[-1].rstrip() + line.strip()
+                continue
+            if lead := _CJK_CLOSING_START.match(line):
+                out[-1] = out[-1].rstrip() + lead.group().strip()
+                line = line[lead.end():]
+        out.append(line)
+    return out
 
 
 def tidy_text(text: str) -> str:
@@ -150,7 +177,7 @@ def tidy_text(text: str) -> str:
         marker = bool(_MARKER.match(line))
         if not marker:
             out.append(line)
-    return "\n".join(prose_out_of_tables(out))
+    return "\n".join(prose_out_of_tables(_rejoined(out)))
 
 
 def paragraph_memory() -> LRUCache:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from curation.extract.timeout import TimeLimitExceeded, time_limit
 from curation.extract.trafilatura import tidy_markdown
 from curation.readers import WarcReader, read_shard
 from curation.stages import Extract
+from curation.stages.c4 import C4
 from tests.conftest import SAMPLE
 
 
@@ -234,6 +236,18 @@ def extracted(page: bytes, **params: object) -> str:
     """The text `Extract` (no time limit, `params`) writes of one page."""
     batch = schema.documents_table([None], source="web").append_column(schema.HTML, pa.array([page], pa.binary()))
     return run_stage(Extract(timeout_s=None, **params), batch).column("text")[0].as_py()
+
+
+@pytest.mark.parametrize("markdown", [False, True])
+def test_a_citation_and_the_full_stop_after_it_stay_in_their_sentence(testdata: Path, markdown: bool):
+    """trafilatura breaks a line at `<sup>[13]</sup>`: Chinese writes its full stop after the citation, which was
+    left alone on a line (or starting the next), and C4 removed it as a short line (12 of 28 on Baidu Baike)."""
+    page = gzip.decompress((testdata / "html/trafilatura/eval/baike.baidu.com.tanya.html.gz").read_bytes())
+    text = extracted(page, markdown=markdown)
+    assert "自学吉他并尝试写歌[13]。" in text and "《原点》[24]。" in text
+    assert not re.search(r"(?m)^\s*(?:\[\d+(?:-\d+)?\]|。)", text)  # no line starts with either
+    kept = run_stage(C4(terminal_punct=False), schema.documents_table([text]).append_column("lang", pa.array(["zh"])))
+    assert "自学吉他并尝试写歌。" in kept.column("text")[0].as_py()  # the citation cut, the stop kept
 
 
 @pytest.mark.parametrize("engine", ["trafilatura", "fast"])

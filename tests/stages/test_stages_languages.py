@@ -347,3 +347,15 @@ def test_a_full_stop_left_on_its_word_still_ends_the_sentence() -> None:
     table = pa.table({"text": pa.array(lines, pa.large_string()), "lang": pa.array(["hy", "am", "en"])})
     english = spacy_english.sentence_count(lines[2])
     assert C4(terminal_punct=False, min_words_per_line=1).score(table)["c4_sentences"].tolist() == [3, 2, english]
+
+
+def test_a_sentence_that_ends_in_its_closing_quote_is_terminated() -> None:
+    """Chinese dialogue ends `。”` or `。」`: read as no terminal, 7 of 10 quoted lines were removed by C4 and a
+    story's FineWeb line-punctuation ratio was 0. English keeps its own rule as before."""
+    chinese = ["他看着我说：“你今天来得真早，我们一起去看看吧。”", "「你確定嗎？我們今天真的要出發去那裡嗎？」他問。",
+               "她笑着回答：「當然了，我已經準備好所有的行李。」"]
+    german = ["Sie sagte: „Wir gehen jetzt nach Hause, es ist schon spät.“", "Er rief: „Warte auf mich!“"]
+    texts = ["\n".join(chinese), "\n".join(german)]
+    table = pa.table({"text": pa.array(texts, pa.large_string()), "lang": pa.array(["zh", "de"])})
+    assert FineWeb().score(table)["fw_line_punct_ratio"].tolist() == [1.0, 1.0]
+    assert C4().score(table)["c4_lines_removed"].tolist() == [0, 0]

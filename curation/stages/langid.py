@@ -514,6 +514,18 @@ def _with_sinitic_mass(lang: np.ndarray, score: np.ndarray, rows: np.ndarray, ma
     chinese = np.flatnonzero(np.isin(lang[rows], list(SINITIC)))
     score[rows[chinese]] = np.minimum(np.maximum(score[rows[chinese]], mass[chinese]), 1.0)
 
+def one_script(key: str, setting: str) -> None:
+    """Refuse a key of a per-language map that names one script of a language (`zh-Hant`, `zh-TW`): the settings are
+    the language's, both its scripts' (`languages: {zh-Hant: ...}` validated and changed Simplified Chinese's too)."""
+    if key == EVERY_LANGUAGE:
+        return
+    tag = language_tag(key)
+    if tag.script is not None:
+        msg = (f"{setting}.{key}: `{setting}` is per language, not per script, and {key} is {tag.code} in one "
+               f"script: both scripts share {tag.code}'s, so write {tag.code}")
+        raise ValueError(msg)
+
+
 class LangIdParams(DocumentFilter.Params):
     keep_scores: bool = Field(
         False,
@@ -596,6 +608,7 @@ class LangIdParams(DocumentFilter.Params):
         out: dict[str, float] = {}
         for key, score in value.items():
             code = str(key).strip()
+            one_script(code, "min_score")
             codes = [code] if code == EVERY_LANGUAGE else expand_keep([language_code(code)])
             out.update(dict.fromkeys(codes, score))
         return out

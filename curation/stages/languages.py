@@ -22,7 +22,7 @@ from curation.lang.scripts import script_of_text
 from curation.lang.settings import LanguageSettings, other_scripts, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, Processed, StageParams
-from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, expand_keep
+from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, expand_keep, one_script
 from curation.stages.parts import judged_in_parts
 from curation.text.columns import as_array, re2_class
 from curation.text.layout import bare_words, prose_text
@@ -69,6 +69,7 @@ class LanguageParams(DocumentFilter.Params):
         known = overridable()
         out: dict[str, dict[str, Any]] = {}
         for key, changes in value.items():
+            one_script(key, "languages")
             codes = [key] if key == EVERY_LANGUAGE else expand_keep([language_code(key)])  # cmn_Hani -> zh
             if any(_is_english(code) for code in codes):
                 msg = f"languages.{key}: English is judged by the stage's own params; set them instead"

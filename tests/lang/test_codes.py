@@ -92,7 +92,12 @@ def test_chinese_varieties_alone_are_refused_with_the_zh_hint():
 def test_every_stage_reads_the_same_spellings_alike():
     """BCP 47 tags, ISO 639-3 codes and underscores are read alike in every key that takes languages."""
     assert LangId(keep=["zh-CN", "zho", "en-US"]).params.keep == ["zh-Hans", "zh", "en"]
-    assert LangId(min_score={"zh_TW": 0.5, "chi": 0.6, "*": 0.7}).params.min_score == {"zh": 0.6, "*": 0.7}
+    assert LangId(min_score={"chi": 0.6, "*": 0.7}).params.min_score == {"zh": 0.6, "*": 0.7}
+    # a script of a language names no setting of its own: `languages: {zh-Hant: ...}` changed Simplified's too
+    for build in (lambda: LangId(min_score={"zh_TW": 0.5}), lambda: GopherQuality(languages={"zh-Hant": {}}),
+                  lambda: GopherQuality(languages={"sr-Latn": {}})):
+        with pytest.raises(ValidationError, match=r"is per language, not per script, and \S+ is (zh|sr) in one"):
+            build()
     assert HtmlLangId(keep=["zh-CN", "zh_TW", "en"]).params.keep == ["zh", "en"]
     assert Toxicity(languages=["zh-CN", "eng"]).params.languages == ["zh", "en"]
     assert Toxicity(languages=["no"]).params.languages == ["nb", "nn"]
@@ -124,7 +129,7 @@ def test_a_languages_key_in_another_spelling_reaches_the_documents():
     assert langs.group.tolist() == [0] and langs.groups[0].min_avg_word_length == 0.5
     assert np.all(langs.fallback == 0)
     with pytest.raises(ValidationError, match="names zh, as another key"):
-        GopherQuality(languages={"zh": {}, "zh-TW": {"min_avg_word_length": 1}})
+        GopherQuality(languages={"zh": {}, "cmn": {"min_avg_word_length": 1}})
     with pytest.raises(ValidationError, match="English is judged by the stage's own params"):
         GopherQuality(languages={"eng": {"min_avg_word_length": 1}})
     with pytest.raises(ValidationError, match=r"langid labels no document tw .*did you mean zh-Hant"):

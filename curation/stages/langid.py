@@ -1046,7 +1046,13 @@ class LangId(DocumentFilter):
         mixed: dict[int, list[str]] = {}
         if self.params.per_paragraph:
             scores["_paragraphs"] = paragraphs = self.paragraphs(batch.column("text"), opinion.lang, opinion.score)
+            whole = scores["lang"].copy()  # the whole text's labels (`_label_mixed` relabels in place)
             mixed = self._label_mixed(scores, paragraphs.to_pylist(), as_array(batch.column("text")))
+            if (relabelled := np.flatnonzero(scores["lang"] != whole)).size:  # its script is its new label's
+                scores["lang_script"] = scores["lang_script"].copy()
+                scores["lang_script"][relabelled] = two_scripts(
+                    scores["lang"][relabelled], opinion.script[relabelled],
+                    prose_text(batch.column("text")).take(pa.array(relabelled)))
         text = self._to_simplified(batch, scores) if self.params.to_simplified else None
         mask, reasons = self.keep(scores)
         if text is not None:

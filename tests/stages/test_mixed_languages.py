@@ -288,3 +288,18 @@ def test_the_multilingual_recipe_keeps_a_page_in_two_languages_and_judges_each_b
     found = explore.explain(text, str(ROOT / "recipes" / "web-multilingual.yaml"))
     langid = next(step for step in found.steps if step["stage"] == "langid")
     assert found.kept and langid["scores"]["lang_paragraphs"] == "ar 4, fr 4"
+
+
+def test_a_traditional_chinese_document_with_english_paragraphs_is_converted_as_a_chinese_one():
+    """Labelled `en` by its whole text and `zh` by its paragraphs' words, its script was the whole text's label's
+    (none): to_simplified left it Traditional, and no script count counted it."""
+    text = "\n\n".join([
+        "一波波接續性低溫寒流報到，已將新竹尖石鄉後山一帶層層山巒披上嫣紅的彩衣。營區內除了露營、民宿、餐飲、賞楓項目，"
+        "多了許多原木飾品，更有畫龍點睛加乘效果。廣受歡迎的美樹營地有個很大特色，就是楓紅時期楓香樹由綠轉黃、轉紅到楓紅層層。",
+        "The campsite sits at about twelve hundred metres above sea level, and the maples turn red in the second half "
+        "of December.",
+        "營地主人表示，今年因為氣溫偏高，楓葉轉紅的時間比往年晚了大約兩個星期，預計元旦前後將是最佳的賞楓時機。"])
+    out = LangId(keep=["zh", "en"], per_paragraph=True, to_simplified="t2s").ready().process(pa.table({"text": [text]}))
+    assert out.table.column("lang").to_pylist() == ["zh"] and out.table.column("lang_script").to_pylist() == ["Hans"]
+    converted = out.table.column("text")[0].as_py()
+    assert converted.startswith("一波波接续性低温寒流报到") and "The campsite sits" in converted

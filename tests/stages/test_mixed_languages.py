@@ -297,8 +297,13 @@ def test_a_traditional_chinese_document_with_english_paragraphs_is_converted_as_
         "一波波接續性低溫寒流報到，已將新竹尖石鄉後山一帶層層山巒披上嫣紅的彩衣。營區內除了露營、民宿、餐飲、賞楓項目，"
         "多了許多原木飾品，更有畫龍點睛加乘效果。廣受歡迎的美樹營地有個很大特色，就是楓紅時期楓香樹由綠轉黃、轉紅到楓紅層層。",
         "The campsite sits at about twelve hundred metres above sea level, and the maples turn red in the second half "
-        "of December.",
-        "營地主人表示，今年因為氣溫偏高，楓葉轉紅的時間比往年晚了大約兩個星期，預計元旦前後將是最佳的賞楓時機。"])
+        "of December. Visitors who only come to photograph the leaves pay a small entrance fee, while campers may "
+        "pitch their tents after noon.",
+        "每年12月向來是攝影班外拍的絕佳場所之一，楓紅期間入園費50元。園區給愛攝一族淨空場景，而不是散搭帳蓬之下反而影響"
+        "拍照畫面與構圖取景。露營的話則須待中午過後再進場搭帳，這樣的彈性做法個人也相當支持。",
+        "We arrived on a rainy Saturday morning and found most of the lower pitches flooded, so we parked on the "
+        "higher ground near the washrooms and slept in the car. The owner told us he plans to build a two-storey "
+        "wooden lodge next year."])
     out = LangId(keep=["zh", "en"], per_paragraph=True, to_simplified="t2s").ready().process(pa.table({"text": [text]}))
     assert out.table.column("lang").to_pylist() == ["zh"] and out.table.column("lang_script").to_pylist() == ["Hans"]
     converted = out.table.column("text")[0].as_py()

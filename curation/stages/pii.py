@@ -20,7 +20,8 @@ found by a regex (compiled once) and then confirmed.
   Dates, ISBNs, prices, coordinates, long bare numbers and year ranges have none of these; a
   number after `Order #`, `invoice no.`, `ZIP`, `IBAN`... is not a phone number in any shape. Digits of any
   script count (full-width, Arabic-Indic). A national number without a phone word counts in the shapes above or as
-  a trunk 0 and space-parted groups of 10-11 digits (`020 7946 0958`, `01 23 45 67 89`).
+  a trunk 0 and space-parted groups of 10-11 digits (`020 7946 0958`, `01 23 45 67 89`), or hyphenated ones of
+  9-11 (`0937-141993`, `090-1234-5678`).
 - Pages in scripts written without spaces glue addresses and numbers to their words (`发送至support@example.com`):
   those letters end an address, a quad or a number as a space does.
 
@@ -116,6 +117,9 @@ _NATIONAL = re.compile(r"^(?:\(0[1-9]\d{0,4}\) ?|0[1-9]\d{0,4} ?/ ?)\d[\d \u2013
 # a trunk 0 and groups parted by spaces only, 10 or 11 digits: how Europe writes its own numbers (`020 7946 0958`,
 # `030 12345678`, `01 23 45 67 89`); hyphens are an ISBN's (`0-306-40615-2`)
 _TRUNK = re.compile(r"^0[1-9]\d{0,3}(?: \d{2,8}){1,4}$")
+# or by hyphens, as East Asia writes them (`0937-141993`, `090-1234-5678`, `02-2345-6789`), groups of 3 digits or more
+# after the area code (an ISBN's `0-306-40615-2` starts with a lone 0 and ends with a lone digit)
+_TRUNK_HYPHENS = re.compile(r"^0[1-9]\d{0,3}(?:-\d{3,8}){1,2}$")
 _DATE = re.compile(  # 2024-01-15, 15.01.2024, 01/15/24, 1990-2000, optionally with a time
     r"^(?:\d{4}[./-]\d{1,2}[./-]\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4} ?[-/] ?\d{2,4})"
     r"(?:[ T]\d{1,2}(?:[:.]\d\d)*)?$"
@@ -219,7 +223,8 @@ def _is_phone(text: str, start: int, end: int, context: int | None = None) -> bo
     if nanp:
         separators = {s for s in (nanp.group(3), nanp.group(4)) if s}
         return len(separators) == 1 or nanp.group(1) is not None  # 415-555-2671, (415) 555-2671; not 415.555-2671
-    return (bool(_NATIONAL.match(value)) and 9 <= digits <= 12) or (bool(_TRUNK.match(value)) and 10 <= digits <= 11)
+    return ((bool(_NATIONAL.match(value)) and 9 <= digits <= 12) or (bool(_TRUNK.match(value)) and 10 <= digits <= 11)
+            or (bool(_TRUNK_HYPHENS.match(value)) and 9 <= digits <= 11))
 
 
 def find_phones(text: str) -> list[tuple[int, int]]:

@@ -35,6 +35,7 @@ def redact(text: str, **params: object) -> str:
         # national numbers after "or": a trunk 0 and space-parted groups (they stayed where the + form went)
         ("Ring +44 20 7946 0958 or 020 7946 0958.", "Ring <PHONE> or <PHONE>."),
         ("Appelez le 01 23 45 67 89 ou +33 1 23 45 67 89.", "Appelez le <PHONE> ou <PHONE>."),
+        ("聯絡電話：03-584-7231\u3000行動: 0937-141993", "聯絡電話：<PHONE>\u3000行動: <PHONE>"),  # hyphens, as Asia
     ],
 )
 def test_pii_is_redacted(text: str, expected: str):

@@ -115,7 +115,8 @@ class NormalizeParams(StageParams):
                                  "joiner, the byte-order mark and the marks of bidirectional display (LRM, RLM, "
                                  "embeddings, isolates); the zero-width (non-)joiner is spelling: kept.")
     collapse_whitespace: bool = Field(
-        True, description="Runs of spaces, tabs and no-break spaces become one space; line ends are trimmed. Code "
+        True, description="Runs of spaces, tabs, no-break and typographic spaces and the ideographic space (U+3000: "
+        "a Chinese paragraph's indent `　　` too) become one space; line ends are trimmed. Code "
         "(a fenced or indented block, a line shaped like code) keeps its indentation and inner spaces.",
     )
     max_blank_lines: int = Field(1, ge=0, description="At most this many empty lines in a row (paragraphs stay; "

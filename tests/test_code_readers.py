@@ -302,3 +302,32 @@ def test_a_file_the_archive_holds_twice_is_one_document_the_last(tmp_path: Path,
     table = read(archive)
     assert outcomes(table)["skipped:replaced"] == 1
     assert sorted((d["path"], d["text"]) for d in documents(table)) == [("a.py", "x = 3\n"), ("b.py", "y = 2\n")]
+
+
+def test_a_damaged_member_costs_itself_and_the_members_after_it_are_read(tmp_path: Path):
+    """A tar header that is no header ended the archive without a word (3 of 6 files lost; `tar` skips to the next
+    header); a zip member whose deflate stream is damaged ended the zip (every member, when it was the licence)."""
+    members = [(f"repo/f{i}.py", f"x = {i}\n" * 60) for i in range(6)]
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, text in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(text)
+            tar.addfile(info, io.BytesIO(text.encode()))
+    data = bytearray(buffer.getvalue())
+    f3 = data.index(b"repo/f3.py")
+    data[f3 : f3 + 512] = b"\xff" * 512  # its header, garbage
+    (tmp_path / "bad.tar").write_bytes(bytes(data))
+    table = read(tmp_path / "bad.tar")
+    assert sorted(d["path"] for d in documents(table)) == ["f0.py", "f1.py", "f2.py", "f4.py", "f5.py"]
+    assert outcomes(table)["unreadable_member"] == 1
+    with zipfile.ZipFile(tmp_path / "bad.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in [("repo/LICENSE", "MIT License\n" * 40), *members[:3]]:
+            z.writestr(name, text)
+    data = bytearray((tmp_path / "bad.zip").read_bytes())
+    start = data.index(b"repo/LICENSE") + len("repo/LICENSE") + 10  # into its deflate stream
+    data[start : start + 8] = b"\xff" * 8
+    (tmp_path / "bad.zip").write_bytes(bytes(data))
+    table = read(tmp_path / "bad.zip")
+    assert sorted(d["path"] for d in documents(table)) == ["f0.py", "f1.py", "f2.py"]
+    assert outcomes(table)["unreadable_member"] == 1

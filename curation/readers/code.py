@@ -31,7 +31,9 @@ import posixpath
 import stat
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
@@ -62,7 +64,9 @@ _MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\x28\xb5\x2f\xfd": "zstd", b"\x0
           b"\xfd7zXZ\x00": "xz"}
 _TABLES = (".parquet", ".jsonl", ".ndjson", ".jsonl.gz", ".jsonl.zst", ".jsonl.bz2", ".jsonl.lz4", ".json.gz")
 # what reading one zip member may raise for its content (an encrypted member, a bad CRC, a codec zipfile lacks)
-_MEMBER_FAULTS = (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, ValueError, RuntimeError)
+# zlib.error: a member whose deflate stream is damaged (it ended the archive: the members after it were lost, all of
+# them when it was the licence file read first)
+_MEMBER_FAULTS = (zipfile.BadZipFile, zlib.error, OSError, NotImplementedError, EOFError, ValueError, RuntimeError)
 BINARY_SNIFF = 8000  # git's buffer_is_binary looks this far
 
 
@@ -172,7 +176,9 @@ class CodeReader(Reader):
         codec = next((c for ext, c in _CODECS.items() if path.lower().endswith(ext)), None) or _sniffed(fs, path)
         with fs.open_input_file(path) as raw:
             stream = raw if codec is None else self.inflate_budget(uri).counting(_inflating(raw, codec))
-            with tarfile.open(fileobj=stream, mode="r|") as tar:
+            # ignore_zeros: past a header that is no header, read on to the next one, as `tar` does ("Skipping to next
+            # header"); tarfile alone ended the archive there without a word, every later member lost
+            with tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True) as tar:
                 yield tar
 
     def _tar(self, uri: str) -> Iterator[Record]:
@@ -197,10 +203,15 @@ class CodeReader(Reader):
         licenses = RepoLicenses({_strip(n, root): t for n, t in texts.items()})
         repo = _repo_name(uri, root)
         last = _last_positions(_strip(name, root) for name in members)
+        position = k = 0  # records given, and members read (`last` counts them)
         with self._tar_stream(uri) as tar:
-            for position, member in enumerate(m for m in tar if not m.isdir()):
+            for member in (m for m in _skips_counted(tar) if not m.isdir()):
+                if isinstance(member, _Gap):
+                    yield Record(position, reason="unreadable_member", detail=member.detail)
+                    position += 1
+                    continue
                 path = _strip(readable_name(member.name), root)
-                if last.get(path, position) > position:
+                if last.get(path, k) > k:
                     yield _replaced(position, path, member.size)
                 elif not member.isfile():
                     yield _skip(position, "link" if member.issym() or member.islnk() else "not_a_file", path)
@@ -208,6 +219,7 @@ class CodeReader(Reader):
                     handle = tar.extractfile(member)
                     yield self._member(position, repo, path, member.size,
                                        handle.read if handle else (lambda _n: b""), licenses)
+                position, k = position + 1, k + 1
 
     def _zip(self, uri: str) -> Iterator[Record]:
         fs, path = storage.resolve(uri)
@@ -324,6 +336,29 @@ class _Rows(JsonlReader):
         if not isinstance(obj, dict):
             return Record(position, reason="not_an_object", detail=type(obj).__name__, raw_bytes=size)
         return self.owner._row(position, obj)
+
+
+@dataclass(frozen=True)
+class _Gap:
+    """Bytes of a tar archive where a member header should be and none could be read (skipped, as `tar` does)."""
+
+    detail: str
+
+    def isdir(self) -> bool:
+        return False
+
+
+def _skips_counted(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo | _Gap]:
+    """The members of a tar stream read with `ignore_zeros`, and a `_Gap` wherever it skipped bytes to find the next
+    header (a damaged one: its member is lost, the ones after it are read)."""
+    expected = 0
+    for member in tar:
+        if member.offset > expected:
+            yield _Gap(f"{member.offset - expected} bytes at byte {expected} hold no member header: skipped to the "
+                       "next one")
+        blocks = -(-member.size // tarfile.BLOCKSIZE) if member.isreg() else 0
+        expected = member.offset_data + blocks * tarfile.BLOCKSIZE
+        yield member
 
 
 def _raise_unless_content(exc: BaseException) -> None:

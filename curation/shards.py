@@ -66,11 +66,11 @@ def file_key(uri: str, root: str) -> str:
 
 def list_shards(recipe: Sources) -> list[Shard]:
     """The recipe's input files, each a shard; a version-control folder's files (`.git/`...) are no input, in a
-    repository folder that `**` walks or anywhere else, and a file with several names (hard links) is read once, by
-    the first of its names."""
+    repository folder that `**` walks or anywhere else, and a file with several names (hard links) is read once by a
+    source, by the first of its names (two sources reading it are refused: `curation.recipe.inputs`)."""
     shards: dict[str, Shard] = {}
-    names: set[tuple[int, int]] = set()  # files with several names: one is read (two shards doubled its documents)
     for source in recipe.sources:
+        names: set[tuple[int, int]] = set()  # files with several names: one is read (two shards doubled its documents)
         root = source_root(source.paths)
         for pattern in source.paths:
             for found in storage.list_files(pattern):

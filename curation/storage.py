@@ -182,6 +182,16 @@ def walk_files(folder: str, *, limit: int | None = None, prune: Callable[[str], 
                              linked_file=(st.st_dev, st.st_ino) if st.st_nlink > 1 else None)
 
 
+def file_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of a local file with several names (hard links), which are one file; None for a file with one
+    name, or one that cannot be asked."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if st.st_nlink > 1 else None
+
+
 def is_named(fs: pafs.FileSystem, path: str) -> bool:
     """Whether a path with wildcard characters is the name of a file or folder (`report [2].jsonl`): then it names
     that, not the files its brackets would match (`report 2.jsonl`, read instead, or none). `[[]` escapes a bracket
@@ -201,7 +211,7 @@ def list_files(pattern: str) -> list[Listed]:
     if not _WILDCARD.search(path) or is_named(fs, path):
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.File:
-            return [Listed(path, info.size or 0, mtime_ns=info.mtime_ns)]
+            return [Listed(path, info.size or 0, mtime_ns=info.mtime_ns, linked_file=file_identity(path))]
         return list_files(path.rstrip("/") + "/**") if info.type == pafs.FileType.Directory else []
     parts = path.split("/")
     first = next(i for i, part in enumerate(parts) if _WILDCARD.search(part))

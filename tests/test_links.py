@@ -23,7 +23,7 @@ import pytest
 from curation import schema, storage
 from curation.code.repository import folder_licenses
 from curation.readers import READERS, CodeReader, JsonlReader, read_shard
-from curation.recipe import parse_recipe
+from curation.recipe import RecipeError, parse_recipe
 from curation.shards import list_shards
 from pipelines.run import run
 from tests.support.s3 import local_s3
@@ -287,3 +287,11 @@ def test_a_file_with_two_names_is_read_once(tmp_path: Path):
     (tmp_path / "in" / "c.jsonl").write_text(json.dumps({"text": "another document"}) + "\n")
     recipe = parse_recipe(f"name: hard\nsources: [{{name: n, format: jsonl, paths: ['{tmp_path}/in/*.jsonl']}}]\n")
     assert sorted(s.key for s in list_shards(recipe)) == ["a.jsonl", "c.jsonl"]
+    # its two names listed one by one in paths: one shard too (two, before)
+    named = parse_recipe(f"name: hard\nsources: [{{name: n, format: jsonl, paths: ['{tmp_path}/in/a.jsonl', "
+                         f"'{tmp_path}/in/b.jsonl']}}]\n")
+    assert [s.key for s in list_shards(named)] == ["a.jsonl"]
+    # by two sources: refused, as a file two sources read by one name is (it was read by both, its documents twice)
+    with pytest.raises(RecipeError, match=r"sources 'm' and 'n' .* both read .*b\.jsonl'"):
+        parse_recipe(f"name: hard\nsources: [{{name: n, format: jsonl, paths: ['{tmp_path}/in/a.jsonl']}}, "
+                     f"{{name: m, format: jsonl, paths: ['{tmp_path}/in/b.jsonl']}}]\n")

@@ -143,13 +143,13 @@ def output_problems(recipe: Recipe, output: str) -> list[str]:
 def _shared_files(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> list[Located]:
     """A file read by two sources: its documents would come twice, under the same ids (ids derive from the
     file's canonical URI and the record's position, not the source). Files are compared by canonical URI, so
-    `x`, `./x`, its absolute path and overlapping globs are one file. Within one source, a file matched twice
-    is read once (one shard)."""
-    first: dict[str, tuple[int, int]] = {}
+    `x`, `./x`, its absolute path and overlapping globs are one file, and two names of one file (a hard link) too.
+    Within one source, a file matched twice is read once (one shard)."""
+    first: dict[object, tuple[int, int]] = {}
     clashes: dict[tuple[int, int, int, int], list[str]] = {}
     for (i, j), uris in matched.items():
         for uri in uris:
-            i0, j0 = first.setdefault(storage.canonical(uri), (i, j))
+            i0, j0 = first.setdefault(_same_file(uri), (i, j))
             if i0 != i:
                 clashes.setdefault((i0, j0, i, j), []).append(uri)
     if clashes:
@@ -164,18 +164,24 @@ def _shared_files(recipe: Recipe, matched: dict[tuple[int, int], list[str]]) -> 
     return out
 
 
+def _same_file(uri: str) -> object:
+    """What is one file however it is named: its canonical URI, or a local file's (device, inode) where it has several
+    names (hard links)."""
+    return (None if storage.is_remote(uri) else storage.file_identity(uri)) or storage.canonical(uri)
+
+
 def _read_as_shards(recipe: Recipe, clashes: dict[tuple[int, int, int, int], list[str]],
                     ) -> dict[tuple[int, int, int, int], list[str]]:
     """The clashes of files that really become shards of both sources (a link met in a folder is not read
     through, so it is no copy of its target)."""
-    by_source: dict[str, set[str]] = {}
+    by_source: dict[str, set[object]] = {}
     for shard in list_shards(recipe):
-        by_source.setdefault(shard.source, set()).add(storage.canonical(shard.uri))
+        by_source.setdefault(shard.source, set()).add(_same_file(shard.uri))
     names = [s.name for s in recipe.sources]
     kept = {}
     for (i0, j0, i, j), uris in clashes.items():
         both = by_source.get(names[i], set()) & by_source.get(names[i0], set())
-        real = [u for u in uris if storage.canonical(u) in both]
+        real = [u for u in uris if _same_file(u) in both]
         if real:
             kept[i0, j0, i, j] = real
     return kept

@@ -98,6 +98,14 @@ def test_jsonl_gzip_keeps_other_fields_and_rejects_bad_lines():
     assert json.loads(doc["meta"])["author"] == "field team"
 
 
+def test_an_input_field_named_as_the_provenance_keeps_its_value_beside_it(tmp_path: Path):
+    """A JSONL or Parquet field named `position` or `source_uri` overwrote where the record was read."""
+    (tmp_path / "a.jsonl").write_text(json.dumps({"text": "t", "position": 99, "source_uri": "elsewhere"}) + "\n")
+    doc = read_all(JsonlReader(), str(tmp_path / "a.jsonl")).to_pylist()[0]
+    assert json.loads(doc["meta"]) == {"position": 0, "source_uri": str(tmp_path / "a.jsonl"), "input_position": 99,
+                                       "input_source_uri": "elsewhere"}
+
+
 def test_jsonl_zstd_and_truncated_gzip(tmp_path: Path):
     lines = b"".join(json.dumps({"text": f"doc {i}", "n": i}).encode() + b"\n" for i in range(10000))
     with pa.CompressedOutputStream(str(tmp_path / "a.jsonl.zst"), "zstd") as out:

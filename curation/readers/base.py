@@ -178,7 +178,9 @@ def _row(record: Record, source: str, uri: str, shard: str, key: str) -> dict[st
     """The row of a record; a document holding a string that cannot be UTF-8 (a lone surrogate, from a JSON
     escape like "\\ud800" or from raw bytes ED A0 80) becomes an `invalid_utf8` reject instead: Arrow
     cannot hold it, and one such record must cost only itself."""
-    meta = {"source_uri": _spelled(uri), "position": record.position, **record.meta}
+    # where the record was read wins: a field of the input named so keeps its value beside it (`input_position`)
+    provenance = {"source_uri": _spelled(uri), "position": record.position}
+    meta = {**{f"input_{k}" if k in provenance else k: v for k, v in record.meta.items()}, **provenance}
     row = {
         "id": schema.document_id(f"{source}/{key}", record.position),
         "source": source,

@@ -279,6 +279,22 @@ def test_a_file_or_folder_swapped_for_a_link_after_listing_is_not_followed(tmp_p
     assert sorted(texts) == ["an ordinary document a.jsonl", "an ordinary document sub/c.jsonl"]
 
 
+def test_a_file_swapped_for_a_fifo_after_listing_is_skipped_not_opened(tmp_path: Path):
+    """Opening a FIFO blocks until someone writes to it: a one-worker local run hung for good (SIGTERM too)."""
+    import os
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text(json.dumps({"text": "an ordinary document"}) + "\n")
+    recipe = parse_recipe(f"name: fifo\nsources: [{{name: n, format: jsonl, paths: ['{tmp_path}/in/*.jsonl']}}]\n")
+    [shard] = list_shards(recipe)
+    (tmp_path / "in" / "a.jsonl").unlink()
+    os.mkfifo(tmp_path / "in" / "a.jsonl")
+    rows = pa.concat_tables(read_shard(JsonlReader(), shard.uri, source="n", shard=shard.name, key=shard.key,
+                                       listed=True)).to_pylist()
+    assert [r[schema.REASON] for r in rows] == ["skipped:not_a_file", schema.END_OF_SHARD]
+    assert rows[0][schema.DETAIL] == f"{tmp_path / 'in' / 'a.jsonl'} is a FIFO now, no file"
+
+
 def test_a_file_with_two_names_is_read_once(tmp_path: Path):
     """Hard links to one file were two shards: its documents twice, under two ids each."""
     (tmp_path / "in").mkdir()

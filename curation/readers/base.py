@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -320,6 +321,7 @@ def read_shard(
     position. `listed`: `uri` is a file a listing found (`curation.shards`: its real path, no link on it), so a link
     that has appeared anywhere on it since (a file or folder swapped for one while the job ran) is such a skip too."""
     swapped = _link_on(uri) if listed else None
+    odd = _not_a_file(uri) if listed and swapped is None else None
     uri = storage.canonical(uri)
     key = uri if key is None else key
     rows: list[dict[str, Any]] = []
@@ -328,6 +330,8 @@ def read_shard(
     started = time.perf_counter()
     if swapped is not None:
         records = iter([Record(0, reason="skipped:link", detail=f"{swapped[0]} -> {swapped[1]}"[:500])])
+    elif odd is not None:
+        records = iter([Record(0, reason="skipped:not_a_file", detail=odd)])
     else:
         records = iter([reader.link(uri)]) if _is_link(uri) else _attempts(reader, uri)
     position = -1
@@ -400,6 +404,22 @@ def _link_on(path: str) -> tuple[str, str] | None:
     absolute = str(Path(path).absolute())
     real = str(Path(absolute).resolve())
     return (absolute, real) if real != absolute else None
+
+
+def _not_a_file(path: str) -> str | None:
+    """What a local path that was listed as a file is now where it is no regular file: a FIFO (opening it blocks
+    until someone writes to it: a worker hung, a one-worker run with it), a socket, a device. None otherwise."""
+    if storage.is_remote(path) or path.startswith("file://"):
+        return None
+    try:
+        mode = Path(path).stat().st_mode
+    except OSError:  # gone: opening it says so, and is retried
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device" if (
+        stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) else "a folder" if stat.S_ISDIR(mode) else "no regular file"
+    return f"{path} is {kind} now, no file"
 
 
 def _is_link(uri: str) -> bool:

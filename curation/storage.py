@@ -249,8 +249,10 @@ _CODECS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".lz4"
 
 
 def codec(uri: str) -> str | None:
-    """The compression `open_text_stream` undoes for a file, from its extension (None: plain)."""
-    return next((c for ext, c in _CODECS.items() if uri.endswith(ext)), None)
+    """The compression `open_text_stream` undoes for a file, from its extension in any case (`X.JSONL.GZ`: one
+    `invalid_utf8` reject for the whole file, read as plain), None: plain."""
+    lowered = uri.lower()
+    return next((c for ext, c in _CODECS.items() if lowered.endswith(ext)), None)
 
 
 def open_text_stream(uri: str) -> pa.NativeFile:

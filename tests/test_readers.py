@@ -112,6 +112,8 @@ def test_jsonl_zstd_and_truncated_gzip(tmp_path: Path):
         out.write(lines)
     got = outcome(read_all(JsonlReader(), str(tmp_path / "a.jsonl.zst")))
     assert got["text"] == 10000
+    (tmp_path / "UPPER.JSONL.GZ").write_bytes(gzip.compress(lines))  # its extension in capitals: plain, it was
+    assert outcome(read_all(JsonlReader(), str(tmp_path / "UPPER.JSONL.GZ")))["text"] == 10000
     whole = gzip.compress(lines)
     (tmp_path / "cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
     table = read_all(JsonlReader(), str(tmp_path / "cut.jsonl.gz"))

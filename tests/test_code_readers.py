@@ -188,6 +188,13 @@ def test_stack_like_parquet_and_jsonl_rows(tmp_path: Path):
     pq.write_table(pa.Table.from_pylist(labelled), tmp_path / "labels.parquet")
     table = read(tmp_path / "labels.parquet", language_field="lang")
     assert [d["language"] for d in documents(table)] == ["jupyter", "batch", "proto", "python", "c++"]
+    # a row's path leading up is unsafe_path, and an empty file a skip, as in an archive (both were documents)
+    odd = [{"content": "x = 1\n", "path": "../../etc/c.py"}, {"content": "", "path": "empty.py"},
+           {"content": "y = 2\n", "path": "a/./b/../c.py"}]
+    pq.write_table(pa.Table.from_pylist(odd), tmp_path / "odd.parquet")
+    table = read(tmp_path / "odd.parquet")
+    assert outcomes(table) == {"doc": 1, "skipped:unsafe_path": 1, "skipped:empty": 1, schema.END_OF_SHARD: 1}
+    assert [d["path"] for d in documents(table)] == ["a/c.py"]
 
 
 @pytest.mark.parametrize(("layout", "name"), [("files", "notes.jsonl"), ("archives", "repo.bin")])

@@ -311,6 +311,11 @@ class CodeReader(Reader):
         size = len(content.encode("utf-8", "surrogatepass"))
         path, repo = str(row.pop(o.path_field, None) or ""), str(row.pop(o.repo_field, None) or "")
         url = row.pop(self.url_field, None)
+        path = _relative(path) if path else path  # as an archive member's: `a/./b/../c.py` is `a/c.py`
+        if _escapes(path):  # as in an archive: a consumer writing files by `meta.path` would write outside its folder
+            return _skip(position, "unsafe_path", path, size)
+        if size == 0:
+            return _skip(position, "empty", path)
         if size > o.max_file_bytes:
             return _skip(position, "too_large", f"{path}: {size} bytes", size)
         if "\0" in content[:BINARY_SNIFF]:

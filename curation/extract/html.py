@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from resiliparse.parse.encoding import detect_encoding
 
-from curation.readers.sniff import utf16_unmarked
+from curation.readers.sniff import byte_order_mark, utf16_unmarked
 
 NOT_HTML = "not_html"  # why rows without a page (JSONL, WET) go by the page stages
 
@@ -131,7 +131,6 @@ _SUPERSETS = {"gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932", "euc_
 # a server's default more often than the page's charset (Apache's, old frameworks'): a page's own meta tag wins over it
 _WEAK = "cp1252"
 _MULTIBYTE = frozenset({"gb18030", "cp932", "cp949", "big5hkscs", "euc_jp", "iso2022_jp"})
-_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 _META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 META_SCAN = 4096
 """Bytes of a page searched for its `<meta charset>` (browsers prescan 1024; pages put long scripts first)."""
@@ -205,9 +204,9 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str, str]:
     well, the one that leaves fewest bytes undecoded, or charset-normalizer's guess where it leaves fewer. UTF-16
     without a mark is known by its NULs (`utf16_unmarked`).
     """
-    for bom, codec in _BOMS:
-        if body.startswith(bom):
-            return body[len(bom):].decode(codec, errors="replace"), codec
+    if (mark := byte_order_mark(body)) is not None:
+        bom, codec = mark
+        return body[len(bom):].decode(codec, errors="replace"), codec
     if wide := utf16_unmarked(body):  # NULs are valid UTF-8: before it
         return body.decode(wide, errors="replace"), wide
     try:

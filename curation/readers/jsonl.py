@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from curation import storage
 from curation.readers.base import DecompressionBombError, Reader, Record
 from curation.readers.salvage import open_salvaging
-from curation.readers.sniff import SNIFF_BYTES, utf16_unmarked
+from curation.readers.sniff import SNIFF_BYTES, byte_order_mark, utf16_unmarked
 
 
 class JsonlReader(Reader):
@@ -134,8 +134,10 @@ class _Utf8:
         data = self.stream.read(max(size, SNIFF_BYTES) if not self.sniffed else size)
         if not self.sniffed:
             self.sniffed = True
-            codec = next((name for bom, name in _BOMS if data.startswith(bom)), None) or utf16_unmarked(data)
-            self.decoder = codecs.getincrementaldecoder(codec)("surrogatepass") if codec else None
+            bom, codec = byte_order_mark(data) or (b"", utf16_unmarked(data))
+            if codec is not None and codec != "utf-8":  # json.loads reads UTF-8's mark itself
+                data = data[len(bom):]
+                self.decoder = codecs.getincrementaldecoder(codec)("surrogatepass")
         if self.decoder is None:
             return data
         while True:
@@ -148,11 +150,6 @@ class _Utf8:
                 return text.encode("utf-8", "surrogatepass")
             data = self.stream.read(size)
 
-
-# UTF-32's little-endian mark starts as UTF-16's: it comes first. The codecs named by their byte order keep
-# the mark as a U+FEFF, which json.loads refuses: these drop it.
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
-         (codecs.BOM_UTF16_BE, "utf-16"))
 
 
 def _kind(value: object) -> str:

@@ -29,7 +29,10 @@ _MAGIC = (
     (0, b"%!PS", "PostScript"), (0, b"II*\x00", "TIFF"), (0, b"MM\x00*", "TIFF"), (0, b"\x00\x00\x01\x00", "ICO"),
     (8, b"WEBP", "WebP"), (8, b"WAVE", "WAV"), (8, b"AVI ", "AVI"), (4, b"ftyp", "MP4"),
 )
-_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+# Byte-order marks and the codec of the text after them (UTF-32's little-endian mark starts as UTF-16's: it comes first)
+BYTE_ORDER_MARKS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+                    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_WIDE_BOMS = tuple(bom for bom, codec in BYTE_ORDER_MARKS if codec != "utf-8")
 _WIDE = ("utf-16", "utf16", "utf-32", "utf32", "ucs-2", "ucs2", "ucs-4")
 _CONTROL = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
 _CONTROL_CHARS = dict.fromkeys(_CONTROL)  # str.translate's table: delete them
@@ -45,7 +48,7 @@ def binary_body(body: bytes, declared: str | None = None) -> str | None:
     stripped = body[:64].lstrip(b" \t\r\n")
     if stripped[:5] == b"%PDF-":  # servers emit whitespace before a PDF too
         return "a PDF by its first bytes"
-    if body.startswith(_BOMS) or any(wide in (declared or "").lower() for wide in _WIDE):
+    if body.startswith(_WIDE_BOMS) or any(wide in (declared or "").lower() for wide in _WIDE):
         return None
     sample = body[:SNIFF_BYTES]
     control = len(sample) - len(sample.translate(None, _CONTROL))
@@ -53,6 +56,11 @@ def binary_body(body: bytes, declared: str | None = None) -> str | None:
         return f"{control / len(sample):.0%} of its first {len(sample)} bytes are control characters"
     return None
 
+
+
+def byte_order_mark(data: bytes) -> tuple[bytes, str] | None:
+    """(the mark, the codec of what follows it) where `data` starts with a byte-order mark, else None."""
+    return next(((bom, codec) for bom, codec in BYTE_ORDER_MARKS if data.startswith(bom)), None)
 
 
 def utf16_unmarked(body: bytes) -> str | None:

@@ -368,9 +368,7 @@ class _Segmented:
                 values = lowered.to_pylist()
                 for i in candidates.tolist():
                     spans = self._phrases(values[i])
-                    phrases[i] = len(spans)
-                    for start, end in reversed(spans):  # its words are segmented no further
-                        values[i] = values[i][:start] + " " + values[i][end:]
+                    phrases[i], values[i] = len(spans), _blanked(values[i], spans)
                 lowered = pa.array(values, lowered.type)
         words = LANGUAGE_WORDS.split(lowered, [self.lang] * len(lowered))
         real = words.feature("symbol") == 0
@@ -385,11 +383,9 @@ class _Segmented:
             text = to_simplified([text])[0]
         lowered = text.lower()
         spans = self._phrases(lowered) if self.pattern is not None else []
-        rest = lowered
-        for start, end in reversed(spans):
-            rest = rest[:start] + " " + rest[end:]
         listed = set(self.words)
-        return [*(lowered[a:b] for a, b in spans), *(w for w in segment(rest, self.lang) if w in listed)]
+        return [*(lowered[a:b] for a, b in spans),
+                *(w for w in segment(_blanked(lowered, spans), self.lang) if w in listed)]
 
     def _phrases(self, text: str) -> list[tuple[int, int]]:
         """Where the phrase entries are in `text`, those that begin and end with its words: 娘的 (他娘的) is no
@@ -403,6 +399,13 @@ class _Segmented:
             ends.update((start, start + len(word)))
             at = start + len(word)
         return [(a, b) for a, b in found if a in ends and b in ends]
+
+
+def _blanked(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each of `spans` a space: a phrase found is one flagged word, its words segmented no further."""
+    for start, end in reversed(spans):
+        text = text[:start] + " " + text[end:]
+    return text
 
 
 class Toxicity(DocumentFilter):

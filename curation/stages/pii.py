@@ -160,7 +160,7 @@ def find_emails(text: str) -> list[tuple[int, int]]:
             continue
         start, at = m.start(), text.index("@", m.start())
         local = text[start:at]
-        if not local.isascii() and (latin := _LATIN_TAIL.search(local)) and latin.start() > 0 and latin.group(0):
+        if not local.isascii() and (latin := _LATIN_TAIL.search(local)) and latin.start() > 0:
             start += latin.start()
         spans.append((start, m.end()))
     return spans
@@ -329,8 +329,7 @@ class PiiRedaction(Stage):
             total = sum(counts.values())
             over = total > p.max_redactions
             reasons = pa.array(np.where(over, "too_much_pii", None), pa.string())
-            kinds = [", ".join(f"{kind} {counts[kind][i]}" for kind in KINDS if counts[kind][i]) if over[i] else ""
-                     for i in range(batch.num_rows)]
-            details = pa.array([f"{total[i]} redactions ({kinds[i]}), more than max_redactions {p.max_redactions}"
-                                if over[i] else None for i in range(batch.num_rows)], pa.string())
+            details = pa.array([None if not over[i] else f"{total[i]} redactions (" + ", ".join(
+                f"{kind} {counts[kind][i]}" for kind in KINDS if counts[kind][i]) + "), more than max_redactions "
+                f"{p.max_redactions}" for i in range(batch.num_rows)], pa.string())
         return Processed(table, reasons, details, counts=counts)

@@ -205,7 +205,7 @@ class CodeReader(Reader):
         last = _last_positions(_strip(name, root) for name in members)
         position = k = 0  # records given, and members read (`last` counts them)
         with self._tar_stream(uri) as tar:
-            for member in (m for m in _skips_counted(tar) if not m.isdir()):
+            for member in _skips_counted(tar):
                 if isinstance(member, _Gap):
                     yield Record(position, reason="unreadable_member", detail=member.detail)
                     position += 1
@@ -349,13 +349,10 @@ class _Gap:
 
     detail: str
 
-    def isdir(self) -> bool:
-        return False
-
 
 def _skips_counted(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo | _Gap]:
-    """The members of a tar stream read with `ignore_zeros`, and a `_Gap` wherever it skipped bytes to find the next
-    header (a damaged one: its member is lost, the ones after it are read)."""
+    """The members but folders of a tar stream read with `ignore_zeros`, and a `_Gap` wherever it skipped bytes to
+    find the next header (a damaged one: its member is lost, the ones after it are read)."""
     expected = 0
     for member in tar:
         if member.offset > expected:
@@ -363,7 +360,8 @@ def _skips_counted(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo | _Gap]:
                        "next one")
         blocks = -(-member.size // tarfile.BLOCKSIZE) if member.isreg() else 0
         expected = member.offset_data + blocks * tarfile.BLOCKSIZE
-        yield member
+        if not member.isdir():
+            yield member
 
 
 def _raise_unless_content(exc: BaseException) -> None:

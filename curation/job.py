@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import socket
 import time
 from collections import Counter
@@ -126,17 +127,46 @@ def job_folder_lock(job_dir: str, what: str = "job folder") -> Iterator[None]:
     path.mkdir(parents=True, exist_ok=True)
     fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
+        holder = _lock_holder(fd)
+        if holder is not None:
             msg = f"{what} {job_dir} is being written by {holder}: wait for that run to end, or stop it"
-            raise JobFolderBusy(msg) from None
+            raise JobFolderBusy(msg)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()} (since {time.strftime('%F %T')})".encode(), 0)
         yield
     finally:
         os.close(fd)  # releases the lock; the file stays (removing it would race with a run taking it)
+
+
+ORPHANED_LOCK_WAIT_S = 10.0
+
+
+def _lock_holder(fd: int) -> str | None:
+    """Take the lock of `fd`: None once held, else who holds it. A run that died (SIGKILL) leaves it to the workers
+    it forked, which hold its descriptor until they see it gone and end, a second or so: while the process the lock
+    names is gone from this machine, it is waited for (`ORPHANED_LOCK_WAIT_S`); a rerun was refused meanwhile."""
+    deadline = time.monotonic() + ORPHANED_LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
+        named = re.match(r"process (\d+) on (\S+) ", holder)
+        gone = named is not None and named.group(2) == socket.gethostname() and not _alive(int(named.group(1)))
+        if not gone or time.monotonic() > deadline:
+            return holder
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        return True
+    return True
 
 
 def _no_file_on_the_way(path: Path, job_dir: str) -> None:

@@ -13,7 +13,9 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -376,6 +378,32 @@ def test_a_second_run_into_a_job_folder_being_written_says_which_process_holds_i
     assert "\n" not in message and f"is being written by process {os.getpid()} on " in message
     assert len(documents(results[0].job_dir)) == 6  # the first run was not disturbed
     assert run(recipe, quiet=True).shards_skipped == 2  # once it ended, the folder is free again
+
+
+@pytest.mark.subprocess
+def test_a_lock_a_killed_run_left_to_its_dying_workers_is_waited_for(tmp_path: Path):
+    """A run SIGKILLed leaves its lock's descriptor to the workers it forked until they end: a rerun started at once
+    was refused as 'being written by process N', N gone. While N is gone from this machine, the lock is waited for."""
+    import socket
+
+    from curation.job import LOCK, job_folder_lock
+
+    job = tmp_path / "job"
+    job.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (job / LOCK).write_text(f"process {dead.stdout.strip()} on {socket.gethostname()} (since 2026-12-07 00:55:57)")
+    hold = (f"import fcntl, os, time; fd = os.open({str(job / LOCK)!r}, os.O_RDWR); fcntl.flock(fd, fcntl.LOCK_EX); "
+            "print('held', flush=True); time.sleep(1.5)")
+    worker = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True)
+    assert worker.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    with job_folder_lock(str(job)):
+        assert time.monotonic() - started > 0.5  # it waited for the worker to end
+    worker.wait()
+    # a holder that is alive is no orphan: refused at once
+    with (job_folder_lock(str(job)), pytest.raises(JobFolderBusy, match=f"process {os.getpid()} on "),
+          job_folder_lock(str(job))):
+        pass
 
 
 @pytest.mark.subprocess

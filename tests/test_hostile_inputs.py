@@ -223,15 +223,16 @@ def corpus(tmp_path_factory) -> Corpus:
         c.add(f"web/truncated-{name}.warc.gz", b"".join(records) + cut[: first_cut(records, cut, why)],
               {"doc": 2, "truncated_record" if name == "payload" else "truncated_input": 1}, urls)
     # lying Content-Length: too long (reads into the next record), too short (the rest of its block is taken
-    # for the next header), and past the end of the file (swallows the records after it). The liar keeps
-    # what its length says; the break after it is one reject; reading resumes at the next record start.
-    for name, lie, gz, expect in (("long", 500, True, {"doc": 4, "unreadable_input": 1}),
+    # for the next header), and past the end of the file (swallows the records after it). A liar whose block holds
+    # the next record is a bad header (kept, that record was read twice: inside it, then as itself); a short one
+    # keeps what its length says; the break after it is one reject; reading resumes at the next record start.
+    for name, lie, gz, expect in (("long", 500, True, {"doc": 3, "bad_warc_header": 1, "unreadable_input": 1}),
                                   ("short", -300, True, {"doc": 4, "unreadable_input": 1}),
-                                  ("plain-long", 500, False, {"doc": 4, "unreadable_input": 1}),
+                                  ("plain-long", 500, False, {"doc": 3, "bad_warc_header": 1, "unreadable_input": 1}),
                                   ("past-end", 50_000, True, {"doc": 3, "truncated_record": 1})):
         keys4 = [next(g) for _ in range(4)]
         body = [warc_record(good_url(k), page(k), lie=lie if i == 1 else 0, gz=gz) for i, k in enumerate(keys4)]
-        liar = () if expect.get("truncated_record") else (good_url(keys4[1]),)
+        liar = () if expect.get("truncated_record") or expect.get("bad_warc_header") else (good_url(keys4[1]),)
         c.add(f"web/lie-{name}.warc{'.gz' if gz else ''}", b"".join(body), expect,
               (good_url(keys4[0]), *liar, good_url(keys4[2]), good_url(keys4[3])))
     records, urls = goods(2)

@@ -444,3 +444,19 @@ def test_a_content_length_that_is_no_length_is_a_bad_header_not_a_cut(tmp_path: 
     table = read(WarcReader(), path)
     assert details(table)["bad_warc_header"] == [f"Content-Length '{length}' is no length"]
     assert "truncated_input" not in outcome(table) and outcome(table)["doc"] >= 2
+
+
+def test_a_content_length_that_runs_into_the_next_record_doubles_nothing(tmp_path: Path):
+    """A plain WARC whose record b declares 4 bytes, the next record c and 10 bytes of d more than it holds: b was
+    kept with c inside its page, and reading resumed at c, read again: c's text twice, one page of garbage."""
+    plain = [gzip.decompress(response(f"https://x.example/{tag}", page(tag))) for tag in ("aaa", "bbb", "ccc", "ddd")]
+    header_end = plain[1].index(b"\r\n\r\n") + 4
+    declared = len(plain[1]) - header_end - 4
+    plain[1] = plain[1].replace(f"Content-Length: {declared}".encode(),
+                                f"Content-Length: {declared + 4 + len(plain[2]) + 10}".encode(), 1)
+    (tmp_path / "swallow.warc").write_bytes(b"".join(plain))
+    table = read(WarcReader(), tmp_path / "swallow.warc")
+    urls = [u for u, r in zip(table.column("url").to_pylist(), table.column(schema.REASON).to_pylist(), strict=True)
+            if r is None]
+    assert urls == ["https://x.example/aaa", "https://x.example/ccc", "https://x.example/ddd"]
+    assert details(table)["bad_warc_header"][0].startswith("Content-Length ")

@@ -235,6 +235,13 @@ class WarcReader(Reader):
         base.raw_bytes = len(block)
         if len(block) < rec.content_length:
             return _clipped(base, rec.content_length)
+        if (inside := _RECORD_INSIDE.search(block)) is not None:
+            # a Content-Length too long: the block holds the next record, which reading resumes at after the break
+            # this makes (kept, it was read twice: inside this page, then as itself)
+            base.reason = "bad_warc_header"
+            base.detail = (f"Content-Length {rec.content_length} runs into the next record (a WARC header at byte "
+                           f"{inside.start() + 4} of the block)")
+            return base
         if kind == "conversion":
             return self._conversion(base, block)
         if kind == "resource":
@@ -394,6 +401,8 @@ def _decoded(body: bytes, codings: list[str], limit: int) -> tuple[bytes, str | 
         return body, f"{', '.join(codings)}: {exc}"[:300]  # not encoded after all (stored decoded), or broken
 
 
+# a record's end, then a WARC header line and a field: inside a block, a Content-Length that ran past the record
+_RECORD_INSIDE = re.compile(rb"\r\n\r\nWARC/1\.[01]\r\n[A-Za-z-]+: ")
 _EMPTY_ENCODED = 32  # bytes an encoded empty payload takes at most (gzip: 20, brotli: 1)
 _GZIP, _PLAIN = b"\x1f\x8b\x08", b"WARC/1."
 _MAGIC = {"gzip": _GZIP, "zstd": b"\x28\xb5\x2f\xfd", "lz4": b"\x04\x22\x4d\x18"}  # as Arrow names the codecs

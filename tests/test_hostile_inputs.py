@@ -224,11 +224,12 @@ def corpus(tmp_path_factory) -> Corpus:
               {"doc": 2, "truncated_record" if name == "payload" else "truncated_input": 1}, urls)
     # lying Content-Length: too long (reads into the next record), too short (the rest of its block is taken
     # for the next header), and past the end of the file (swallows the records after it). A liar whose block holds
-    # the next record is a bad header (kept, that record was read twice: inside it, then as itself); a short one
-    # keeps what its length says; the break after it is one reject; reading resumes at the next record start.
-    for name, lie, gz, expect in (("long", 500, True, {"doc": 3, "bad_warc_header": 1, "unreadable_input": 1}),
+    # the next record is a bad header (kept, that record was read twice: inside it, then as itself), and reading
+    # resyncs to the record it swallowed, one reject in all; a short one keeps what its length says, and the break
+    # after it is one reject; reading resumes at the next record start.
+    for name, lie, gz, expect in (("long", 500, True, {"doc": 3, "bad_warc_header": 1}),
                                   ("short", -300, True, {"doc": 4, "unreadable_input": 1}),
-                                  ("plain-long", 500, False, {"doc": 3, "bad_warc_header": 1, "unreadable_input": 1}),
+                                  ("plain-long", 500, False, {"doc": 3, "bad_warc_header": 1}),
                                   ("past-end", 50_000, True, {"doc": 3, "truncated_record": 1})):
         keys4 = [next(g) for _ in range(4)]
         body = [warc_record(good_url(k), page(k), lie=lie if i == 1 else 0, gz=gz) for i, k in enumerate(keys4)]
@@ -466,20 +467,24 @@ def test_a_gzip_warc_cut_anywhere_ends_in_exactly_one_counted_reject():
     assert set(seen) == {"truncated_input", "truncated_record"}
 
 
-@pytest.mark.parametrize(("name", "message"), [("lie-long.warc.gz", "Invalid WARC header"),
+@pytest.mark.parametrize(("name", "message"), [("lie-long.warc.gz", None),
                                                ("lie-short.warc.gz", "Invalid WARC header"),
-                                               ("lie-plain-long.warc", "Invalid WARC header"),
+                                               ("lie-plain-long.warc", None),
                                                ("huge-header.warc.gz", "Maximum header length exceeded")])
-def test_a_record_that_breaks_the_stream_costs_only_itself(corpus: Corpus, name: str, message: str):
+def test_a_record_that_breaks_the_stream_costs_only_itself(corpus: Corpus, name: str, message: str | None):
+    """A break is one reject, where reading resumes at the next record start; a Content-Length that runs into the
+    next record is its record's `bad_warc_header` alone (it was that and an `unreadable_input` for the break after it,
+    two rejects for one record)."""
     path = corpus.root / "web" / name
     table = read(WarcReader(), path)
     assert outcome(table) == corpus.expected[f"web/{name}"]
-    (detail,) = details(table)["unreadable_input"]
-    assert detail.startswith(f"OSError: {message}; reading resumed at byte ")
-    at = int(detail.rsplit(" ", 1)[1])
-    data = path.read_bytes()
-    start = zlib.decompressobj(31).decompress(data[at : at + 4096], 5) if name.endswith(".gz") else data[at:][:5]
-    assert start == b"WARC/"  # where the next record really starts
+    if message is not None:
+        (detail,) = details(table)["unreadable_input"]
+        assert detail.startswith(f"OSError: {message}; reading resumed at byte ")
+        at = int(detail.rsplit(" ", 1)[1])
+        data = path.read_bytes()
+        start = zlib.decompressobj(31).decompress(data[at : at + 4096], 5) if name.endswith(".gz") else data[at:][:5]
+        assert start == b"WARC/"  # where the next record really starts
     rows = table.slice(0, table.num_rows - 1).to_pylist()  # all but the end-of-shard marker
     assert [json.loads(r["meta"])["position"] for r in rows] == list(range(len(rows)))  # stable ids, none reused
     assert len({r["id"] for r in rows}) == len(rows)

@@ -460,3 +460,36 @@ def test_a_content_length_that_runs_into_the_next_record_doubles_nothing(tmp_pat
             if r is None]
     assert urls == ["https://x.example/aaa", "https://x.example/ccc", "https://x.example/ddd"]
     assert details(table)["bad_warc_header"][0].startswith("Content-Length ")
+
+
+def _lf_only(record: bytes) -> bytes:
+    """A record with its WARC header lines ended by LF alone (its block, which Content-Length counts, as it is)."""
+    plain = gzip.decompress(record)
+    header_end = plain.index(b"\r\n\r\n")
+    return plain[:header_end].replace(b"\r\n", b"\n") + b"\n\n" + plain[header_end + 4 : -4] + b"\n\n"
+
+
+@pytest.mark.parametrize("form", ["plain", "gzip-members", "gzip-one-stream", "zstd"])
+def test_a_warc_whose_header_lines_end_in_lf_alone_is_read(tmp_path: Path, form: str):
+    """fastwarc took a WARC with LF-only header lines for one header block that never ends: each of its records
+    was `truncated_input: header block ends without Content-Length` (warcio, which datatrove reads with, reads them)."""
+    urls = [f"https://x.example/{tag}" for tag in ("aaa", "bbb", "ccc")]
+    plain = [_lf_only(response(url, page(url[-3:]))) for url in urls]
+    data = {"plain": b"".join(plain), "gzip-members": b"".join(gzip.compress(p, mtime=0) for p in plain),
+            "gzip-one-stream": gzip.compress(b"".join(plain), mtime=0), "zstd": compressed(b"".join(plain), "zstd")}
+    path = tmp_path / "lf.warc"
+    path.write_bytes(data[form])
+    table = read(WarcReader(), path)
+    assert outcome(table) == {"doc": 3}
+    assert table.column("url").to_pylist()[:3] == urls
+    assert [b"aaa" in html for html in table.column("html").to_pylist()[:3]] == [True, False, False]
+
+
+def test_an_lf_only_warc_with_a_content_length_too_long_resyncs_to_the_record_it_swallowed(tmp_path: Path):
+    plain = [_lf_only(response(f"https://x.example/{tag}", page(tag))) for tag in ("aaa", "bbb", "ccc", "ddd")]
+    declared = int(plain[1].split(b"Content-Length: ")[1].split(b"\n")[0])
+    plain[1] = plain[1].replace(f"Content-Length: {declared}".encode(), f"Content-Length: {declared + 60}".encode())
+    (tmp_path / "long.warc").write_bytes(b"".join(plain))
+    table = read(WarcReader(), tmp_path / "long.warc")
+    assert outcome(table) == {"doc": 3, "bad_warc_header": 1}
+    assert table.column("url").to_pylist()[:4] == [f"https://x.example/{tag}" for tag in ("aaa", "bbb", "ccc", "ddd")]

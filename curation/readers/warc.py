@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import brotli
+import pyarrow as pa
 from fastwarc.stream_io import BrotliReader, GzipReader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
@@ -37,12 +38,18 @@ _SKIPPED = {
 }
 
 
-def _open(uri: str, offset: int, budget: InflateBudget | None, codec: str | None, raw: Any = None) -> object:
+def _open(uri: str, offset: int, budget: InflateBudget | None, codec: str | None, raw: Any = None,
+          lf_only: bool = False) -> object:
     """The file from `offset` on (`raw`, where it is open already): a path for a local file read from its
     start, else a seekable file; with a `budget`, a stream that counts what the file inflates to (gzip
     inflated here, so that records' offsets in the file as stored, which resyncing needs, are known; lz4 and
     zstd by Arrow, read from the start only, as their frames are never resynced to). fastwarc detects the
-    codec (gzip, lz4, zstd) of a compressed file."""
+    codec (gzip, lz4, zstd) of a compressed file. `lf_only`: the stream with its header lines given CRLFs."""
+    if lf_only:
+        if codec is not None:  # inflated here: fastwarc reads the CRLFs' stream, not the file
+            budget = budget if budget is not None else InflateBudget(None, 0)
+        stream = _open(uri, offset, budget, codec, raw) if codec is not None else raw or _open_at(uri, offset)
+        return _CrlfHeaders(stream, offset)
     if budget is not None and codec is not None:
         raw = raw if raw is not None else _open_at(uri, offset)
         if codec == "gzip":
@@ -108,6 +115,88 @@ class _Inflating(BudgetedStream):
         return self.members[bisect.bisect_right(self.members, (offset, 1 << 62)) - 1][1]
 
 
+class _CrlfHeaders:
+    """A WARC whose header lines end in LF alone (the standard says CRLF; some writers, and warcio, which
+    datatrove reads with, do without), given to fastwarc with CRLFs: fastwarc takes such a file for one
+    header that never ends. Blocks pass as stored (Content-Length counts them), and a record's offset in the
+    stream below, which resyncing needs, comes from `stored_offset`."""
+
+    def __init__(self, below: Any, start: int) -> None:
+        self.below, self.start = below, start
+        self.pending, self.pending_at = b"", 0  # read from below, not given on yet; its offset there
+        self.out, self.given = b"", 0  # given on: not read yet, and read
+        self.block = 0  # bytes of a block still to pass as they are
+        self.header: int | None = None  # the Content-Length of the header block being read (-1: none yet)
+        self.starts = [(0, 0)]  # (offset given, offset below) of each record's `WARC/` line
+        self.ended = False
+
+    def read(self, size: int = -1) -> bytes:
+        want = size if size > 0 else 1 << 16
+        while len(self.out) < want and (self.pending or not self.ended):
+            self._step()
+        data, self.out = self.out[:want], self.out[want:]
+        self.given += len(data)
+        return data
+
+    def _step(self) -> None:
+        if self.block and self.pending:
+            size = min(self.block, len(self.pending))
+            self.block -= size
+            self._give(self.pending[:size], size)
+            return
+        end = -1 if self.block else self.pending.find(b"\n")
+        if end < 0:
+            if not self.ended and len(self.pending) < _SCAN:
+                data = self.below.read(1 << 16)
+                self.ended = not data
+                self.pending += data
+            else:  # the end, or no line end in a MiB: given as it is (fastwarc says what is wrong with it)
+                self._give(self.pending, len(self.pending))
+            return
+        line, header = self.pending[: end + 1].rstrip(b"\r\n"), self.header
+        if header is None and line.startswith(b"WARC/"):
+            self.starts.append((self.given + len(self.out), self.pending_at))
+            self.header = -1
+        elif header is not None and not line:  # the header block's end: its block follows
+            self.block, self.header = max(header, 0), None
+        elif header is not None and line[:15].lower() == b"content-length:" and line[15:].strip().isdigit():
+            self.header = int(line[15:])
+        # header lines and blank lines get CRLFs; anything else between records is fastwarc's to report as it is
+        self._give(line + b"\r\n" if self.header is not None or header is not None or not line
+                   else self.pending[: end + 1], end + 1)
+
+    def _give(self, data: bytes, used: int) -> None:
+        self.out += data
+        self.pending, self.pending_at = self.pending[used:], self.pending_at + used
+
+    def stored_offset(self, offset: int) -> int:
+        """The offset in the file of the record whose `WARC/` line is at `offset` in what was given."""
+        below = self.starts[bisect.bisect_right(self.starts, (offset, 1 << 62)) - 1][1]
+        return self.below.stored_offset(below) if hasattr(self.below, "stored_offset") else self.start + below
+
+    def tell(self) -> int:
+        return self.given
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Only where it is already (fastwarc asks): the stream is read from start to end."""
+        if (offset, whence) not in ((self.given, 0), (0, 1)):
+            msg = "a WARC given CRLFs is read from start to end"
+            raise io.UnsupportedOperation(msg)
+        return self.given
+
+    def close(self) -> None:
+        self.below.close()
+
+
+def _lf_only(head: bytes, codec: str | None) -> bool:
+    """Whether a file starting with `head` (as stored) is a WARC whose first line ends in LF alone."""
+    if codec is not None:
+        with contextlib.suppress(OSError, pa.ArrowException):  # a head that is no such stream: not one
+            head = pa.CompressedInputStream(pa.BufferReader(head), codec).read(64)
+    first = head.split(b"\n", 1)[0] if b"\n" in head else b""
+    return first.startswith(b"WARC/") and not first.endswith(b"\r")
+
+
 def _target_uri(value: str | None) -> str | None:
     """WARC-Target-URI as a URL: WARC/1.0 writes it in angle brackets (`<https://...>`), WARC/1.1 bare."""
     if value is None:
@@ -149,11 +238,11 @@ class WarcReader(Reader):
         ~7 MB/s (1 GB of them from a 1 MB gzip member: 2.5 minutes), so a bomb must be cut off before
         fastwarc reads it. Inflating gzip in Python costs ~1.5x fastwarc's own read (~190 MB/s), well
         under 1% of a run that extracts pages; `max_decompression_ratio: null` leaves it to fastwarc."""
-        raw, budget, codec = self._opened(uri)
-        position, start, stream = 0, 0, _open(uri, 0, budget, codec, raw)
+        raw, budget, codec, lf_only = self._opened(uri)
+        position, start, stream = 0, 0, _open(uri, 0, budget, codec, raw, lf_only)
         broken: Record | None = None  # a break, reported when reading resumes after it or the file ends
         while True:
-            last, clipped = None, False
+            last, clipped, overran = None, False, False
             try:
                 for rec in ArchiveIterator(stream, parse_http=False):
                     if broken is not None:
@@ -161,11 +250,13 @@ class WarcReader(Reader):
                         yield broken
                         broken = None
                     # absolute offset (of its gzip member) in the file
-                    last = stream.stored_offset(rec.stream_pos) if isinstance(stream, _Inflating) else rec.stream_pos
+                    last = stream.stored_offset(rec.stream_pos) if hasattr(stream, "stored_offset") else rec.stream_pos
                     record = self._record(position, rec)
                     clipped = record.reason in ("truncated_record", "truncated_input")
                     yield record
                     position += 1
+                    if overran := _RUNS_INTO in (record.detail or ""):
+                        break  # what fastwarc reads next is inside the record it swallowed: resync to that record
             except OSError as exc:  # fastwarc: "Invalid WARC header", "Maximum header length exceeded", ...
                 if is_io_error(exc):  # the storage's fault, not the content's: read_shard reads it again
                     raise
@@ -176,9 +267,9 @@ class WarcReader(Reader):
                     position += 1
             offset = start if last is None else last
             # a clipped record may have swallowed later records with a too long Content-Length: look for them too
-            resume = _next_record_start(uri, offset + 1) if broken is not None or clipped else None
+            resume = _next_record_start(uri, offset + 1) if broken is not None or clipped or overran else None
             if resume is not None:
-                start, stream = resume, _open(uri, resume, budget, codec)
+                start, stream = resume, _open(uri, resume, budget, codec, lf_only=lf_only)
                 continue
             cut = _cut_gzip_member(uri, offset)  # fastwarc ends quietly where a gzip member breaks off early
             if broken is not None:
@@ -191,15 +282,15 @@ class WarcReader(Reader):
                 yield Record(position=position, reason="truncated_input", detail=detail)
             return
 
-    def _opened(self, uri: str) -> tuple[Any, InflateBudget | None, str | None]:
+    def _opened(self, uri: str) -> tuple[Any, InflateBudget | None, str | None, bool]:
         """The file, open at its start (opened once: each open may meet a storage fault), what it may inflate
-        to (None: no bound, or a plain file) and its codec."""
+        to (None: no bound, or a plain file), its codec and whether its header lines end in LF alone."""
         raw = _open_at(uri, 0)
-        compressed, head = raw.size(), raw.read(4)
+        compressed, head = raw.size(), raw.read(_SCAN)
         raw.seek(0)
         codec = next((name for name, magic in _MAGIC.items() if head.startswith(magic)), None)
         budget = self.inflate_budget(uri, compressed) if codec else None
-        return raw, (budget if budget is not None and budget.limit is not None else None), codec
+        return raw, (budget if budget is not None and budget.limit is not None else None), codec, _lf_only(head, codec)
 
     def _record(self, position: int, rec: WarcRecord) -> Record:
         kind = str(rec.record_type)
@@ -236,11 +327,11 @@ class WarcReader(Reader):
         if len(block) < rec.content_length:
             return _clipped(base, rec.content_length)
         if (inside := _RECORD_INSIDE.search(block)) is not None:
-            # a Content-Length too long: the block holds the next record, which reading resumes at after the break
-            # this makes (kept, it was read twice: inside this page, then as itself)
+            # a Content-Length too long: the block holds the next record, which `records` resyncs to (kept, it was
+            # read twice: inside this page, then as itself)
             base.reason = "bad_warc_header"
-            base.detail = (f"Content-Length {rec.content_length} runs into the next record (a WARC header at byte "
-                           f"{inside.start() + 4} of the block)")
+            base.detail = (f"Content-Length {rec.content_length} {_RUNS_INTO} (a WARC header at byte "
+                           f"{inside.start() + inside.group().index(b'WARC/')} of the block)")
             return base
         if kind == "conversion":
             return self._conversion(base, block)
@@ -402,7 +493,8 @@ def _decoded(body: bytes, codings: list[str], limit: int) -> tuple[bytes, str | 
 
 
 # a record's end, then a WARC header line and a field: inside a block, a Content-Length that ran past the record
-_RECORD_INSIDE = re.compile(rb"\r\n\r\nWARC/1\.[01]\r\n[A-Za-z-]+: ")
+_RECORD_INSIDE = re.compile(rb"\r?\n\r?\nWARC/1\.[01]\r?\n[A-Za-z-]+: ")
+_RUNS_INTO = "runs into the next record"
 _EMPTY_ENCODED = 32  # bytes an encoded empty payload takes at most (gzip: 20, brotli: 1)
 _GZIP, _PLAIN = b"\x1f\x8b\x08", b"WARC/1."
 _MAGIC = {"gzip": _GZIP, "zstd": b"\x28\xb5\x2f\xfd", "lz4": b"\x04\x22\x4d\x18"}  # as Arrow names the codecs

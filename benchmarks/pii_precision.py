@@ -5,11 +5,11 @@ Crawl documents) and the text our `extract` stage gets from every real page unde
 (trafilatura's and mozilla/readability's test pages, mostly German and English).
 
 Every redaction is printed with its kind and context (all of them when there are few, else a
-sample per kind) and checked against its kind: an e-mail must be a syntactically valid address
-(RFC 5321 lengths, dot-atom local part, LDH domain labels, alphabetic TLD), an IP must parse with
-`ipaddress`, a phone number must have 7-15 digits and nothing but digits and separators (space,
-+ ( ) . - / and the en dash of German typography). Precision per kind = share of redactions
-that pass. Then the original texts are scanned for version strings
+sample per kind) and checked against its kind (an identity number by its checksum, a card number by Luhn's): an
+e-mail must be a syntactically valid address (RFC 5321 lengths, dot-atom local part, LDH domain labels,
+alphabetic TLD), an IP must parse with `ipaddress`, a phone number must have 7-15 digits and nothing but
+digits and separators (space, + ( ) . - / and the en dash of German typography). Precision per kind = share
+of redactions that pass. Then the original texts are scanned for version strings
 (`v1.2.3`, `version 10.0.0.1`, `Chrome/120.0.0.0`, bare `1.2.3`) and dates (2024-01-15,
 15.01.2024, 01/15/2024, 2024/01/15), ISBNs and decimal numbers (3.14, 689.2196447): every one
 that overlaps a redaction is a false positive that a syntactic check cannot see (target: 0).
@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from curation.stages import Extract
 from curation.stages.pii import PiiRedaction
+from curation.text.identifiers import is_resident_id, luhn
 
 try:  # `python benchmarks/<name>.py` puts benchmarks/ on sys.path
     from _data import data_root
@@ -107,7 +108,13 @@ def valid_phone(value: str) -> bool:
     return 7 <= digits <= 15 and not re.search(r"[^\d\s+().\-/\u00a0\u2013]", value)
 
 
-CHECKS = {"email": valid_email, "ip": valid_ip, "phone": valid_phone}
+def valid_card(value: str) -> bool:
+    digits = "".join(c for c in value if c.isdigit())
+    return 13 <= len(digits) <= 19 and not re.search(r"[^\d -]", value) and luhn(digits)
+
+
+CHECKS = {"email": valid_email, "ip": valid_ip, "phone": valid_phone, "national_id": is_resident_id,
+          "card": valid_card, "messenger": lambda value: re.fullmatch(r"[1-9]\d{4,10}|[A-Za-z][\w-]{5,19}", value)}
 
 
 def dolma_spans(text: str) -> list[tuple[int, int, str]]:

@@ -1,4 +1,5 @@
-"""PII redaction: e-mail addresses, IP addresses (v4, v6) and phone numbers become placeholders.
+"""PII redaction: e-mail addresses, IP addresses (v4, v6), phone numbers, mainland China resident identity
+numbers, payment card numbers and QQ/WeChat handles become placeholders.
 
 Precision first: a placeholder where there was no PII damages the text for good, so every kind is
 found by a regex (compiled once) and then confirmed.
@@ -24,6 +25,8 @@ found by a regex (compiled once) and then confirmed.
   9-11 (`0937-141993`, `090-1234-5678`).
 - Pages in scripts written without spaces glue addresses and numbers to their words (`发送至support@example.com`):
   those letters end an address, a quad or a number as a space does.
+- Identity and card numbers by their checksums, QQ numbers and WeChat IDs after their words:
+  `curation.text.identifiers`.
 
 References: BigCode's `pii/utils/emails_ip_addresses_detection.py` (StarCoder, Li et al. 2023)
 and NeMo Curator's PII modifier (Presidio recognizers for EMAIL_ADDRESS, IP_ADDRESS,
@@ -44,9 +47,10 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curation.stages.base import Processed, Resources, Stage, StageParams, with_text
+from curation.text.identifiers import find_cards, find_messenger_ids, find_resident_ids
 
-Kind = Literal["email", "ip", "phone"]
-KINDS: tuple[Kind, ...] = ("email", "ip", "phone")
+Kind = Literal["email", "ip", "phone", "national_id", "card", "messenger"]
+KINDS: tuple[Kind, ...] = ("email", "ip", "phone", "national_id", "card", "messenger")
 
 # Letters of the scripts written without spaces (Han, kana, Hangul, Thai, Lao, Khmer, Burmese, Tibetan): a page in
 # them glues an address or a number to the words around it (`发送至support@example.com`, `地址93.184.216.34，`), so
@@ -247,15 +251,19 @@ def find_phones(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-_FINDERS = {"email": find_emails, "phone": find_phones}
+_FINDERS = {"email": find_emails, "phone": find_phones, "national_id": find_resident_ids, "card": find_cards,
+            "messenger": find_messenger_ids}
 
 
 class PiiParams(StageParams):
     redact: list[Kind] = Field(
-        default_factory=lambda: list(KINDS), description="Kinds of PII to redact: email, ip, phone."
+        default_factory=lambda: list(KINDS),
+        description="Kinds of PII to redact: email, ip, phone, national_id (mainland China resident identity numbers), "
+        "card (payment card numbers), messenger (QQ numbers and WeChat IDs)."
     )
     placeholders: dict[Kind, str] = Field(
-        default_factory=dict, description="Replacement per kind (default <EMAIL>, <IP>, <PHONE>)."
+        default_factory=dict,
+        description="Replacement per kind (default <EMAIL>, <IP>, <PHONE>, <NATIONAL_ID>, <CARD>, <MESSENGER_ID>)."
     )
     ip_policy: Literal["global", "all"] = Field(
         "global",
@@ -267,20 +275,28 @@ class PiiParams(StageParams):
     )
 
 
-DEFAULT_PLACEHOLDERS: dict[str, str] = {"email": "<EMAIL>", "ip": "<IP>", "phone": "<PHONE>"}
+DEFAULT_PLACEHOLDERS: dict[str, str] = {
+    "email": "<EMAIL>", "ip": "<IP>", "phone": "<PHONE>", "national_id": "<NATIONAL_ID>", "card": "<CARD>",
+    "messenger": "<MESSENGER_ID>",
+}
 
 # Cheap column-wise tests: only rows that could hold a kind go through its Python regex.
 _MAY_HOLD = {
     "email": ("@", False),
     "ip": (r"\d\.\d{1,3}\.\d|[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:", True),
     "phone": (r"\p{Nd}[\p{Nd} \x{a0}().\/-]{5,}\p{Nd}", True),  # any script's digits (full-width ones too)
+    "national_id": (r"\d{17}[\dXx]", True),
+    "card": (r"\d(?:[ -]?\d){12}", True),
+    "messenger": (r"(?i)qq|扣扣|微信|威信|薇信|wechat|weixin|wx|vx", True),
 }
 
 
 class PiiRedaction(Stage):
-    """Replace e-mail addresses, IP addresses and phone numbers with placeholders; never drops by default.
+    """Replace e-mail addresses, IP addresses, phone numbers, identity and card numbers and messenger handles with
+    placeholders; never drops by default.
 
-    Tallies per kind (`email`, `ip`, `phone`) go to stats.json under the stage's `counts`.
+    Tallies per kind (`email`, `ip`, `phone`, `national_id`, `card`, `messenger`) go to stats.json under the stage's
+    `counts`.
     """
 
     name = "pii"
@@ -289,7 +305,8 @@ class PiiRedaction(Stage):
     count_keys = KINDS
 
     def spans(self, text: str) -> list[tuple[int, int, str]]:
-        """Non-overlapping (start, end, kind) of the PII to redact, in text order (e-mail > ip > phone)."""
+        """Non-overlapping (start, end, kind) of the PII to redact, in text order (where two overlap, the
+        kind earlier in `KINDS`)."""
         found: list[tuple[int, int, str]] = []
         for kind in KINDS:
             if kind not in self.params.redact:

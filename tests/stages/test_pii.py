@@ -61,7 +61,10 @@ TRAPS = [
     "Broadcast 255.255.255.255 and netmask 255.255.255.0",
     "MAC 00:1A:2B:3C:4D:5E",
     "Score 3 - 1, pages 123-456, population 8 336 817",
-    "Bank code 370 400 44, a credit card 4111 1111 1111 1111",
+    "Bank code 370 400 44, a card number that fails Luhn 4111 1111 1111 1112",
+    "Tracking 4111111111111111 shipped, EAN 4006381333931, 16 digits 1234 5678 9012 3456",  # no card word, no Luhn
+    "订单号 110105194912310029, 编号 990105194912310021",  # 18 digits, a wrong check and no province
+    "QQ 2013 版本, QQ群 123456, QQ音乐 10000 首; WeChat account, 微信 Android 版, wx-small",
     "Order #415-555-2671, invoice no. 212-555-0148, ZIP 94043-1351, SSN-like 123-45-6789",
 ]
 
@@ -158,3 +161,32 @@ def test_two_numbers_in_one_run_are_two_phones():
                          ("Телефон: (495) 123-45-67 / 123-45-68", ["(495) 123-45-67", "123-45-68"]),
                          ("Tel. 030 1234567 (2019)", ["030 1234567"]), ("pages 123 / 456, 2010 / 2020", [])]:
         assert [text[a:b] for a, b in find_phones(text)] == phones
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a resident identity number (check character X), glued to its Chinese words
+    ("我的身份证号是11010519491231002X，请保密。", "我的身份证号是<NATIONAL_ID>，请保密。"),
+    ("公民身份号码 440524198801010011", "公民身份号码 <NATIONAL_ID>"),
+    # cards printed as cards are, or after a card word in any shape
+    ("Card: 4111 1111 1111 1111, exp 12/27", "Card: <CARD>, exp 12/27"),
+    ("pay with 5500-0000-0000-0004 today", "pay with <CARD> today"),
+    ("Amex 3782 822463 10005", "Amex <CARD>"),
+    ("信用卡号码4111111111111111到期", "信用卡号码<CARD>到期"),
+    ("银行卡：6222 0212 3456 7890 128", "银行卡：<CARD>"),
+    # QQ numbers and WeChat IDs, the word kept
+    ("加微信abc_123领取红包", "加微信<MESSENGER_ID>领取红包"),
+    ("微信号：zhangsan88，QQ：12345678", "微信号：<MESSENGER_ID>，QQ：<MESSENGER_ID>"),
+    ("联系QQ 10001 或 wechat: john_doe", "联系QQ <MESSENGER_ID> 或 wechat: <MESSENGER_ID>"),
+])
+def test_identity_and_card_numbers_and_messenger_handles_are_redacted(text: str, expected: str):
+    """A Chinese page's identity card, bank card, QQ and WeChat numbers stayed in the text (only e-mail, IP and
+    phone numbers were redacted)."""
+    assert redact(text) == expected
+
+
+def test_new_kinds_are_counted_and_can_be_left_out():
+    text = "身份证 11010519491231002X, card 4111 1111 1111 1111, QQ 12345678"
+    out = run_stage(PiiRedaction(), documents_table([text]))
+    counts = {k: out.column(schema.count_column("pii", k)).to_pylist()[0] for k in ("national_id", "card", "messenger")}
+    assert counts == {"national_id": 1, "card": 1, "messenger": 1}
+    assert redact(text, redact=["email", "ip", "phone"]) == text

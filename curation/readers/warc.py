@@ -97,9 +97,11 @@ class _Inflating(BudgetedStream):
                 self.inflated += self.inflater.flush()  # what a full output buffer held back
                 self.ended = True
                 return
+        before = self.inflater.copy()
         try:
             out = self.inflater.decompress(self.compressed, _SCAN)
-        except zlib.error as exc:  # as fastwarc would: a break to resync from
+        except zlib.error as exc:  # as fastwarc would: a break to resync from, once what inflates before it is given
+            self.inflated += _up_to_break(before, self.compressed)
             self.broken, self.ended = OSError(f"gzip data broken after byte {self.stored}: {exc}"), True
             return
         rest = self.inflater.unused_data if self.inflater.eof else self.inflater.unconsumed_tail
@@ -195,6 +197,18 @@ def _lf_only(head: bytes, codec: str | None) -> bool:
             head = pa.CompressedInputStream(pa.BufferReader(head), codec).read(64)
     first = head.split(b"\n", 1)[0] if b"\n" in head else b""
     return first.startswith(b"WARC/") and not first.endswith(b"\r")
+
+
+def _up_to_break(inflater: Any, data: bytes) -> bytes:
+    """What `data` inflates to before the byte where it breaks, fed a byte at a time (a read of 64 KiB that
+    breaks gives nothing: in a WARC gzipped as one stream, the records in it before the break)."""
+    out = []
+    with contextlib.suppress(zlib.error):
+        for i in range(len(data)):
+            out.append(inflater.decompress(data[i : i + 1]))
+            if inflater.eof:
+                break
+    return b"".join(out)
 
 
 def _target_uri(value: str | None) -> str | None:

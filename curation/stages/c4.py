@@ -15,8 +15,8 @@ on a line that survived the earlier line rules (reason: whichever such line come
 fewer than `min_sentences` sentences in the kept lines (`too_few_sentences`; a page whose every
 line was removed ends here). Wikipedia-style citations ("[1]", "[edit]", "[citation needed]") are
 cut from lines first, and MediaWiki's language-converter markup (`-{km²}-`) unwrapped
-(`remove_citations`). Kept documents get the kept lines joined by newlines; dropped ones keep their
-original text, so `rejects/` shows what was judged.
+(`remove_citations`). Kept documents get the kept lines joined by newlines, a blank line where one parted
+paragraphs; dropped ones keep their original text, so `rejects/` shows what was judged.
 
 Languages, where a batch has a `lang` column (see `curation.stages.languages.LanguageParams`): a line
 of a language other than English ends in its script's terminal punctuation (`terminal_punctuation` in
@@ -240,8 +240,13 @@ class C4(LanguageFilter):
             "_page_rule": page_rule,
             **{f"_lines_{rule}": segment_sum(mask.astype(np.int64), offsets) for rule, mask in removed.items()},
         }
-        kept_lists = pa.ListArray.from_arrays(pa.array(kept_offsets, pa.int32()), kept_lines)
-        joined = pc.binary_join(kept_lists, pa.scalar("\n", kept_lines.type))
+        # a blank line parts paragraphs, no line to judge: one stays between kept lines it parted (C4 joined the kept
+        # lines by single newlines, a page's paragraphs run together)
+        written = _with_paragraph_breaks(kept, blank & ~aside, line_doc)
+        text_lines = (pc.if_else(pa.array(aside), original, line) if aside.any() else line).filter(pa.array(written))
+        text_offsets = np.concatenate([[0], np.cumsum(segment_sum(written.astype(np.int64), offsets))])
+        text_lists = pa.ListArray.from_arrays(pa.array(text_offsets, pa.int32()), text_lines)
+        joined = pc.binary_join(text_lists, pa.scalar("\n", text_lines.type))
         return scores, pc.utf8_trim_whitespace(joined)
 
     def keep(self, scores: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -251,6 +256,18 @@ class C4(LanguageFilter):
         if p.min_sentences is not None:
             rules.append((scores["c4_sentences"] < p.min_sentences, "too_few_sentences"))
         return first_reason(len(rule), rules)
+
+
+def _with_paragraph_breaks(kept: np.ndarray, blank: np.ndarray, line_doc: np.ndarray) -> np.ndarray:
+    """The lines written: the kept ones, and a blank line after a kept line of its document where blank lines or
+    removed ones follow it (one for a run of them; one before the first kept line or after the last is none)."""
+    candidates = np.flatnonzero(kept | blank)
+    is_blank, doc = blank[candidates], line_doc[candidates]
+    first = np.concatenate([[True], doc[1:] != doc[:-1]])
+    after_blank = np.concatenate([[True], is_blank[:-1]]) | first
+    written = np.zeros(len(kept), bool)
+    written[candidates[~is_blank | ~after_blank]] = True
+    return written
 
 
 def _by_paragraph(goes_on: np.ndarray, n_words: np.ndarray, few: np.ndarray, no_punct: np.ndarray,

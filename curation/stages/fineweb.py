@@ -53,7 +53,8 @@ class FineWeb(LanguageFilter):
     `char_dup_ratio`, `list_ratio`. Lines are the non-blank pieces between newlines, unstripped (a
     line ending in "." then a space does not end in punctuation); a line ends a sentence if its last
     character is a Unicode sentence terminal; duplicated line characters are divided by the
-    characters that are not newlines; the list ratio is newlines per word (spaCy English words).
+    characters that are not newlines; the list ratio is line breaks per word (spaCy English words; a blank line
+    parting paragraphs is no break more).
     Per language: `line_punct_thr`, `new_line_ratio`, `char_dup_ratio`, `terminal_punctuation` (module doc); documents
     whose language had no settings of its own are counted as `fallback_language`.
     """
@@ -121,13 +122,15 @@ class FineWeb(LanguageFilter):
         dup_chars = duplicate_parts(nonblank_lines)[2]
         newlines = pc.count_substring(text, "\n").to_numpy(zero_copy_only=False)
         chars = pc.utf8_length(text).to_numpy(zero_copy_only=False) - newlines
+        # a blank line parting paragraphs is no line more (datatrove counts every newline, of text C4 had joined)
+        breaks = pc.count_substring_regex(text, r"\n(?:[ \t\r]*\n)*").to_numpy(zero_copy_only=False)
         needs_words = p.max_new_line_ratio is not None or bool(langs.groups)
         words = words_of(batch, self.judged_words(text)).counts if needs_words else np.zeros(len(newlines), np.int64)
         scores = {
             "fw_line_punct_ratio": ratio(segment_sum((ends & counted).astype(np.int64), offsets), n_counted),
             "fw_short_line_ratio": ratio(segment_sum((short & counted).astype(np.int64), offsets), n_counted),
             "fw_char_dup_ratio": ratio(dup_chars, chars),
-            "fw_new_line_ratio": ratio(newlines, words),
+            "fw_new_line_ratio": ratio(breaks, words),
             "_lines": n_lines,
             f"_{FALLBACK_LANGUAGE}": langs.fallback,
         }

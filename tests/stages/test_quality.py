@@ -262,7 +262,8 @@ def test_fineweb_scores():
     assert row["fw_line_punct_ratio"] == pytest.approx(6 / 7)
     assert row["fw_short_line_ratio"] == pytest.approx(1 / 7)
     assert row["fw_char_dup_ratio"] == 0.0
-    assert row["fw_new_line_ratio"] == pytest.approx(7 / len(spacy_english.words(text)))  # datatrove's ratio
+    # datatrove's ratio over text whose blank lines C4 removed first: the blank line is no break more (C4 keeps it now)
+    assert row["fw_new_line_ratio"] == pytest.approx(6 / len(spacy_english.words(text)))
 
 
 # --- density ---------------------------------------------------------------------------------------
@@ -341,3 +342,19 @@ def test_real_page_scores_are_sane(pages):
     alpha = np.array(out.column("gopher_alpha_words_ratio").to_pylist())
     assert ((alpha > 0) & (alpha <= 1)).all()
     assert WORDS.words(pages["cnn"])[:4] == WORDS.words(pages["cnn"].split("\n")[0])[:4]
+
+
+def test_c4_keeps_paragraph_breaks_between_the_lines_it_keeps():
+    """C4 joined its kept lines by single newlines: every paragraph break of a page was gone (nine Chinese news and
+    forum pages lost all of theirs), though a blank line is no line to judge."""
+    first = "The first paragraph of this English text is long enough to be kept by the rules."
+    second = "The second paragraph of this English text is long enough to be kept by the rules."
+    third = "The third paragraph of this English text is long enough to be kept here as well."
+    text = f"\n\n{first}\n\nMenu\n\n{second}\nshort one\n{third}\n\n\n\n{first[:-1]} again.\n\n"
+    out = run_stage(C4(min_sentences=1, keep_scores=True), docs([text])).to_pylist()[0]
+    assert out["text"] == f"{first}\n\n{second}\n{third}\n\n{first[:-1]} again."
+    assert (out["c4_lines_kept"], out["c4_lines_removed"]) == (4, 2)
+    zh = ("从消费来看，前三季度社会消费品零售总额342107亿元，同比增长6.8%。\n\n"
+          "发言人同时指出，当前外部环境依然复杂严峻，国内需求仍显不足，经济回升向好的基础仍需巩固。")
+    table = docs([zh]).append_column("lang", pa.array(["zh"]))
+    assert run_stage(C4(min_sentences=1), table).column("text")[0].as_py() == zh

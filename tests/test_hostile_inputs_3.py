@@ -508,3 +508,57 @@ def test_a_warc_gzipped_as_one_stream_keeps_every_record_that_inflates_before_a_
     table = read(WarcReader(), path)
     assert outcome(table) == {"doc": 120, "unreadable_input": 1}
     assert "incorrect data check" in details(table)["unreadable_input"][0]
+
+
+@pytest.mark.parametrize("head", ["damaged first line", "garbage before", "byte order mark", "gzip magic lost",
+                                  "junk before gzip"])
+def test_a_bad_start_of_the_file_costs_only_itself(tmp_path: Path, head: str):
+    """Reading resumed at the next record start only where a file began with `WARC/1.` or gzip's magic: a file
+    whose first record was damaged, or with bytes before it, was one `unreadable_input` and none of its records."""
+    urls = [f"https://x.example/{tag}" for tag in ("aaa", "bbb", "ccc", "ddd")]
+    members = [response(url, page(url[-3:])) for url in urls]
+    plain = [gzip.decompress(m) for m in members]
+    data, docs = {
+        "damaged first line": (b"WARX" + b"".join(plain)[4:], urls[1:]),
+        "garbage before": (b"hello garbage\r\n" + b"".join(plain), urls),
+        "byte order mark": (b"\xef\xbb\xbf" + b"".join(plain), urls),
+        "gzip magic lost": (b"\x00\x00" + b"".join(members)[2:], urls[1:]),
+        "junk before gzip": (b"junk\n" + b"".join(members), urls),
+    }[head]
+    path = tmp_path / "head.warc"
+    path.write_bytes(data)
+    table = read(WarcReader(), path)
+    assert outcome(table) == {"doc": len(docs), "unreadable_input": 1}
+    got = [u for u, r in zip(table.column("url").to_pylist(), table.column(schema.REASON).to_pylist(), strict=True)
+           if r is None]
+    assert got == docs
+
+
+@pytest.mark.parametrize("length", ["1000000000000000000000000000000", "\u0667\u0667\u0663"])
+def test_a_content_length_fastwarc_cannot_read_is_one_bad_header(tmp_path: Path, length: str):
+    """10^30 or Arabic-Indic digits passed `isdigit`, fastwarc read some other length: the page became
+    `skipped:http_status` (a skip, not a reject) and the break after it one more reject."""
+    plain = [gzip.decompress(response(f"https://x.example/{tag}", page(tag))) for tag in ("aaa", "bbb", "ccc")]
+    declared = plain[1].split(b"Content-Length: ")[1].split(b"\r\n")[0]
+    plain[1] = plain[1].replace(b"Content-Length: " + declared, f"Content-Length: {length}".encode())
+    (tmp_path / "cl.warc").write_bytes(b"".join(plain))
+    table = read(WarcReader(), tmp_path / "cl.warc")
+    assert outcome(table) == {"doc": 2, "bad_warc_header": 1}
+    assert details(table)["bad_warc_header"] == [f"Content-Length {length!r} is no length"]
+
+
+def test_a_response_whose_block_is_the_page_itself_is_read_and_one_that_lies_is_bad_http(tmp_path: Path):
+    """A response record holding bare HTML was `skipped:http_status` (a skip): under `Content-Type: text/html` it is
+    the page, as a resource's block is; under `application/http` it is an HTTP message that is none, a reject."""
+    html = page("bare")
+    blocks = []
+    for content_type in ("text/html", "application/http; msgtype=response"):
+        head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{uuid.uuid4()}>\r\n"
+                f"WARC-Target-URI: https://x.example/{content_type[:4]}\r\nContent-Type: {content_type}\r\n"
+                f"Content-Length: {len(html)}\r\n\r\n")
+        blocks.append(head.encode() + html + b"\r\n\r\n")
+    (tmp_path / "bare.warc").write_bytes(b"".join(blocks))
+    table = read(WarcReader(), tmp_path / "bare.warc")
+    assert outcome(table) == {"doc": 1, "bad_http": 1}
+    assert table.column("html").to_pylist()[0] == html
+    assert details(table)["bad_http"][0].startswith("no HTTP status line")

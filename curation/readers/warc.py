@@ -256,7 +256,7 @@ class WarcReader(Reader):
         position, start, stream = 0, 0, _open(uri, 0, budget, codec, raw, lf_only)
         broken: Record | None = None  # a break, reported when reading resumes after it or the file ends
         while True:
-            last, clipped, overran = None, False, False
+            last, clipped, misframed = None, False, False
             try:
                 for rec in ArchiveIterator(stream, parse_http=False):
                     if broken is not None:
@@ -269,8 +269,8 @@ class WarcReader(Reader):
                     clipped = record.reason in ("truncated_record", "truncated_input")
                     yield record
                     position += 1
-                    if overran := _RUNS_INTO in (record.detail or ""):
-                        break  # what fastwarc reads next is inside the record it swallowed: resync to that record
+                    if misframed := record.reason == "bad_warc_header":
+                        break  # where fastwarc reads on is no record's start: resync to the next one
             except OSError as exc:  # fastwarc: "Invalid WARC header", "Maximum header length exceeded", ...
                 if is_io_error(exc):  # the storage's fault, not the content's: read_shard reads it again
                     raise
@@ -281,9 +281,12 @@ class WarcReader(Reader):
                     position += 1
             offset = start if last is None else last
             # a clipped record may have swallowed later records with a too long Content-Length: look for them too
-            resume = _next_record_start(uri, offset + 1) if broken is not None or clipped or overran else None
-            if resume is not None:
-                start, stream = resume, _open(uri, resume, budget, codec, lf_only=lf_only)
+            found = _next_record_start(uri, offset + 1) if broken is not None or clipped or misframed else None
+            if found is not None:
+                start, found_codec = found
+                if found_codec != codec:  # a gzip member after plain bytes: inflated within the budget as well
+                    codec, budget = found_codec, self.inflate_budget(uri) if found_codec else None
+                stream = _open(uri, start, budget, codec, lf_only=lf_only)
                 continue
             cut = _cut_gzip_member(uri, offset)  # fastwarc ends quietly where a gzip member breaks off early
             if broken is not None:
@@ -317,7 +320,8 @@ class WarcReader(Reader):
         if not declared:
             base.reason, base.detail = "truncated_input", "header block ends without Content-Length"
             return base
-        if not declared.isdigit():  # there, and no length: a bad header, no cut
+        if not (declared.isascii() and declared.isdigit()) or int(declared) != rec.content_length:
+            # there, and no length fastwarc reads (a sign, Arabic-Indic digits, 10^30): a bad header, no cut
             base.reason, base.detail = "bad_warc_header", f"Content-Length {declared[:50]!r} is no length"
             return base
         documents = kind in ("response", "resource", "conversion")
@@ -344,18 +348,21 @@ class WarcReader(Reader):
             # a Content-Length too long: the block holds the next record, which `records` resyncs to (kept, it was
             # read twice: inside this page, then as itself)
             base.reason = "bad_warc_header"
-            base.detail = (f"Content-Length {rec.content_length} {_RUNS_INTO} (a WARC header at byte "
+            base.detail = (f"Content-Length {rec.content_length} runs into the next record (a WARC header at byte "
                            f"{inside.start() + inside.group().index(b'WARC/')} of the block)")
             return base
         if kind == "conversion":
             return self._conversion(base, block)
-        if kind == "resource":
+        if kind == "resource" or _bare(rec, block):
             content_type, charset, body, undecoded = rec.headers.get("Content-Type"), None, block, None
         else:
             try:
                 status, content_type, charset, body, undecoded = _http_payload(block, self.max_record_bytes)
             except OSError as exc:
                 base.reason, base.detail = "bad_http", str(exc)[:300]
+                return base
+            if status is None and not _http(block):  # a page the record says is an HTTP message, and is not
+                base.reason, base.detail = "bad_http", f"no HTTP status line: {_status_line(status, block)}"
                 return base
             if not _complete(status):
                 base.reason, base.detail = "skipped:http_status", _status_line(status, block)
@@ -397,6 +404,17 @@ class WetReader(WarcReader):
     """Common Crawl WET: `conversion` records already hold the extracted text."""
 
     format: ClassVar[str] = "wet"
+
+
+def _bare(rec: WarcRecord, block: bytes) -> bool:
+    """A response whose block is the payload itself, no HTTP message (its Content-Type not `application/http`, no
+    status line): read as a resource is (it was `skipped:http_status`, the page lost)."""
+    content_type = (rec.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    return content_type not in ("", "application/http") and not _http(block)
+
+
+def _http(block: bytes) -> bool:
+    return block.lstrip()[:5].upper() == b"HTTP/"
 
 
 def _complete(status: int | None) -> bool:
@@ -508,7 +526,6 @@ def _decoded(body: bytes, codings: list[str], limit: int) -> tuple[bytes, str | 
 
 # a record's end, then a WARC header line and a field: inside a block, a Content-Length that ran past the record
 _RECORD_INSIDE = re.compile(rb"\r?\n\r?\nWARC/1\.[01]\r?\n[A-Za-z-]+: ")
-_RUNS_INTO = "runs into the next record"
 _EMPTY_ENCODED = 32  # bytes an encoded empty payload takes at most (gzip: 20, brotli: 1)
 _GZIP, _PLAIN = b"\x1f\x8b\x08", b"WARC/1."
 _MAGIC = {"gzip": _GZIP, "zstd": b"\x28\xb5\x2f\xfd", "lz4": b"\x04\x22\x4d\x18"}  # as Arrow names the codecs
@@ -548,34 +565,39 @@ def _cut_gzip_member(uri: str, offset: int, max_inflate: int = 64 << 20) -> int 
         return member if fed else None
 
 
-def _next_record_start(uri: str, offset: int) -> int | None:
-    """The first offset >= `offset` where a record starts: a gzip member that inflates to `WARC/` in a
-    .warc.gz (one member per record, as crawlers write them), or a `WARC/1.` line in a plain WARC;
-    None when there is none or the file is another codec (lz4/zstd frames are not searched)."""
+def _next_record_start(uri: str, offset: int) -> tuple[int, str | None] | None:
+    """The first offset >= `offset` where a record starts, and its codec: a gzip member that inflates to `WARC/`
+    (one member per record, as crawlers write them), or a `WARC/1.` line not in gzip, whatever the file's first bytes
+    (a first record whose start is damaged, or bytes before it, hid all the records after it); None when there is
+    none or the file is lz4 or zstd (their frames are not searched)."""
     fs, path = storage.resolve(uri)
     with fs.open_input_file(path) as f:
-        head = f.read(len(_PLAIN))
-        if head.startswith(_GZIP):
-            marker = _GZIP
-        elif head.startswith(_PLAIN):
-            marker = b"\n" + _PLAIN
-            offset -= 1  # the newline before it
-        else:
+        if f.read(4).startswith((_MAGIC["zstd"], _MAGIC["lz4"])):
             return None
-        size = f.size()
+        size, first = f.size(), offset
+        offset = max(offset - 1, 0)  # the newline before a `WARC/1.` line
         while offset < size:
             f.seek(offset)
             window = f.read(_SCAN + 4096)  # overlapping windows: a marker and its first bytes are never split
-            at = window.find(marker)
-            while 0 <= at < _SCAN:
-                if marker is _GZIP:
-                    try:
-                        if zlib.decompressobj(31).decompress(window[at : at + 4096], 8).startswith(b"WARC/"):
-                            return offset + at
-                    except zlib.error:
-                        pass
-                else:
-                    return offset + at + 1
-                at = window.find(marker, at + 1)
+            for at in sorted(_starts(window, offset == 0)):
+                if at >= _SCAN:
+                    break
+                if offset + at < first:
+                    continue
+                if window.startswith(_PLAIN, at):
+                    return offset + at, None
+                try:
+                    if zlib.decompressobj(31).decompress(window[at : at + 4096], 8).startswith(b"WARC/"):
+                        return offset + at, "gzip"
+                except zlib.error:
+                    pass
             offset += _SCAN
     return None
+
+
+def _starts(window: bytes, at_file_start: bool) -> list[int]:
+    """Where a gzip member, or a `WARC/1.` line after a newline (or after a byte order mark at the file's start),
+    may start in `window`."""
+    found = [m.start() for m in re.finditer(re.escape(_GZIP), window)]
+    found += [m.start() + 1 for m in re.finditer(b"\n" + re.escape(_PLAIN), window)]
+    return found + ([3] if at_file_start and window.startswith(b"\xef\xbb\xbf" + _PLAIN) else [])

@@ -326,6 +326,7 @@ _LINE_BREAKS = frozenset({*_TEMPLATE_TAGS, "p", "br", "h1", "h2", "h3", "h4", "h
 
 # a label: up to LABEL_CHARS before a colon and a space (not a URL's), or a full-width colon (`积分：120`)
 _LABEL = re.compile(rf"[^:：]{{1,{LABEL_CHARS}}}(:(?=\s|$)|：)")
+_ENDS_SENTENCE = re.compile(r"[.!?。！？؟।]\W*$")
 # scripts written without spaces between words: two characters count as a word (Chinese words are one to three)
 _UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
@@ -379,11 +380,11 @@ def drop_templated_blocks(tree: HtmlElement) -> int:
     return len(blocks)
 
 
-def _furniture(lines: list[str], held: Counter[str]) -> bool:
-    """Whether a block of these lines is furniture, `held` counting the blocks in its place that hold each label."""
+def _furniture(lines: list[str], common: set[str]) -> bool:
+    """Whether a block of these lines is furniture, `common` the labels most blocks in its place hold."""
     if len(lines) < 2:  # one line is a caption, a line of dialogue (`Alden: That time I was.`), a heading
         return False
-    shared = [held[_label(line)] >= 2 for line in lines]
+    shared = [_label(line) in common for line in lines]
     if any(word_count(line) >= SENTENCE_WORDS or (word_count(line) > VALUE_WORDS and not common)
            for line, common in zip(lines, shared, strict=True)):
         return False
@@ -407,7 +408,11 @@ def templated_blocks(tree: HtmlElement) -> list[HtmlElement]:
         # a label has words: `200 g` and `14,99 €` are values (a recipe's amounts, a shop's prices)
         held = Counter(label for lines in texts for label in {_label(line) for line in lines}
                        if sum(map(str.isalpha, label)) >= 2)
-        found = [member for member, lines in zip(members, texts, strict=True) if _furniture(lines, held)]
+        # a label (`Posts:`, `Senior Member`) or a longer line most records hold (`Share on other sites`), no
+        # sentence: two replies of six that say `Thanks, that fixed it!` or `I have the same problem` are text
+        common = {label for label, n in held.items() if n >= 2 and not _ENDS_SENTENCE.search(label) and (
+            label[-1] in ":：" or word_count(label) <= VALUE_WORDS or 2 * n > len(members))}
+        found = [member for member, lines in zip(members, texts, strict=True) if _furniture(lines, common)]
         # furniture is what most records repeat: a post short enough to look like its own profile is still a post
         if 2 * len(found) > len(members):
             furniture.update(found)

@@ -503,6 +503,24 @@ def test_values_tables_code_and_prose_that_repeat_in_place_are_not_furniture():
         assert tree.text_content() == before
 
 
+@pytest.mark.parametrize(("first", "second"), [("Thanks, that fixed it!", "I have the same problem"),
+                                               ("谢谢，问题解决了！", "我也遇到同样的问题"),
+                                               ("Спасибо, помогло!", "У меня та же проблема.")])
+def test_replies_that_two_posts_each_say_are_not_furniture(first: str, second: str):
+    """A thread whose replies were A, B, C, A, B, D lost every copy of A and B: a line two posts held was a label, so
+    a post of its author's name and a repeated reply was a profile block (ru, en, zh and ar threads lost them all)."""
+    from lxml.html import fromstring
+
+    from curation.extract.rewrites import drop_templated_blocks
+
+    replies = [first, second, "Try disabling fast startup in the power settings.", first, second, "Agreed."]
+    posts = "".join(f"<div class='post'><div class='author'>user{i}</div><p>{reply}</p></div>"
+                    for i, reply in enumerate(replies))
+    tree = fromstring(f"<html><body><article>{posts}</article></body></html>")
+    assert drop_templated_blocks(tree) == 0
+    assert tree.text_content().count(first) == 2 and tree.text_content().count(second) == 2
+
+
 def test_a_list_items_marker_stays_with_its_text():
     """An item holding a paragraph (macwelt.de's list of iPhones: `<li><p>` and the text on a new line) came out of
     trafilatura's plain text as `- ` alone, then the text indented on the next line: four `- ` lines (repeated,

@@ -18,18 +18,23 @@ takes 1.04-1.19x the CPU time it takes without `lang_script` (nothing on other l
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from curation.lang.codes import HAN_COMMON
 
 HANS, HANT = "Hans", "Hant"
 MAX_CHARS = 300  # a text's script shows in its first characters (one sentence sufficed on the benchmark)
 TO_SIMPLIFIED, TO_TRADITIONAL = "t2s", "s2t"  # OpenCC's configurations (mainland Simplified, OpenCC Traditional)
+FORMS_FILE = Path(__file__).parent / "data" / "han_forms.json"
 
 
 @cache
@@ -81,3 +86,41 @@ def to_simplified(texts: Sequence[str], config: str = TO_SIMPLIFIED) -> list[str
     `tw2sp`, `hk2s`: from Taiwan's or Hong Kong's forms)."""
     convert = converter(config).convert
     return [convert(text) for text in texts]
+
+
+def derive_forms() -> tuple[str, str]:
+    """Regex classes of the Han characters only Japanese writes (its shinjitai where Chinese writes another: 経, 済,
+    駅, 図; not 国 or 学, which Simplified writes too, nor 為 or 衛, Taiwan's forms) and of those only Simplified
+    Chinese writes (东, 观, 们, 这; not 国), from OpenCC's tables (`jp2t`, `t2s`, `s2tw`, `s2hk`, `t2tw`, `t2hk`;
+    `s2t`, `t2jp`), character by character (0.7 s: `FORMS_FILE` holds them, `curation/lang/data/make_han_forms.py`
+    writes it)."""
+    chars = [chr(c) for c in range(0x4E00, 0xA000)]
+
+    def each(config: str, texts: list[str]) -> list[str]:
+        return converter(config).convert("\n".join(texts)).split("\n")
+
+    # Japanese's form of a character that Simplified Chinese writes otherwise (its traditional form is one `t2s`
+    # changes: not OpenCC's old variants 硏 or 槪), as Taiwan and Hong Kong do too
+    of_japanese = each("jp2t", chars)
+    simplified = each(TO_SIMPLIFIED, of_japanese)
+    chinese = zip(simplified, *(each(config, simplified) for config in ("s2tw", "s2hk")),
+                  *(each(config, of_japanese) for config in ("t2tw", "t2hk")), strict=True)
+    of_simplified = each(TO_TRADITIONAL, chars)  # unchanged: no character Simplified writes (沪, Japanese's for 濾)
+    japanese = [c for c, t, s, forms, own in zip(chars, of_japanese, simplified, chinese, of_simplified, strict=True)
+                if t != c and s != t and c not in forms and own == c]
+    only_simplified = [c for c, t, j in zip(chars, of_simplified, each("t2jp", of_simplified), strict=True)
+                       if c not in (t, j)]
+    return f"[{''.join(japanese)}]", f"[{''.join(only_simplified)}]"
+
+
+@cache
+def _forms() -> tuple[str, str]:
+    forms = json.loads(FORMS_FILE.read_text(encoding="utf-8"))
+    return forms["japanese"], forms["simplified"]
+
+
+def japanese_and_simplified_forms(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Per text: its characters of the forms only Japanese writes, and of those only Simplified Chinese writes."""
+    japanese, simplified = _forms()
+    return tuple(pc.count_substring_regex(texts, pattern).to_numpy(zero_copy_only=False)  # type: ignore[return-value]
+                 for pattern in (japanese, simplified))

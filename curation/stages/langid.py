@@ -130,7 +130,7 @@ from curation.lang.codes import (
     language_code,
     language_tag,
 )
-from curation.lang.han_script import HANS, HANT, han_scripts, to_simplified
+from curation.lang.han_script import HANS, HANT, han_scripts, japanese_and_simplified_forms, to_simplified
 from curation.lang.mixed import mixed_languages, paragraph_languages, span_sizes
 from curation.lang.scripts import POINTS_RE2, script_ids, script_table
 from curation.lang.settings import settings_for
@@ -166,6 +166,10 @@ FINALIST_RATIO_MIN = 0.2  # the unsure route's runner-up, relative to its leader
 FINALIST_EXPONENT = 0.0  # the pooled opinion's exponent in that re-judging (0: lingua alone)
 PARAGRAPH_LETTERS_MIN = 20  # letters (combining marks included) from which a paragraph's own label counts...
 SHORT_PARAGRAPH_SCORE_MIN = 0.9  # ... and the score from which a shorter one's does (`LangId.paragraphs`)
+OTHER_LANGUAGE_SCORE_MIN = 0.5  # the score from which a paragraph's label other than its document's counts
+FORMS_MIN = 2  # characters of forms only Japanese, or only Simplified Chinese, writes that turn a text's label...
+FORMS_SHARE_MIN = 0.02  # ... and their share of its Han characters at least...
+KANA_SHARE_MAX = 0.2  # ... to Chinese, when at most this share of its kana and Han letters are kana
 # Chinese varieties written in Han characters, which lid.176 tells apart by a few function words: a paragraph of a
 # Mandarin page labelled Wu (`小区里路由器太多` at 0.61), or one of a Cantonese post Wu at 0.35, made the page
 # "mixed" and dropped where a recipe keeps zh; such a label counts from `SHORT_PARAGRAPH_SCORE_MIN` only
@@ -502,10 +506,32 @@ def auto_min_score(lang: str, script: str | None = None) -> float:
 
 
 def _cantonese(lang: np.ndarray, texts: pa.Array) -> None:
-    """Texts labelled Mandarin that are written Cantonese (`curation.lang.cantonese`) relabelled `yue`, in place."""
-    mandarin = np.flatnonzero(lang == "zh")
-    if len(mandarin):
-        lang[mandarin[written_cantonese(texts.take(pa.array(mandarin)))]] = "yue"
+    """Texts labelled Mandarin that are written Cantonese (`curation.lang.cantonese`) relabelled `yue`, and texts
+    labelled Cantonese that are not, Mandarin (lid.176 names a Tang poem `yue`), in place."""
+    chinese = np.flatnonzero(np.isin(lang, ["zh", "yue"]))
+    if len(chinese):
+        lang[chinese] = np.where(written_cantonese(texts.take(pa.array(chinese))), "yue", "zh")
+
+
+def _japanese_or_chinese(lang: np.ndarray, texts: pa.Array) -> None:
+    """Han text told Japanese or Chinese by the forms only one of them writes (`han_script.japanese_and_simplified_
+    forms`), in place: a Chinese travel guide's paragraph with a few kana words in brackets (`参观浅草寺`, せんそうじ)
+    was Japanese, a line of kanji (`日本経済新聞社会部記者`) Chinese. A label turns at `FORMS_MIN` characters of the
+    other's forms (`FORMS_SHARE_MIN` of its Han ones), more than of its own; Japanese turns Chinese only where at
+    most `KANA_SHARE_MAX` of the kana and Han letters are kana."""
+    rows = np.flatnonzero(np.isin(lang, ["zh", "ja"]))
+    if not len(rows):
+        return
+    chosen = texts.take(pa.array(rows))
+    japanese, simplified = japanese_and_simplified_forms(chosen)
+    kana = pc.count_substring_regex(chosen, r"[\p{Hiragana}\p{Katakana}]").to_numpy(zero_copy_only=False)
+    han = pc.count_substring_regex(chosen, r"\p{Han}").to_numpy(zero_copy_only=False)
+    enough = np.maximum(FORMS_MIN, FORMS_SHARE_MIN * han)
+    to_chinese = (lang[rows] == "ja") & (simplified >= enough) & (simplified > japanese) & (
+        kana <= KANA_SHARE_MAX * (kana + han))
+    to_japanese = (lang[rows] == "zh") & (japanese >= enough) & (japanese > simplified)
+    lang[rows[to_chinese]] = "zh"
+    lang[rows[to_japanese]] = "ja"
 
 
 def _with_sinitic_mass(lang: np.ndarray, score: np.ndarray, rows: np.ndarray, mass: np.ndarray) -> None:
@@ -836,6 +862,7 @@ class LangId(DocumentFilter):
         if not self._lingua_codes:
             _with_sinitic_mass(lang, score, rows, sinitic)
             _cantonese(lang, flat)
+            _japanese_or_chinese(lang, flat)
             return _Opinion(lang, score, ft_lang, ft_score, route, script)
         # Only texts fastText is unsure of, or whose label has close neighbours, go on (~40% of sentences).
         grouped = np.isin(top, list(self._neighbours)) & (top_p < GROUP_SURE_ABOVE)
@@ -847,6 +874,7 @@ class LangId(DocumentFilter):
                 lang[i], score[i], route[i] = second
         _with_sinitic_mass(lang, score, rows, sinitic)
         _cantonese(lang, flat)
+        _japanese_or_chinese(lang, flat)
         return _Opinion(lang, score, ft_lang, ft_score, route, script)
 
     def _in_script(self, values: list[str], scripts: np.ndarray) -> tuple[list, list]:
@@ -946,8 +974,10 @@ class LangId(DocumentFilter):
 
         A line whose own label cannot be trusted takes its document's (`lang`, `score`: the whole texts'): one of
         fewer than `PARAGRAPH_LETTERS_MIN` letters scored under `SHORT_PARAGRAPH_SCORE_MIN`, one mostly of digits
-        and symbols, one scored under its label's `min_score`, or one labelled another Chinese variety than its
-        document's (`SINITIC`) under `SHORT_PARAGRAPH_SCORE_MIN`. A calendar read as Yoruba or a copyright line
+        and symbols, one scored under its label's `min_score`, one labelled another language than its document's
+        under `OTHER_LANGUAGE_SCORE_MIN` (a Swahili reply read as Xhosa at 0.39), or another Chinese variety than
+        its document's (`SINITIC`) under `SHORT_PARAGRAPH_SCORE_MIN`; but never where its script is not Latin and
+        not one its document's language is written in. A calendar read as Yoruba or a copyright line
         read as Irish would otherwise make an English page "mixed", and drop it where a recipe keeps some languages.
         """
         spans: list[tuple[int, int, int]] = []  # (document, start, end)
@@ -972,9 +1002,14 @@ class LangId(DocumentFilter):
         trusted = sure & (2 * letters >= visible) & passed
         line_doc = np.array([doc for doc, _, _ in spans], np.int64)
         if len(line_doc):
-            variety = (np.isin(opinion.lang, list(SINITIC)) & np.isin(lang[line_doc], list(SINITIC))
-                       & (opinion.lang != lang[line_doc]))
+            other = opinion.lang != lang[line_doc]
+            variety = np.isin(opinion.lang, list(SINITIC)) & np.isin(lang[line_doc], list(SINITIC)) & other
             trusted &= ~variety | (opinion.score >= SHORT_PARAGRAPH_SCORE_MIN)
+            trusted &= ~other | (opinion.score >= OTHER_LANGUAGE_SCORE_MIN)
+            # a line of a script its document's language is not written in keeps its own label: a line of Han in a
+            # page of pinyin was Malay, as the page was (any language may be romanised: Latin lines are left be)
+            trusted |= np.array([script != "Latn" and script not in label_scripts(code, None) for script, code in zip(
+                opinion.script, lang[line_doc], strict=True)], bool) & (opinion.lang != UNKNOWN)
         out: list[list[dict[str, Any]]] = [[] for _ in range(len(texts))]
         for j, (doc, start, end) in enumerate(spans):
             label, confidence = (opinion.lang[j], opinion.score[j]) if trusted[j] else (lang[doc], score[doc])

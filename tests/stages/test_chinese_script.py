@@ -152,3 +152,14 @@ stages:
     out = io.StringIO()
     summary(stats, result.job_dir, Console(file=out, width=200))
     assert "langid counts: to_simplified 2, zh-Hans 1, zh-Hant 2" in out.getvalue()
+
+
+def test_the_shipped_japanese_and_simplified_forms_are_opencc_s():
+    """`han_forms.json` is what `make_han_forms.py` derives from the installed OpenCC tables: Japanese's 経, 駅, 図 and
+    not the characters Chinese writes too (国, 学), Taiwan's forms (為, 衛) or OpenCC's old variants' (研, 概)."""
+    from curation.lang.han_script import _forms, derive_forms
+
+    japanese, simplified = _forms()
+    assert (japanese, simplified) == derive_forms()
+    assert all(c in japanese for c in "経駅図済") and not any(c in japanese for c in "国学為衛研概沪")
+    assert all(c in simplified for c in "东观们这") and not any(c in simplified for c in "国学")

@@ -308,3 +308,34 @@ def test_a_traditional_chinese_document_with_english_paragraphs_is_converted_as_
     assert out.table.column("lang").to_pylist() == ["zh"] and out.table.column("lang_script").to_pylist() == ["Hans"]
     converted = out.table.column("text")[0].as_py()
     assert converted.startswith("一波波接续性低温寒流报到") and "The campsite sits" in converted
+
+
+@pytest.fixture(scope="module")
+def identifier() -> LangId:
+    return LangId(keep=["zh", "ja", "en", "sw"], per_paragraph=True).ready()
+
+
+@pytest.mark.parametrize(("text", "lang"), [
+    # Chinese with kana words in brackets was Japanese, and its page dropped as `mixed zh+ja`
+    ("第二天推荐去浅草寺（せんそうじ）参观，然后步行到东京的上野公园。比如“一蘭”和“らーめん”专门店都值得一去。", "zh"),
+    ("日本経済新聞社会部記者", "ja"),  # kanji only, in forms Chinese does not write: it was Chinese at 1.00
+    ("床前明月光，疑是地上霜。举头望明月，低头思故乡。", "zh"),  # a Tang poem was Cantonese, with none of its characters
+    ("佢哋講咗好多年啦，我哋都唔知點算。真係冇辦法囉。", "yue"),
+    ("これは日本語の文章です。東京は日本の首都です。", "ja"),
+])
+def test_han_text_is_told_by_the_forms_and_characters_only_one_language_writes(identifier: LangId, text: str,
+                                                                               lang: str):
+    assert identifier.identify([text]).lang.tolist() == [lang]
+
+
+def test_an_unsure_line_takes_its_page_s_language_unless_its_script_is_another(identifier: LangId):
+    """A Swahili reply read as Xhosa at 0.39 made the thread mixed; a line of Han in a page of pinyin took the page's
+    label, Malay."""
+    thread = ("Habari za leo? Nina tatizo na kompyuta yangu, haiwezi kuwaka tena baada ya kusasisha programu.\n"
+              "Asante sana, imefanya kazi!\n"
+              "Karibu sana, rafiki yangu. Tunafurahi kwamba tatizo limetatuliwa sasa.")
+    lyrics = "jiu fang xin qu ba\nyou tian shi zai ni shen pang\n就放心去吧\n有天使在你身旁\nni bu yong dan xin wo"
+    opinion = identifier.identify([thread, lyrics])
+    spans = identifier.paragraphs(pa.array([thread, lyrics]), opinion.lang, opinion.score).to_pylist()
+    assert [s["lang"] for s in spans[0]] == ["sw"] * 3
+    assert [s["lang"] for s in spans[1]][2:4] == ["zh", "zh"]

@@ -76,14 +76,16 @@ _IPV6 = re.compile(
     rf"(?<!{_WORD}|[:.])((?:[0-9A-Fa-f]{{0,4}}:){{2,7}}(?:[0-9A-Fa-f]{{1,4}}|(?:[0-9]{{1,3}}\.){{3}}[0-9]{{1,3}})?)"
     rf"(?!{_WORD}|:|\.\w)"
 )
-_PHONE = re.compile(rf"(?<!{_WORD}|[+/@.,-])(?:\+|\(\+?)?\d[\d \u00a0().\/\u2013-]{{5,30}}\d"
+_PHONE = re.compile(rf"(?<!{_WORD}|[+/@.,-])(?:\+|[(（]\+?)?\d[\d \u00a0()（）.\/\u2013-]{{5,30}}\d"
                     rf"(?!{_WORD}|[.,]\d|[-\u2013]\d|@)")
 
 _VERSION_BEFORE = re.compile(
     r"(?i)(?:\b(?:v|ver|vers|version|versions|versão|release|rel|build|rev|revision|firmware|fw|bios|"
     r"update|patch|sdk|api|kernel|driver|windows|android|ios|macos|chrome|firefox|safari|python|java|"
     r"section|sec|chapter|chap|ch|art|article|para|paragraph|clause|rule|figure|fig|table|step|item|"
-    r"abschnitt|kapitel|ziffer|nr|no)\.?\s*[:#=]?\s*|§\s*|[A-Za-z]/)$"
+    r"abschnitt|kapitel|ziffer|nr|no)\.?\s*[:#=]?\s*|§\s*|[A-Za-z]/|"
+    # Chinese, Japanese, Korean words for version and firmware; a system named ...OS or ...UI (HarmonyOS, MIUI)
+    r"(?:版本号?|固件(?:版本)?|バージョン|버전)\s*[:：为為是は]?\s*|(?-i:[A-Za-z]*(?:OS|UI))\s+)$"
 )
 _NETWORK_WORDS = re.compile(
     r"(?i)\b(?:ip|ips|ipv4|ip-adresse|address|addresses|addr|adresse|dns|server|servers|host|hostname|ping|"
@@ -97,6 +99,10 @@ _PUBLIC_RESOLVERS = frozenset(
         "208.67.220.220", "4.2.2.1", "4.2.2.2", "64.6.64.6", "64.6.65.6", "94.140.14.14", "94.140.15.15",
         "76.76.19.19", "8.26.56.26", "8.20.247.20", "2001:4860:4860::8888", "2001:4860:4860::8844",
         "2606:4700:4700::1111", "2606:4700:4700::1001", "2620:fe::fe", "2620:fe::9",
+        # China's: 114DNS, AliDNS, DNSPod, Baidu, CNNIC, 360
+        "114.114.114.114", "114.114.115.115", "223.5.5.5", "223.6.6.6", "119.29.29.29", "182.254.116.116",
+        "180.76.76.76", "1.2.4.8", "210.2.4.8", "101.226.4.6", "218.30.118.6", "2400:3200::1", "2400:3200:baba::1",
+        "2402:4e00::",
     )
 )  # fmt: skip
 
@@ -109,7 +115,8 @@ _PHONE_WORD_BEFORE = re.compile(
     # words a prefix may join (Arabic's article, Hebrew's prepositions), of Indic scripts (whose vowel signs a word
     # boundary splits), of Chinese, Japanese, Korean and Thai (inside a run of letters): no word boundary before them
     r"هاتف|جوال|موبايل|فاكس|تلفن|تماس|موبائل|فون|טלפון|נייד|פקס|फ़ोन|फोन|मोबाइल|दूरभाष|ফোন|মোবাইল|"
-    r"தொலைபேசி|கைபேசி|ఫోన్|电话|電話|手机|手機|座机|座機|传真|傳真|热线|熱線|携帯|전화|휴대폰|연락처|문의|팩스|"
+    r"தொலைபேசி|கைபேசி|ఫోన్|电话|電話|手机|手機|座机|座機|传真|傳真|热线|熱線|联系方式|聯繫方式|联系人|拨打|撥打|致电|致電|"
+    r"携帯|전화|휴대폰|연락처|문의|팩스|"
     r"โทรศัพท์|โทร|☎|📞|✆)"
     r"[\s.:：#+\-]*(?:(?:(?:number|no|nr|nummer|num|numero|número|номер)\b\.?|नंबर|नम्बर|نمبر|رقم|شماره|מספר|"
     r"号码|號碼|番号|번호)[\s.:：]*)?"
@@ -117,7 +124,9 @@ _PHONE_WORD_BEFORE = re.compile(
     r"(?:\([^()]{1,12}\)[\s.:：]*)?$"
 )
 _NANP = re.compile(r"^(?:\+?1[ .-]?)?(?:\(([2-9]\d\d)\) ?|([2-9]\d\d)([ .-]))[2-9]\d\d([ .-])\d{4}$")
-_NATIONAL = re.compile(r"^(?:\(0[1-9]\d{0,4}\) ?|0[1-9]\d{0,4} ?/ ?)\d[\d \u2013-]*\d$")
+_NATIONAL = re.compile(r"^(?:[(（]0[1-9]\d{0,4}[)）] ?|0[1-9]\d{0,4} ?/ ?)\d[\d \u2013-]*\d$")
+# a mainland Chinese mobile number, 1 and a carrier's digit, written whole or 3-4-4 (`138 0013 8000`)
+_CN_MOBILE = re.compile(r"^1[3-9]\d(?:(?P<s>[ -]?)\d{4}(?P=s)\d{4})$")
 # a trunk 0 and groups parted by spaces only, 10 or 11 digits: how Europe writes its own numbers (`020 7946 0958`,
 # `030 12345678`, `01 23 45 67 89`); hyphens are an ISBN's (`0-306-40615-2`)
 _TRUNK = re.compile(r"^0[1-9]\d{0,3}(?: \d{2,8}){1,4}$")
@@ -129,14 +138,16 @@ _DATE = re.compile(  # 2024-01-15, 15.01.2024, 01/15/24, 1990-2000, optionally w
     r"(?:[ T]\d{1,2}(?:[:.]\d\d)*)?$"
 )
 _MONEY_BEFORE = re.compile(r"(?i)(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|jpy|rs|inr)\.?)\s*$")
-_MONEY_AFTER = re.compile(r"(?i)^\s*(?:[$€£¥₹%]|(?:usd|eur|euro|euros|dollars?|gbp|chf|jpy|kr|zł)\b)")
+_MONEY_AFTER = re.compile(
+    r"(?i)\s*(?:[$€£¥₹%元円圆員亿万億萬원]|(?:usd|eur|euro|euros|dollars?|gbp|chf|jpy|kr|zł|rmb|cny)\b)")
 _COUNTRY = re.compile(r"\+\s?(\d+)")
 _BETWEEN = re.compile(r"\s+/\s+|\s+(?=\()")  # where a run of digits may hold two numbers, or a number and a bracket
 _COORDINATES = re.compile(r"^[+-]?\d{1,3}\.\d{3,}[,;]?\s*[+-]?\d{1,3}\.\d{3,}$")  # +40.7128 -74.0060: a place
 _ISBN_BEFORE = re.compile(r"(?i)\b(?:isbn|issn|ean|doi|isbn-1[03])\b[\s:#-]*$")
 _ID_BEFORE = re.compile(  # order, invoice, case, account numbers shaped like phone numbers
     r"(?i)(?:#|\b(?:order|invoice|ref|reference|id|no|nr|art|item|sku|case|ticket|account|acct|kto|iban|blz|"
-    r"patent|zip|plz|serial|aktenzeichen|az|rechnung|bestellung|kundennummer)\b\.?)\s*[:#.-]?\s*$"
+    r"patent|zip|plz|serial|aktenzeichen|az|rechnung|bestellung|kundennummer)\b\.?|"
+    r"订单号?|訂單號?|单号|單號|编号|編號|账号|帳號|帐号|工号|學號|学号|批号|型号|型號)\s*[:#.：-]?\s*$"
 )
 
 
@@ -209,7 +220,8 @@ def _is_phone(text: str, start: int, end: int, context: int | None = None) -> bo
     value = text[start:end]
     before = start if context is None else context
     digits = sum(c.isdigit() for c in value)
-    if not 7 <= digits <= 15 or "  " in value or value.count("(") != value.count(")") or "()" in value:
+    opened, closed = value.count("(") + value.count("（"), value.count(")") + value.count("）")
+    if not 7 <= digits <= 15 or "  " in value or opened != closed or "()" in value:
         return False
     if _DATE.match(value) or _COORDINATES.match(value) or _ISBN_BEFORE.search(text, max(0, before - 12), before):
         return False
@@ -223,6 +235,8 @@ def _is_phone(text: str, start: int, end: int, context: int | None = None) -> bo
         return True
     if _ID_BEFORE.search(text, max(line_start, before - 24), before):
         return False
+    if _CN_MOBILE.match(value):
+        return True
     nanp = _NANP.match(value)
     if nanp:
         separators = {s for s in (nanp.group(3), nanp.group(4)) if s}

@@ -65,6 +65,9 @@ TRAPS = [
     "Tracking 4111111111111111 shipped, EAN 4006381333931, 16 digits 1234 5678 9012 3456",  # no card word, no Luhn
     "订单号 110105194912310029, 编号 990105194912310021",  # 18 digits, a wrong check and no province
     "QQ 2013 版本, QQ群 123456, QQ音乐 10000 首; WeChat account, 微信 Android 版, wx-small",
+    "系统版本为HarmonyOS 4.0.0.126, 固件版本4.0.0.126, MIUI 12.5.1.0 稳定版",  # versions, not addresses
+    "DNS服务器设置为114.114.114.114或223.5.5.5, 备用119.29.29.29",  # China's public resolvers, as Google's
+    "总额15000000000元, 订单号13800138000, 编号 13912345678",  # money and order numbers shaped as mobiles
     "Order #415-555-2671, invoice no. 212-555-0148, ZIP 94043-1351, SSN-like 123-45-6789",
 ]
 
@@ -190,3 +193,16 @@ def test_new_kinds_are_counted_and_can_be_left_out():
     counts = {k: out.column(schema.count_column("pii", k)).to_pylist()[0] for k in ("national_id", "card", "messenger")}
     assert counts == {"national_id": 1, "card": 1, "messenger": 1}
     assert redact(text, redact=["email", "ip", "phone"]) == text
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("联系方式：13800138000", "联系方式：<PHONE>"),
+    ("请致电13800138000或拨打138 0013 8000", "请致电<PHONE>或拨打<PHONE>"),
+    ("联系人：张先生 13800138000", "联系人：张先生 <PHONE>"),
+    ("手机/微信：138-0013-8000", "手机/微信：<PHONE>"),
+    ("电话：（010）87654321", "电话：<PHONE>"),
+])
+def test_chinese_mobile_numbers_in_any_wording_and_full_width_brackets(text: str, expected: str):
+    """A mainland mobile number stayed unless 手机 or 电话 came right before it (联系方式, 拨打, 致电 and a contact's
+    name did not count), and a landline in full-width brackets stayed."""
+    assert redact(text) == expected

@@ -147,8 +147,33 @@ def _expanded_nodes(root: yaml.Node | None) -> int:
     return size(root) if root is not None else 0
 
 
+def _inside_itself(root: yaml.Node | None) -> yaml.Node | None:
+    """A node that an alias inside it names (`a: &a [*a]`: a value without end), or None."""
+    done: set[int] = set()
+    path: set[int] = set()
+
+    def walk(node: yaml.Node) -> yaml.Node | None:
+        if id(node) in path:
+            return node
+        if id(node) in done or not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            return None
+        path.add(id(node))
+        children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value
+        found = next((hit for child in children if (hit := walk(child)) is not None), None)
+        path.discard(id(node))
+        done.add(id(node))
+        return found
+
+    return walk(root) if root is not None else None
+
+
 def _bounded_aliases(root: yaml.Node | None, text: str, file: str) -> None:
-    """Refuse a document whose aliases expand it past `MAX_YAML_NODES`, naming the first alias's line."""
+    """Refuse a document whose aliases expand it past `MAX_YAML_NODES`, naming the first alias's line, or an alias
+    inside the value it names, naming that value's line."""
+    if (looped := _inside_itself(root)) is not None:
+        mark = looped.start_mark
+        raise RecipeError([Problem(file, mark.line + 1, mark.column + 1, "", "a YAML alias (*name) inside the value "
+                                   "it names (&name) makes a value without end: write the value out")])
     if _expanded_nodes(root) <= MAX_YAML_NODES:
         return
     alias = next((e for e in yaml.parse(text) if isinstance(e, yaml.AliasEvent)), None)

@@ -138,6 +138,14 @@ def test_yaml_aliases_past_the_expansion_bound_are_refused_naming_the_first_alia
                      "values out, or repeat fewer"]
 
 
+@pytest.mark.parametrize(("text", "where"), [("a: &a [*a]\n", "1:4"),
+                                             ("name: x\nsources: &s\n  - {name: a, extra: *s}\n", "2:10")])
+def test_an_alias_inside_the_value_it_names_is_one_problem(text: str, where: str):
+    """`a: &a [*a]` ended `curate validate` in a thousand lines of RecursionError (the duplicate-key walk)."""
+    assert problems(text) == [f"r.yaml:{where}: a YAML alias (*name) inside the value it names (&name) makes a value "
+                              "without end: write the value out"]
+
+
 def test_a_few_aliases_still_work(tmp_path: Path):
     write_notes(tmp_path / "a.jsonl", ["a"])
     text = (f"name: aliased\nsources:\n  - &web {{name: web, format: jsonl, paths: ['{tmp_path}/a.jsonl']}}\n"

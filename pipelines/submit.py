@@ -22,9 +22,7 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 
 import curation
 import pipelines
-from curation import storage
-from curation.recipe import Recipe, load_recipe
-from curation.stages.base import named_files
+from curation.recipe import load_recipe
 from pipelines.run import recipe_as_run
 
 TERMINAL = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}
@@ -57,7 +55,7 @@ def cluster_errors() -> tuple[type[Exception], ...]:
 
 def submit(recipe_path: str, address: str, *, output: str | None = None, submission_id: str | None = None) -> str:
     """Submit a validated recipe; return the Ray job's submission id."""
-    recipe = with_absolute_paths(load_recipe(recipe_path))  # raises RecipeError before anything reaches the cluster
+    recipe = load_recipe(recipe_path).with_absolute_paths()  # raises RecipeError before anything reaches the cluster
     staging = Path(tempfile.mkdtemp(prefix="curate-submit-"))
     try:
         # the recipe as loaded, not its file: what it names to be read at load time (a language settings file,
@@ -83,30 +81,6 @@ def submit(recipe_path: str, address: str, *, output: str | None = None, submiss
                 time.sleep(2)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def with_absolute_paths(recipe: Recipe) -> Recipe:
-    """`recipe` with every local path it names relative to the folder `curate` runs in made absolute: on the
-    cluster the recipe runs in Ray's copy of a working folder, where `recipes/sample/*.warc.gz` names nothing and
-    `./jobs` is a temporary folder."""
-
-    def absolute(path: str) -> str:
-        return path if storage.is_remote(path) or Path(path).is_absolute() else str(Path(path).expanduser().absolute())
-
-    body = recipe.model_dump(mode="json")
-    body["output"] = absolute(body["output"])
-    for source in body["sources"]:
-        source["paths"] = [absolute(p) for p in source["paths"]]
-    if (body.get("tokenizer") or {}).get("model"):
-        body["tokenizer"]["model"] = absolute(body["tokenizer"]["model"])
-    for i, (_, kind, params) in enumerate(recipe.stage_specs()):
-        for key, path, _mark in named_files(params):
-            holder = body["stages"][i][kind]
-            if len(key) == 1:
-                holder[key[0]] = absolute(path)
-            else:
-                holder[key[0]][key[1]] = absolute(path)
-    return Recipe.model_validate(body)
 
 
 def job_status(address: str, job_id: str) -> dict[str, Any]:

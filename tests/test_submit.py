@@ -185,16 +185,20 @@ def test_a_submitted_recipe_names_its_local_paths_absolutely(tmp_path, monkeypat
     """The recipe runs in Ray's copy of a working folder: README's `curate submit recipes/quickstart.yaml` found no
     input there, and wrote its job folder under Ray's temporary package folder."""
     from curation.recipe import parse_recipe
-    from pipelines.submit import with_absolute_paths
 
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.jsonl").write_text('{"text": "x"}\n')
     (tmp_path / "words.txt").write_text("bad\n")
     monkeypatch.chdir(tmp_path)
-    recipe = with_absolute_paths(parse_recipe(
-        "name: r\noutput: ./jobs\nsources:\n  - {name: a, format: jsonl, paths: [in/*.jsonl, s3://bucket/x/*.jsonl]}\n"
-        "stages:\n  - toxicity: {wordlist: words.txt}\n", check_paths=False))
+    written = ("name: r\noutput: ./jobs\nsources:\n  - {name: a, format: jsonl, paths: [in/*.jsonl, s3://bucket/x/*.jsonl]}"
+               "\nstages:\n  - toxicity: {wordlist: words.txt}\n")
+    relative = parse_recipe(written, check_paths=False)
+    recipe = relative.with_absolute_paths()
     assert recipe.output == str(tmp_path / "jobs")
     assert recipe.sources[0].paths == [str(tmp_path / "in" / "*.jsonl"), "s3://bucket/x/*.jsonl"]
     assert next(iter(type(recipe.stages[0]).model_fields)) == "toxicity"
     assert recipe.stages[0].toxicity.wordlist == str(tmp_path / "words.txt")
+    # one recipe, one job folder: `curate run` here and `curate submit` (absolute paths) resume the same one
+    assert recipe.fingerprint() == relative.fingerprint()
+    absolute = parse_recipe(written.replace("in/*.jsonl", f"{tmp_path}/in/*.jsonl"), check_paths=False)
+    assert absolute.job_dir() == relative.job_dir()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, field_validator
@@ -12,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_mo
 from curation import schema, storage
 from curation.mixture import MixtureParams
 from curation.readers import READERS, CodeOptions
-from curation.stages.base import StageParams
+from curation.stages.base import StageParams, named_files
 from curation.stages.registry import ALL_STAGES
 from curation.tokens.config import PackConfig, TokenizerConfig
 from curation.yaml_model import NAME_PATTERN
@@ -173,12 +174,38 @@ class Recipe(_Strict):
         return out
 
     def fingerprint(self) -> str:
-        """Hash of everything that decides the output (not where it runs or is written)."""
+        """Hash of everything that decides the output (not where it runs or is written), its local paths absolute:
+        `data/x.jsonl` run here and the absolute path `curate submit` sends are one recipe, one job folder."""
         how = {"executor", "ray", "local", "output", "stall_timeout_s"}
         retries = {"__all__": {"read_attempts", "read_backoff_s"}}  # how hard a read is tried, not what it gives
-        body = self.model_dump(mode="json", exclude={**dict.fromkeys(how, True), "sources": retries})
+        body = self.with_absolute_paths().model_dump(
+            mode="json", exclude={**dict.fromkeys(how, True), "sources": retries})
         body["_ids"] = schema.ID_SCHEME
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+    def with_absolute_paths(self) -> Recipe:
+        """This recipe with every local path it names relative to the folder `curate` runs in made absolute (on a
+        cluster the recipe runs in Ray's copy of a working folder, where `recipes/sample/*.warc.gz` names nothing and
+        `./jobs` is a temporary folder)."""
+
+        def absolute(path: str) -> str:
+            return path if storage.is_remote(path) or Path(path).is_absolute() else str(
+                Path(path).expanduser().absolute())
+
+        body = self.model_dump(mode="json")
+        body["output"] = absolute(body["output"])
+        for source in body["sources"]:
+            source["paths"] = [absolute(p) for p in source["paths"]]
+        if (body.get("tokenizer") or {}).get("model"):
+            body["tokenizer"]["model"] = absolute(body["tokenizer"]["model"])
+        for i, (_, kind, params) in enumerate(self.stage_specs()):
+            for key, path, _mark in named_files(params):
+                holder = body["stages"][i][kind]
+                if len(key) == 1:
+                    holder[key[0]] = absolute(path)
+                else:
+                    holder[key[0]][key[1]] = absolute(path)
+        return Recipe.model_validate(body)
 
     def job_dir(self, output: str | None = None) -> str:
         """The job folder, a local one as an absolute path: Ray's workers on a cluster run in another folder, and

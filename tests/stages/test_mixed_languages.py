@@ -319,7 +319,7 @@ def identifier() -> LangId:
     # Chinese with kana words in brackets was Japanese, and its page dropped as `mixed zh+ja`
     ("第二天推荐去浅草寺（せんそうじ）参观，然后步行到东京的上野公园。比如“一蘭”和“らーめん”专门店都值得一去。", "zh"),
     ("日本経済新聞社会部記者", "ja"),  # kanji only, in forms Chinese does not write: it was Chinese at 1.00
-    ("床前明月光，疑是地上霜。举头望明月，低头思故乡。", "zh"),  # a Tang poem was Cantonese, with none of its characters
+    ("床前明月光，疑是地上霜。举头望明月，低头思故乡。", "zh"),  # a Tang poem was Cantonese, without its characters
     ("佢哋講咗好多年啦，我哋都唔知點算。真係冇辦法囉。", "yue"),
     ("これは日本語の文章です。東京は日本の首都です。", "ja"),
 ])

@@ -200,3 +200,16 @@ def test_the_summary_counts_the_steps_this_run_trained():
     assert train_summary(done) == "80 steps in 23.4 s: loss 4.9900 -> 4.2000, val_loss 4.2000, 0 spike(s)"
     assert train_summary(done, resumed_at=60).startswith("steps 61-80 of 80 in 23.4 s: loss 4.3900 -> 4.2000")
     assert train_summary(done, resumed_at=80) == "no step left to train (80 done) in 23.4 s, val_loss 4.2000"
+
+
+def test_every_step_trains_on_as_many_tokens_when_an_epoch_is_no_whole_number_of_batches(process_group,
+                                                                                         tmp_path: Path):
+    """An epoch's short last batch gave a small corpus fewer tokens in the same steps: the variants of one ablation
+    budget trained on 14,848, 15,360 and 16,384 tokens."""
+    job = tmp_path / "job"
+    job.mkdir()
+    build_train_job(job, train_rows=10)  # 10 rows, batches of 4: two whole batches and a short one per epoch
+    recipe = parse_train_recipe(recipe_text(job, tmp_path / "train", steps=7, checkpoint_every=7))
+    run_worker(recipe, 0, 1, torch.device("cpu"))
+    tokens = [r["tokens"] for r in read_jsonl(tmp_path / "train" / METRICS)]
+    assert len(tokens) == 7 and {b - a for a, b in pairwise([0, *tokens])} == {tokens[0]}

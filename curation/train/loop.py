@@ -424,6 +424,9 @@ def build_trainer(recipe: TrainRecipe, rank: int, world_size: int, device: torch
     rows = recipe.micro_batch_rows
     if shard is None:
         dataset = PackedDataset(job, "train", rank, world_size, seed=recipe.seed, batch_size=rows)
+        # whole batches only, where an epoch holds one: every step trains on as many tokens, so runs of one budget
+        # (an ablation's variants) see the same tokens (a short last batch per epoch gave a small corpus fewer)
+        dataset.drop_last = dataset.rows_per_rank >= rows
         stream: LoaderStream | RayDataStream = LoaderStream(dataset, recipe.micro_batches, recipe.loader_workers,
                                                             pin_memory=device.type == "cuda")
     else:

@@ -494,7 +494,7 @@ def _add_run(sub: Commands) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress display")
     run.add_argument("--serve", nargs="?", const="127.0.0.1:8000", metavar="[HOST:]PORT",
                      help="serve the status API and dashboard while the job runs (and after, until Ctrl-C, in a "
-                     "terminal); default 127.0.0.1:8000")
+                     "terminal; 15 s from a script); default 127.0.0.1:8000")
     run.set_defaults(func=_run)
 
 

@@ -30,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from curation.recipe import load_recipe
 from pipelines.cli import main
 from pipelines.net import free_port
+from pipelines.service import server
 from tests.conftest import ROOT, warc_response
 from tests.support.waiting import wait_until
 
@@ -166,14 +167,19 @@ def watched_job(tmp_path_factory: pytest.TempPathFactory) -> Watched:
     for p in pollers:
         p.start()
     started = time.time()
+    linger, server.LINGER_S = server.LINGER_S, 1.0  # from a script, the run serves its ended job a while
     try:
         assert main(["run", str(recipe), "--output", str(jobs), "--quiet", "--serve", f"127.0.0.1:{inline_port}"]) == 0
     finally:
+        server.LINGER_S = linger
         watched.run_seconds = time.time() - started
         stop.set()
         for p in pollers:
             p.join(timeout=10)
     watched.spike_documents = write_training_metrics(job_dir)
+    # a watcher of the run's own service sees the job end before the service does (it stopped at once: a script's
+    # `curate status --watch` ended in "no status service")
+    assert watched.inline and watched.inline[-1]["status"]["state"] == "done"
 
     def polled_answers_are_final() -> bool:
         """The answers the pollers had cached (for up to the service's ttl) now show the end and the training."""

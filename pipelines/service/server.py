@@ -65,11 +65,16 @@ def for_run(output: str, address: str) -> Background:
     return Background(output, host or "127.0.0.1", int(port)).start()
 
 
+LINGER_S = 15.0  # how long a run from a script serves its ended job: `curate status --watch` sees its last state
+
+
 def linger(service: Background) -> None:
-    """After the job: keep serving until Ctrl-C when someone watches a terminal; scripts just go on."""
+    """After the job: keep serving until Ctrl-C when someone watches a terminal; from a script, `LINGER_S` more (a
+    watcher polling every few seconds met a service gone before it saw `done`, and ended in an error)."""
     import sys
 
     if not sys.stdin.isatty():
+        time.sleep(LINGER_S)
         service.stop()
         return
     print(f"the status service goes on at {service.url} (Ctrl-C to stop)", file=sys.stderr)

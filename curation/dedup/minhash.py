@@ -576,6 +576,7 @@ def fuzzy_duplicates(
     langs: TextColumn | None = None,
     signatures: np.ndarray | None = None,
     n_partitions: int = 1,
+    groups: TextColumn | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """The whole MinHash-LSH dedup in one process: (removed, pairs).
 
@@ -589,7 +590,8 @@ def fuzzy_duplicates(
     Ray layer's result and what the quality benchmark measures; `n_partitions` runs the bucket and
     component steps per hash partition, as the shuffles do; `signatures` are `hasher_of(settings).signatures(texts,
     langs)` where already computed. `langs`: each document's language, for its words and, with the config's
-    `by_language`, to pair only documents of the same language.
+    `by_language`, to pair only documents of the same language (`groups`, where given: of the same group,
+    `curation.lang.mixed.language_groups`).
     """
     from curation.dedup.components import node_ids, node_partition, star_components
     from curation.dedup.exact import choose_survivors
@@ -604,7 +606,8 @@ def fuzzy_duplicates(
     usable = np.flatnonzero(has_shingles(sigs))
     keys = band_keys(sigs[usable], b, r)
     if settings.by_language:
-        keys = by_language(keys, None if langs is None else as_string_array(langs).take(pa.array(usable)))
+        grouped = langs if groups is None else groups
+        keys = by_language(keys, None if grouped is None else as_string_array(grouped).take(pa.array(usable)))
     table = band_table(ids.take(pa.array(usable)), keys, sigs[usable] if verify == "estimate" else None)
     part = (table.column("key").to_numpy() % np.uint64(max(n_partitions, 1))).astype(np.int64)
     pieces = [bucket_pairs(table.filter(pa.array(part == p)), threshold=threshold if verify == "estimate" else None)

@@ -77,6 +77,7 @@ from curation.dedup.minhash import (
     signature_column,
     signatures_from_column,
 )
+from curation.lang.mixed import PARAGRAPHS, language_groups
 from curation.mixture import CLUSTER_SIZE
 from curation.stages.base import StageParams
 from curation.stages.languages import LANG
@@ -101,7 +102,8 @@ class MinhashDedupParams(StageParams):
         "dropped; or characters (short text).")
     by_language: bool = Field(
         False, description="Deduplicate each language on its own, across the whole corpus (FineWeb-2): only "
-        "documents of the same `lang` are near-duplicates (documents without one form one group).")
+        "documents of the same `lang` are near-duplicates (documents without one form one group; a mixed document, "
+        "labelled per paragraph, is in the group of its languages, `ar+en`, whichever holds more).")
     cluster_size: bool = Field(
         False, description=f"Give every kept document `{CLUSTER_SIZE}`: the size of its cluster of near-duplicates "
         "(1 without any; the exact copies an `exact_dedup` before it removed count too), FineWeb-2's column, which "
@@ -138,7 +140,7 @@ class MinhashDedup(CorpusStage):
     Params = MinhashDedupParams
     runner = "minhash"
     signed_per_file = True
-    optional_columns = (LANG,)
+    optional_columns = (LANG, PARAGRAPHS)
 
     def hasher(self) -> MinHasher:
         return hasher_of(self.params)
@@ -167,7 +169,7 @@ class MinhashDedup(CorpusStage):
         bands, rows = self.lsh()
         keys = band_keys(sigs, bands, rows)
         if self.params.by_language:
-            keys = by_language(keys, langs)
+            keys = by_language(keys, language_groups_of(documents))
         keys[~usable] = 0
         offsets = pa.array(np.arange(0, (len(ids) + 1) * bands, bands, dtype=np.int32))
         lists = pa.ListArray.from_arrays(offsets, pa.array(keys.reshape(-1)))
@@ -202,7 +204,8 @@ class MinhashDedup(CorpusStage):
         plan must equal."""
         score = self.scores(documents) if self.params.score_column else None
         removed, _ = fuzzy_duplicates(documents.column("id"), documents.column("text"), score, settings=self.params,
-                                      langs=languages(documents), signatures=signatures)
+                                      langs=languages(documents), signatures=signatures,
+                                      groups=language_groups_of(documents))
         removals = near_duplicate_removals(removed.column("id"), removed.column("survivor_id"),
                                            removed.column("cluster"))
         return CorpusResult(removals, documents.num_rows, REWRITES.empty_table(), {})
@@ -231,6 +234,14 @@ class MinhashDedup(CorpusStage):
 def languages(documents: pa.Table) -> pa.ChunkedArray | None:
     """The documents' `lang` column, None where they have none (no `langid` stage)."""
     return documents.column(LANG) if LANG in documents.column_names else None
+
+
+def language_groups_of(documents: pa.Table) -> pa.Array | None:
+    """`by_language`'s group of each document: its language, a mixed one's languages (`language_groups`)."""
+    if LANG not in documents.column_names:
+        return None
+    spans = documents.column(PARAGRAPHS) if PARAGRAPHS in documents.column_names else None
+    return language_groups(documents.column(LANG), spans, documents.column("text"))
 
 
 def band_rows(signed: pa.Table) -> pa.Table:

@@ -8,9 +8,11 @@ from bisect import bisect_left
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from curation.lang.words import LANGUAGE_WORDS
-from curation.text.columns import segment_sum
+from curation.text.columns import combined, segment_sum
 
 PARAGRAPHS = "lang_paragraphs"
 MIXED_SHARE_MIN = 0.2
@@ -106,3 +108,26 @@ def _next(where: list[int] | None, at: int) -> int | None:
         return None
     k = bisect_left(where, at)
     return where[k] if k < len(where) else None
+
+
+def language_groups(langs: pa.Array | pa.ChunkedArray, spans: pa.Array | pa.ChunkedArray | None,
+                    texts: pa.Array | pa.ChunkedArray | None = None) -> pa.Array:
+    """Per document, its language, or a mixed one's languages joined in code order (`ar+en`): which documents
+    deduplication `by_language` compares. A page of Arabic and English paragraphs is `ar` or `en` by which holds
+    more, and its copy with two paragraphs more of the other was the other: two near-duplicates never compared.
+    Only documents whose paragraphs hold two labels are looked at in Python."""
+    groups = combined(langs).cast(pa.string()).to_pylist()
+    if spans is None:
+        return pa.array(groups, pa.string())
+    spans = combined(spans)
+    codes = pc.dictionary_encode(pc.struct_field(pc.list_flatten(spans), "lang")).indices.to_numpy(
+        zero_copy_only=False)
+    owner = pc.list_parent_indices(spans).to_numpy(zero_copy_only=False)
+    first = np.full(len(spans), -1, np.int64)
+    first[owner[::-1]] = codes[::-1]  # each document's first label (written last, reversed)
+    several = np.unique(owner[codes != first[owner]])
+    texts = combined(texts) if texts is not None else None
+    for doc, doc_spans in zip(several.tolist(), spans.take(pa.array(several, pa.int64())).to_pylist(), strict=True):
+        if mixed := mixed_languages(doc_spans, None if texts is None else texts[doc].as_py()):
+            groups[doc] = "+".join(sorted(mixed))
+    return pa.array(groups, pa.string())

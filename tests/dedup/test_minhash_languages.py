@@ -204,3 +204,26 @@ pack: {{seq_len: 64}}
     # every document once, the survivors as often as FineWeb-2's weights say: 3 (cluster of 3) and 2 (of 2)
     assert manifest["splits"]["train"]["documents_per_source"] == {"web": kept.num_rows - 2 + 3 + 2}
     assert manifest["mixture"]["web"]["achieved_tokens"] == manifest["mixture"]["web"]["available_tokens"]
+
+
+def test_by_language_compares_mixed_documents_by_their_languages(testdata: Path):
+    """Two copies of a page of alternating Arabic and English paragraphs, one with two more Arabic ones, the other two
+    more English: `ar` and `en` by which holds more, and never compared by `by_language` (Jaccard 0.88, both kept)."""
+    arabic, english = sentences(testdata, "ar")[:12], sentences(testdata, "en")[:12]
+    shared = [p for pair in zip(arabic[:10], english[:10], strict=True) for p in pair]
+    texts = ["\n".join([*shared, *arabic[10:]]), "\n".join([*shared, *english[10:]])]
+
+    def spans(text: str) -> list[dict]:
+        out, at = [], 0
+        for line in text.split("\n"):
+            out.append({"start": at, "end": at + len(line), "lang": "ar" if line in arabic else "en", "score": 1.0})
+            at += len(line) + 1
+        return out
+
+    documents = pa.table({"id": ["a", "b"], "text": texts, "lang": ["ar", "en"],
+                          "lang_paragraphs": [spans(t) for t in texts]})
+    stage = MinhashDedup(threshold=0.8, by_language=True)
+    assert stage.result(documents).removals.column("id").to_pylist() == ["b"]
+    signed = stage.signed(documents).column("keys").to_pylist()
+    assert set(signed[0]) & set(signed[1])  # the Ray plan's band keys meet as well
+    assert stage.result(documents.drop_columns(["lang_paragraphs"])).removals.num_rows == 0  # by majority: apart

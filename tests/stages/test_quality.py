@@ -151,7 +151,8 @@ def test_gopher_repetition_shares_are_at_most_one_in_text_without_spaces():
     scores = GopherRepetition().score(table)
     shares = np.concatenate([scores[f"top_{n}gram_char_frac"] for n in (2, 3, 4)])
     assert np.nanmax(shares) == 1.0
-    assert run_stage(GopherRepetition(), table).column(schema.REASON).to_pylist() == ["top_2gram"] * 2
+    # a text that says nothing twice repeats nothing, however short (datatrove counts its first 2-gram)
+    assert run_stage(GopherRepetition(), table).column(schema.REASON).to_pylist() == [None, "top_2gram"]
 
 
 def test_gopher_repetition_scores_and_custom_ngrams():
@@ -159,7 +160,7 @@ def test_gopher_repetition_scores_and_custom_ngrams():
                                      max_dup_ngram_char_frac={6: 0.1}), docs([GOOD]))
     row = out.to_pylist()[0]
     assert row["dup_line_frac"] == 0.0 and row["dup_6gram_char_frac"] == 0.0
-    assert 0 < row["top_2gram_char_frac"] < 0.05
+    assert row["top_2gram_char_frac"] == 0.0  # no 2-gram of it occurs twice
     assert "top_3gram_char_frac" not in out.column_names
     with pytest.raises(ValueError, match="from 1 to 10"):
         GopherRepetition(max_dup_ngram_char_frac={11: 0.1})

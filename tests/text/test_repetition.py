@@ -10,12 +10,13 @@ from curation.text.splitter import WordSplitter
 
 
 def _reference_ngrams(words: list[str], n: int) -> tuple[int, int]:
-    """Gopher's n-gram repetition as datatrove 0.10.1 computes it, written plainly."""
+    """Gopher's n-gram repetition as datatrove 0.10.1 computes it, written plainly; but where no n-gram occurs twice
+    the top one is 0 (datatrove: the first n-gram's characters, once)."""
     grams = [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
     top = -1
     if grams:
         gram, count = Counter(grams).most_common(1)[0]
-        top = len(gram) * count
+        top = len(gram) * count if count > 1 else 0
     seen, dup, i = set(), 0, 0
     while i < len(words) - n + 1:
         gram = tuple(words[i:i + n])

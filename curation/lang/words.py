@@ -99,6 +99,11 @@ _SCRIPT_SAMPLE = 4000  # characters whose letters vote for a text's script
 # ---------------------------------------------------------------------------------------------
 
 
+# full-width digits and Latin letters as ASCII (one code point each; full-width punctuation is Chinese's own)
+HALF_WIDTH = {c: c - 0xFEE0 for first, last in ((0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A))
+              for c in range(first, last + 1)}
+
+
 @lru_cache(maxsize=1)
 def _chinese() -> Segment:
     import rjieba
@@ -337,7 +342,9 @@ class LanguageWords(WordSplitter):
 
     def _ids_of_segments(self, piece: str, segment: Segment) -> tuple[int, ...]:
         """Ids of the segmenter's words of a piece."""
-        words = segment(composed(piece))  # substrings of a whitespace-free piece: no whitespace token to drop
+        # substrings of a whitespace-free piece: no whitespace token to drop; full-width digits and letters as their
+        # ASCII twins (jieba cut `２０２３年` into five words, four of them no letter: a notice was too_few_alpha_words)
+        words = segment(composed(piece).translate(HALF_WIDTH))
         get = self._word_ids.get
         ids = list(map(get, words))
         if None in ids:  # new words (a word new in this piece may occur twice in it: look it up again)

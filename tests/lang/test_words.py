@@ -143,3 +143,10 @@ def test_a_full_piece_memo_is_cleared_before_any_part_of_a_mixed_batch_gets_ids(
     texts = ["བོད་ཀྱི་", "alpha beta gamma", "ខ្ញុំ"]
     words = splitter.split(texts, ["bo", "en", "km"])  # "bo" sorts before "spaces", "km" after
     assert [words.strings(i) for i in range(3)] == [["བོད་", "ཀྱི་"], ["alpha", "beta", "gamma"], ["ខ្ញុំ"]]
+
+
+def test_full_width_digits_and_letters_are_words_as_their_ascii_twins():
+    """jieba cut `２０２３年` into five words, four of them no letter: a conference notice in full-width forms, as
+    Chinese pages write them, was too_few_alpha_words while its ASCII twin was kept."""
+    full, ascii_ = "２０２３年ＡＩ大会于９点开始", "2023年AI大会于9点开始"
+    assert segment(full, "zh") == segment(ascii_, "zh") == ["2023", "年", "AI", "大会", "于", "9", "点", "开始"]

@@ -761,3 +761,18 @@ def test_a_wet_conversion_that_is_not_utf8_is_a_reject_and_a_cut_character_is_le
         text * 3).encode("gbk")) + conversion("https://x.example/cut", text.encode() + "晴".encode()[:2]))
     rows = [r for r in read(WetReader(), path).to_pylist() if r[schema.REASON] != schema.END_OF_SHARD]
     assert [(r["text"], r[schema.REASON]) for r in rows] == [(text, None), (None, "invalid_utf8"), (text, None)]
+
+
+def test_an_error_of_the_reading_code_fails_the_shard_and_is_no_reject(tmp_path: Path, monkeypatch):
+    """A reader's own bug (here an AttributeError) made the whole file one `unreadable_input` reject and its shard
+    done: a reader broken mid-edit turned every WARC of a job into a reject, and the job ended `done`."""
+    path = tmp_path / "notes.jsonl"
+    path.write_bytes(b"".join(jsonl_line(f"note-{i}") for i in range(3)))
+
+    def broken(self, uri):
+        yield from ()
+        raise AttributeError("'NoneType' object has no attribute 'read'")
+
+    monkeypatch.setattr(JsonlReader, "records", broken)
+    with pytest.raises(InputReadError, match=r"in 1 attempt: AttributeError: .* \(an error of the reading code"):
+        list(read_shard(JsonlReader(**FAST), str(path), source="s", shard="shard-0"))

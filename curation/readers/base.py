@@ -29,6 +29,9 @@ from curation import schema, storage
 from curation.storage import is_io_error
 
 _FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)
+# errors of the reading code itself, not of what it reads: the shard fails (and says why), as a storage fault does;
+# as a reject each made a whole file `unreadable_input` and its shard done (a reader broken mid-edit did it to all)
+_CODE_ERRORS = (NameError, AttributeError, ImportError, AssertionError, NotImplementedError, SyntaxError)
 
 # Past this many decompressed bytes a file is judged by its ratio too: a file of one 2 GiB record (which
 # `max_record_bytes` rejects without holding it) must not lose the records after it by default.
@@ -36,7 +39,8 @@ DECOMPRESSION_FLOOR = 4 << 30
 
 
 class InputReadError(OSError):
-    """An input that could not be opened or read to its end for an I/O reason, after every attempt.
+    """An input that could not be opened or read to its end for an I/O reason, after every attempt, or that the
+    reading code failed on (an `AttributeError`...).
 
     Not a verdict on its content: the shard fails (it gets no end-of-shard marker, so it is never
     recorded as done) and a rerun reads it again."""
@@ -342,6 +346,9 @@ def read_shard(
             break
         except (*_FATAL, InputReadError):
             raise
+        except _CODE_ERRORS as exc:
+            why = f"{type(exc).__name__}: {exc} (an error of the reading code, not of the file: please report it)"
+            raise InputReadError(uri, 1, why[:500]) from exc
         except BaseException as exc:  # fastwarc raises Rust panics as BaseException
             rows.append(_row(_failure(position + 1, exc), source, uri, shard, key))
             break

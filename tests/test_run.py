@@ -218,7 +218,7 @@ def test_web_recipe_on_real_warc_files_shows_real_rejects_per_reason(ray_session
     kept = pq.read_table(Path(result.job_dir, "documents"))
     assert set(kept.column("lang").to_pylist()) == {"en"}
     assert kept.num_rows == stats["documents"]["out"] > 0
-    assert set(stage(stats, "pii")["counts"]) == {"email", "ip", "phone"}
+    assert set(stage(stats, "pii")["counts"]) == {"email", "ip", "phone", "national_id", "card", "messenger"}
 
 
 def test_bloom_dedup_removes_repeated_paragraphs_through_ray(ray_session, tmp_path):

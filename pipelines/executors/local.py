@@ -149,6 +149,7 @@ class LocalExecutor(Executor):
         # In-process, a task runs when it is first waited on, not when submitted: results are folded one at a
         # time and progress shows between tasks, as with a pool.
         self._later: dict[Future, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = {}
+        self._sent: dict[Future, tuple[Any, Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = {}
         if workers > 1:
             self._start()
 
@@ -185,11 +186,13 @@ class LocalExecutor(Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         if self._pool is not None:
             try:
-                return self._pool.submit(fn, *args, **kwargs)
+                future = self._pool.submit(fn, *args, **kwargs)
             except BrokenProcessPool as broken:  # a worker died between tasks, losing none: new workers
                 self._replace(broken)
-                return self._pool.submit(fn, *args, **kwargs)
-        future: Future = Future()
+                future = self._pool.submit(fn, *args, **kwargs)
+            self._sent[future] = (self._pool, fn, args, kwargs)
+            return future
+        future = Future()
         self._later[future] = (fn, args, kwargs)
         return future
 
@@ -209,7 +212,18 @@ class LocalExecutor(Executor):
     def result(self, handle: Future) -> Any:
         if handle in self._later:
             self._run(handle)
-        return handle.result()
+        sent = self._sent.pop(handle, None)
+        try:
+            return handle.result()
+        except BrokenProcessPool as broken:
+            # a worker died with the task pending (one dying as the pool started, which `_start` may not have seen
+            # yet): the task again, on new workers (once per pool, for all the tasks the broken one held)
+            if sent is None:
+                raise
+            pool, fn, args, kwargs = sent
+            if pool is self._pool:
+                self._replace(broken)
+            return self.result(self.submit(fn, *args, **kwargs))
 
     def stream(self, fn: Callable[..., Iterator[Any]], items: Iterable[Any], *shared: Any,
                cpus: float = 1.0) -> Iterator[Any]:

@@ -78,19 +78,12 @@ class InflateBudget:
         return BudgetedStream(stream, self)
 
 
-class BudgetedStream:
-    """A decompressing stream whose reads are spent from an `InflateBudget` (for a reader that hands the
-    stream to a library, e.g. `tarfile` in stream mode, which reads it through `read` only)."""
+class ForwardStream:
+    """A stream over `stream` read from start to end through `read` only (what fastwarc and `tarfile` in stream mode
+    ask of one): `given` counts what it gave."""
 
-    def __init__(self, stream: Any, budget: InflateBudget) -> None:
-        self.stream, self.budget = stream, budget
-        self.given = 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.stream.read(size)
-        self.given += len(data)
-        self.budget.spend(len(data))
-        return data
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.given = stream, 0
 
     def tell(self) -> int:
         return self.given
@@ -98,18 +91,33 @@ class BudgetedStream:
     def seek(self, offset: int, whence: int = 0) -> int:
         """Only where it is already (fastwarc asks): the stream is read from start to end."""
         if (offset, whence) not in ((self.given, 0), (0, 1)):
-            msg = "a decompressing stream is read from start to end"
+            msg = f"a {type(self).__name__} is read from start to end"
             raise io.UnsupportedOperation(msg)
         return self.given
 
     def close(self) -> None:
         self.stream.close()
 
-    def __enter__(self) -> BudgetedStream:
+    def __enter__(self) -> ForwardStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class BudgetedStream(ForwardStream):
+    """A decompressing stream whose reads are spent from an `InflateBudget` (for a reader that hands the
+    stream to a library, e.g. `tarfile` in stream mode, which reads it through `read` only)."""
+
+    def __init__(self, stream: Any, budget: InflateBudget) -> None:
+        super().__init__(stream)
+        self.budget = budget
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.given += len(data)
+        self.budget.spend(len(data))
+        return data
 
 
 @dataclass

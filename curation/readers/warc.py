@@ -20,6 +20,7 @@ from curation import storage
 from curation.readers.base import (
     BudgetedStream,
     DecompressionBombError,
+    ForwardStream,
     InflateBudget,
     Reader,
     Record,
@@ -117,16 +118,17 @@ class _Inflating(BudgetedStream):
         return self.members[bisect.bisect_right(self.members, (offset, 1 << 62)) - 1][1]
 
 
-class _CrlfHeaders:
+class _CrlfHeaders(ForwardStream):
     """A WARC whose header lines end in LF alone (the standard says CRLF; some writers, and warcio, which
     datatrove reads with, do without), given to fastwarc with CRLFs: fastwarc takes such a file for one
     header that never ends. Blocks pass as stored (Content-Length counts them), and a record's offset in the
     stream below, which resyncing needs, comes from `stored_offset`."""
 
     def __init__(self, below: Any, start: int) -> None:
-        self.below, self.start = below, start
+        super().__init__(below)
+        self.start = start
         self.pending, self.pending_at = b"", 0  # read from below, not given on yet; its offset there
-        self.out, self.given = b"", 0  # given on: not read yet, and read
+        self.out = b""  # given on, not read yet
         self.block = 0  # bytes of a block still to pass as they are
         self.header: int | None = None  # the Content-Length of the header block being read (-1: none yet)
         self.starts = [(0, 0)]  # (offset given, offset below) of each record's `WARC/` line
@@ -149,7 +151,7 @@ class _CrlfHeaders:
         end = -1 if self.block else self.pending.find(b"\n")
         if end < 0:
             if not self.ended and len(self.pending) < _SCAN:
-                data = self.below.read(1 << 16)
+                data = self.stream.read(1 << 16)
                 self.ended = not data
                 self.pending += data
             else:  # the end, or no line end in a MiB: given as it is (fastwarc says what is wrong with it)
@@ -174,20 +176,8 @@ class _CrlfHeaders:
     def stored_offset(self, offset: int) -> int:
         """The offset in the file of the record whose `WARC/` line is at `offset` in what was given."""
         below = self.starts[bisect.bisect_right(self.starts, (offset, 1 << 62)) - 1][1]
-        return self.below.stored_offset(below) if hasattr(self.below, "stored_offset") else self.start + below
+        return self.stream.stored_offset(below) if hasattr(self.stream, "stored_offset") else self.start + below
 
-    def tell(self) -> int:
-        return self.given
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        """Only where it is already (fastwarc asks): the stream is read from start to end."""
-        if (offset, whence) not in ((self.given, 0), (0, 1)):
-            msg = "a WARC given CRLFs is read from start to end"
-            raise io.UnsupportedOperation(msg)
-        return self.given
-
-    def close(self) -> None:
-        self.below.close()
 
 
 def _lf_only(head: bytes, codec: str | None) -> bool:

@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -205,8 +206,12 @@ def _on_cluster(command: Callable[[argparse.Namespace], int]) -> Callable[[argpa
         try:
             return command(args)
         except cluster_errors() as exc:
-            print(f"curate {args.command}: the Ray cluster at {args.address} is unreachable or refused the request: "
-                  f"{exc}", file=sys.stderr)
+            if "does not exist" in str(exc):  # the cluster answered: it has no such job
+                print(f"curate {args.command}: the Ray cluster at {args.address} has no job {args.job!r}",
+                      file=sys.stderr)
+            else:
+                print(f"curate {args.command}: the Ray cluster at {args.address} is unreachable or refused the "
+                      f"request: {exc}", file=sys.stderr)
             return 1
 
     return talking
@@ -220,7 +225,12 @@ def _status(args: argparse.Namespace) -> int:
             print("curate status --address needs the job id `curate submit` printed", file=sys.stderr)
             return 2
         info = job_status(args.address, args.job)
-        print(json.dumps(info, indent=2, default=str))
+        info["recipe"] = (info.get("metadata") or {}).get("recipe")
+        for key in ("job_id", "recipe", "status", "message", "entrypoint", "start_time", "end_time"):
+            value = info.get(key)
+            if key.endswith("_time") and value:  # milliseconds since the epoch
+                value = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value / 1000))
+            print(f"{key.replace('_', ' ')}: {value if value not in (None, '') else '-'}")
         return 0 if info["status"] != "FAILED" else 1
     from pipelines.service.client import status
 

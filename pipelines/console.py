@@ -61,8 +61,9 @@ class Progress:
 
 
 def funnel_table(title: str, stages: list[dict[str, Any]]) -> Table:
-    """One row per stage (`stats.json`'s stages, or the status service's funnel): documents in and out, and per
-    reason those dropped, the records skipped as no documents and those that went by unjudged."""
+    """One row per stage (`stats.json`'s stages, or the status service's funnel): documents in and out (those that
+    went by unjudged included), the share of the judged ones kept, and per reason those dropped, the records skipped
+    as no documents and those that went by unjudged."""
     table = Table(title=title, title_justify="left")
     for column in ("stage", "in", "out", "kept %", "dropped", "skipped (not documents)", "went by (unjudged)",
                    "MB in", "s"):
@@ -73,8 +74,10 @@ def funnel_table(title: str, stages: list[dict[str, Any]]) -> Table:
         return "\n".join(f"{k} {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "-"
 
     for row in stages:
-        kept = 100.0 * row["docs_out"] / row["docs_in"] if row["docs_in"] else 100.0
-        table.add_row(row["stage"], f"{row['docs_in']:,}", f"{row['docs_out']:,}", f"{kept:.1f}",
+        # what went by is in and out too, so that one stage's out is the next one's in; kept % is of those judged
+        passed = sum((row.get("bypassed") or {}).values())
+        kept = f"{100.0 * row['docs_out'] / row['docs_in']:.1f}" if row["docs_in"] else "-"
+        table.add_row(row["stage"], f"{row['docs_in'] + passed:,}", f"{row['docs_out'] + passed:,}", kept,
                       reasons(row["dropped"]), reasons(row.get("skipped") or {}), reasons(row.get("bypassed") or {}),
                       f"{row['bytes_in'] / 1e6:.2f}", f"{row['seconds']:.2f}")
     return table

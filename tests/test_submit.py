@@ -79,8 +79,11 @@ def test_submit_runs_the_recipe_on_the_cluster(head, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:] + logs.stdout[-3000:]
     assert "quickstart: funnel" in logs.stdout and "10 documents kept of 31 records" in logs.stdout
     status = subprocess.run([*CURATE, "status", job_id, "--address", head], cwd=ROOT, capture_output=True, text=True)
-    info = json.loads(status.stdout)
-    assert info["status"] == "SUCCEEDED" and info["metadata"]["recipe"] == "quickstart"
+    info = dict(line.split(": ", 1) for line in status.stdout.splitlines())  # lines, not a JSON dump
+    assert info["status"] == "SUCCEEDED" and info["recipe"] == "quickstart" and info["job id"] == job_id
+    none = subprocess.run([*CURATE, "status", "nosuch", "--address", head], cwd=ROOT, capture_output=True, text=True)
+    assert none.returncode == 1
+    assert none.stderr.strip() == f"curate status: the Ray cluster at {head} has no job 'nosuch'"
     assert get(f"{head}/api/jobs/{job_id}")["status"] == "SUCCEEDED"  # Ray's own REST API
     stats = json.loads(next((tmp_path / "jobs").glob("quickstart-*/stats.json")).read_text())
     assert stats["documents"]["out"] == 10 and stats["tokens"]["splits"]["train"]["rows"] > 0

@@ -54,6 +54,8 @@ def locate(root: yaml.Node | None, loc: tuple[Any, ...], at_key: bool = False) -
     """
     node, path = root, ""
     for part in loc:
+        if part == "[key]":  # pydantic's mark of an error in a mapping's key, the key the part before names
+            continue
         if isinstance(node, yaml.MappingNode):
             match = next(((key, value) for key, value in node.value if key.value == part), None)
             if match is not None:
@@ -127,7 +129,7 @@ def _describe(error: dict[str, Any]) -> str:
         return f"{msg}, got {error['input']!r}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
         return f"{msg}, got {error['input']!r}"
-    return msg
+    return msg.removeprefix("Value error, ")
 
 
 def _expanded_nodes(root: yaml.Node | None) -> int:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from curation.lang.codes import did_you_mean, language_code
 from curation.lang.scripts import script_of_text
@@ -35,6 +35,39 @@ FALLBACK_LANGUAGE = "fallback_language"
 _ENGLISH_CODES = frozenset({"en", "eng"})
 
 
+def _codes(key: str) -> list[str]:
+    """The output codes a `languages:` key names (`cmn_Hani` -> zh)."""
+    return [key] if key == EVERY_LANGUAGE else expand_keep([language_code(key)])
+
+
+def _judged_key(key: str) -> str:
+    """A `languages:` key that names languages this stage judges by the map, each key checked on its own (a map
+    of three bad keys was refused one key at a time)."""
+    one_script(key, "languages")
+    for code in _codes(key):
+        if _is_english(code):
+            msg = "English is judged by the stage's own params; set them instead"
+            raise ValueError(msg)
+        _, fallback = settings_for(None if code == EVERY_LANGUAGE else code)
+        if code != EVERY_LANGUAGE and fallback and code not in bundled_outputs(second_opinion=True):
+            msg = (f"langid labels no document {code} and no settings are shipped for it, so these would judge "
+                   f"nothing{did_you_mean(code)}")
+            raise ValueError(msg)
+    return key
+
+
+def _known_settings(changes: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(changes) - overridable())
+    if unknown:
+        msg = f"unknown setting(s) {unknown}; known: {sorted(overridable())}"
+        raise ValueError(msg)
+    return changes
+
+
+LanguageKey = Annotated[str, AfterValidator(_judged_key)]
+LanguageChanges = Annotated[dict[str, Any], AfterValidator(_known_settings)]
+
+
 class LanguageParams(DocumentFilter.Params):
     """Params of a filter whose thresholds depend on each document's language (the `lang` column).
 
@@ -49,7 +82,7 @@ class LanguageParams(DocumentFilter.Params):
     bullet lines, paragraph repetition...) are the top-level ones for every language.
     """
 
-    languages: dict[str, dict[str, Any]] = Field(
+    languages: dict[LanguageKey, LanguageChanges] = Field(
         default_factory=dict,
         description="Per-language overrides of the shipped settings: language code (any spelling "
         "`curation.lang.codes` reads, as lid.176 labels it: `chi`, `cmn`, `zh-TW` are zh, whose two scripts share "
@@ -65,28 +98,12 @@ class LanguageParams(DocumentFilter.Params):
 
     @field_validator("languages")
     @classmethod
-    def _known_settings(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        known = overridable()
+    def _each_code_once(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for key, changes in value.items():
-            one_script(key, "languages")
-            codes = [key] if key == EVERY_LANGUAGE else expand_keep([language_code(key)])  # cmn_Hani -> zh
-            if any(_is_english(code) for code in codes):
-                msg = f"languages.{key}: English is judged by the stage's own params; set them instead"
-                raise ValueError(msg)
-            unknown = sorted(set(changes) - known)
-            if unknown:
-                msg = f"languages.{key}: unknown setting(s) {unknown}; known: {sorted(known)}"
-                raise ValueError(msg)
-            for code in codes:
+            for code in _codes(key):
                 if code in out:
                     msg = f"languages.{key}: names {code}, as another key of this map does; give its settings once"
-                    raise ValueError(msg)
-                _, fallback = settings_for(None if code == EVERY_LANGUAGE else code,
-                                           overrides={"languages": {code: changes}})
-                if code != EVERY_LANGUAGE and fallback and code not in bundled_outputs(second_opinion=True):
-                    msg = (f"languages.{key}: langid labels no document {code} and no settings are shipped for it, "
-                           f"so these would judge nothing{did_you_mean(code)}")
                     raise ValueError(msg)
                 out[code] = changes
         return out

@@ -187,7 +187,7 @@ def test_a_recipe_merges_the_file_under_its_own_entries_and_holds_the_settings_n
 
 @pytest.mark.parametrize(("body", "line", "expected"), [
     (SETTINGS.replace("min_avg_word_length: 3.5", "min_avg_wordlength: 3.5"), 4,
-     "stages.gopher_quality.languages: Value error, languages.de: unknown setting(s) ['min_avg_wordlength']"),
+     "stages.gopher_quality.languages.de: unknown setting(s) ['min_avg_wordlength']"),
     (SETTINGS.replace("  langid:", "  gopher_quality_2: {}\n  langid:"), 6, "stages.gopher_quality_2: unknown key"),
     (SETTINGS + "  fineweb: {max_new_line_ratio: 0.2}\n", 8,
      "stages.fineweb.max_new_line_ratio: a language settings file sets per-language settings only (`languages` "

@@ -167,7 +167,7 @@ def test_a_bad_code_fails_the_recipe_naming_key_line_and_the_code_meant():
     assert len(found) == 3
     assert found[0].startswith("r.yaml:7:20: stages[2].langid.keep: ") and found[0].endswith("did you mean zh?")
     assert found[1].startswith("r.yaml:8:27: stages[3].toxicity.languages: ") and "yue is Cantonese" in found[1]
-    assert found[2].startswith("r.yaml:9:33: stages[4].gopher_quality.languages: ")
+    assert found[2].startswith("r.yaml:9:38: stages[4].gopher_quality.languages.cn: ")  # at the key, not the map
     assert found[2].endswith("did you mean zh-Hans (CN is a country code)?")
 
 

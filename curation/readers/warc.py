@@ -179,7 +179,6 @@ class _CrlfHeaders(ForwardStream):
         return self.stream.stored_offset(below) if hasattr(self.stream, "stored_offset") else self.start + below
 
 
-
 def _lf_only(head: bytes, codec: str | None) -> bool:
     """Whether a file starting with `head` (as stored) is a WARC whose first line ends in LF alone."""
     if codec is not None:

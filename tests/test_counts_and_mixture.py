@@ -346,3 +346,22 @@ pack: {{seq_len: 64, shard_rows: 64, validation: 0.0}}
     assert "warning: mixture books: 0 tokens (0.0%) for a target of 2,000 (50.0%)" in printed
     assert f"output: {result.job_dir}  (shards/, manifest.json, tokenizer.model, documents/, rejects/, stats.json" \
         in printed  # what the folder holds (a job that kept nothing has no documents/)
+
+
+def test_the_printed_funnel_chains_one_stage_s_out_to_the_next_one_s_in():
+    """toxicity judged 88 of fineweb's 144 and 56 went by: it read `in 88 / out 88`, and pii `in 144` after it."""
+    from rich.console import Console
+
+    from pipelines.console import funnel_table
+
+    row = {"bytes_in": 0, "seconds": 0.0, "dropped": {}, "skipped": {}}
+    stages = [{**row, "stage": "fineweb", "docs_in": 150, "docs_out": 144, "dropped": {"line_punct_ratio": 6}},
+              {**row, "stage": "toxicity", "docs_in": 88, "docs_out": 86, "dropped": {"toxic": 2},
+               "bypassed": {"language": 56}},
+              {**row, "stage": "pii", "docs_in": 142, "docs_out": 142}]
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(funnel_table("t", stages))
+    lines = {line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[2:5]]
+             for line in console.export_text().splitlines() if line.count("│") > 5}
+    assert lines == {"fineweb": ["150", "144", "96.0"], "toxicity": ["144", "142", "97.7"],
+                     "pii": ["142", "142", "100.0"]}

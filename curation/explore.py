@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import html
+import json
 import re
 import warnings
 from collections import Counter
@@ -486,13 +487,17 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
     """Run one document through `recipe`'s document stages (a Recipe, a recipe file or a job folder).
 
     A dict may carry `text` or `html` (raw page bytes or str, for `extract`), `source` (for stages
-    limited with `only`), `url` and `title`. Corpus stages need the whole corpus and are not run.
+    limited with `only`), `url`, `title` and `meta` (a dict or its JSON: a code file's path, language and
+    licence, which `code_filters` judges by). A row of `documents` or `rejects` is such a dict: pass it
+    whole. Corpus stages need the whole corpus and are not run.
     """
     from curation.apply import run_stage, without_earlier_columns
     from curation.stages import DocumentFilter
 
     doc = {"text": text_or_doc} if isinstance(text_or_doc, str) else dict(text_or_doc)
-    for key in ("text", "url", "title"):
+    if isinstance(doc.get("meta"), dict):
+        doc["meta"] = json.dumps(doc["meta"], ensure_ascii=False)
+    for key in ("text", "url", "title", "meta"):
         if not isinstance(value := doc.get(key), str):
             continue
         try:
@@ -502,8 +507,8 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
                    "UTF-8 text (a reader rejects such a record as `invalid_utf8`)")
             raise ValueError(msg) from None
     batch = schema.documents_table([doc.get("text")], source=doc.get("source") or "local")
-    for column in ("url", "title"):
-        if doc.get(column) is not None:
+    for column in ("url", "title", "meta"):
+        if isinstance(doc.get(column), str):  # a row's missing url is NaN in pandas
             batch = batch.set_column(batch.schema.get_field_index(column), column, pa.array([doc[column]], pa.string()))
     if doc.get("html") is not None:
         body = doc["html"].encode() if isinstance(doc["html"], str) else doc["html"]

@@ -48,6 +48,21 @@ def test_explain_shows_each_decision_with_its_scores_and_stops_at_the_drop():
     assert list(kept.to_frame()["stage"]) == ["extract", "length", "gopher_quality"]
 
 
+def test_explain_judges_a_code_file_by_its_meta_as_the_job_did():
+    """`explain` built its document from text, source, url and title: a kept MIT file, its row passed whole, was
+    `license_not_kept (no licence found)`, and the notebook printed "kept" above that drop."""
+    recipe = parse_recipe("name: c\nsources: [{name: code, format: code, paths: ['nowhere/*.tar.gz']}]\n"
+                          "stages: [{code_filters: {licenses: [permissive]}}]\n", check_paths=False)
+    meta = {"path": "src/app.py", "language": "Python", "license": "MIT", "license_class": "permissive"}
+    row = {"id": "c1", "text": "def add(a, b):\n    return a + b\n", "source": "code", "url": float("nan"),
+           "meta": json.dumps(meta)}  # a row of `explore.documents`: meta as stored, a missing url NaN
+    assert explore.explain(row, recipe).kept
+    assert explore.explain({**row, "meta": meta}, recipe).kept
+    copyleft = explore.explain({**row, "meta": {**meta, "license": "GPL-3.0", "license_class": "copyleft"}}, recipe)
+    assert (copyleft.kept, copyleft.steps[-1]["reason"]) == (False, "license_not_kept")
+    assert copyleft.steps[-1]["detail"] == "GPL-3.0 (copyleft)"
+
+
 MIXED = """
 name: mixed
 sources: [{name: notes, format: jsonl, paths: ["nowhere/*.jsonl"]}]

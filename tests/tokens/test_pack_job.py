@@ -217,7 +217,8 @@ def test_mixture_shares_within_one_point_and_shortfall(plain, corpus, tmp_path, 
         point = max(0.01, (largest["web"] + largest["books"]) / sum(tokens.values()))
         assert abs(got - share) < point and abs(report["achieved_share"] - share) < point
         assert abs(sum(tokens.values()) - total) <= largest["web"] + largest["books"]
-        assert report["shortfall_tokens"] == 0
+        # the nearer of the threshold bin's ends: off by half the document there at most
+        assert max(report["shortfall_tokens"], report["excess_tokens"]) <= largest["web"] / 2
     else:  # 1.5 epochs wanted, 1.2 allowed: the rest is reported, not repeated
         assert abs(tokens["web"] - 1.2 * web) < 0.02 * web
         assert report["shortfall_tokens"] == pytest.approx(report["target_tokens"] - 1.2 * web, rel=0.05)

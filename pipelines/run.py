@@ -28,6 +28,7 @@ from curation.dedup.corpus_stage import CorpusStage
 from curation.job import (
     DOCUMENTS,
     RECIPE_HASH_LINE,
+    REJECTS,
     WORK_DOCUMENTS,
     EventLog,
     JobWriter,
@@ -213,6 +214,9 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
     stats["executor_start_seconds"] = round(start_seconds, 3)  # part of wall_seconds
     if manifest is not None:
         stats["tokens"] = token_stats(manifest)
+    for folder in (DOCUMENTS, REJECTS):  # the summary names them: there, empty, where nothing was kept or dropped
+        fs, path = storage.resolve(storage.join(job_dir, folder))
+        fs.create_dir(path, recursive=True)
     storage.write_json_atomic(storage.join(job_dir, "stats.json"), stats)
     job.events.emit("job_done", documents=stats["documents"]["out"], seconds=stats["wall_seconds"])
     return RunResult(job_dir, stats, len(job.shards) - len(todo), into.finished)

@@ -264,6 +264,20 @@ stages: [{{langid: {{per_paragraph: true}}}}, {{bloom_dedup: {{shards: 2, capaci
     assert sum(len(spans) for spans in table.column("lang_paragraphs").to_pylist()) == 4 * 3 - 3
 
 
+def test_a_job_that_keeps_or_drops_nothing_has_its_documents_and_rejects_folders(tmp_path):
+    """A job that kept nothing had no `documents/`, and one that dropped nothing no `rejects/`: the README's
+    `ds.dataset(".../rejects", partitioning="hive")` raised FileNotFoundError on a folder its summary named."""
+    (tmp_path / "docs.jsonl").write_text(json.dumps({"text": "two words"}) + "\n")
+    for name, words in (("none-kept", 5), ("none-dropped", 1)):
+        recipe = parse_recipe(f"name: {name}\nexecutor: local\nlocal: {{workers: 1}}\n"
+                              f"sources: [{{name: s, format: jsonl, paths: ['{tmp_path}/docs.jsonl']}}]\n"
+                              f"stages: [{{length: {{min_words: {words}}}}}]\n")
+        job = Path(run(recipe, output=str(tmp_path / "out"), quiet=True).job_dir)
+        kept = pads.dataset(job / "documents").to_table().num_rows
+        dropped = pads.dataset(job / "rejects", partitioning="hive").to_table().num_rows
+        assert (kept, dropped) == ((0, 1) if name == "none-kept" else (1, 0))
+
+
 class Recording(LocalExecutor):
     """In-process, and keeps the order in which shards were handed over to run."""
 

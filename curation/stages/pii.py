@@ -20,7 +20,7 @@ found by a regex (compiled once) and then confirmed.
   or any shape right after a phone word (Tel., phone, Fax, mobile, Handy, téléphone, ☎...).
   Dates, ISBNs, prices, coordinates, long bare numbers and year ranges have none of these; a
   number after `Order #`, `invoice no.`, `ZIP`, `IBAN`... is not a phone number in any shape. Digits of any
-  script count (full-width, Arabic-Indic). A national number without a phone word counts in the shapes above or as
+  script count (full-width, Arabic-Indic, Persian, Devanagari, Bengali...), judged as their ASCII twins. A national number without a phone word counts in the shapes above or as
   a trunk 0 and space-parted groups of 10-11 digits (`020 7946 0958`, `01 23 45 67 89`), or hyphenated ones of
   9-11 (`0937-141993`, `090-1234-5678`).
 - Pages in scripts written without spaces glue addresses and numbers to their words (`发送至support@example.com`):
@@ -39,6 +39,7 @@ import functools
 import importlib.resources
 import ipaddress
 import re
+import unicodedata
 from typing import Literal
 
 import numpy as np
@@ -245,10 +246,19 @@ def _is_phone(text: str, start: int, end: int, context: int | None = None) -> bo
             or (bool(_TRUNK_HYPHENS.match(value)) and 9 <= digits <= 11))
 
 
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+
+
+def ascii_digits(text: str) -> str:
+    """`text` with every script's decimal digits as ASCII ones: one character for one, so its spans are the text's."""
+    return _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
+
+
 def find_phones(text: str) -> list[tuple[int, int]]:
     """Spans of phone numbers: digit runs whose shape or preceding word says phone (see the module doc). A run that is
     none may be two, or one and a bracket after it (`Tel. 030 1234567 / 030 7654321`, `030 1234567 (2019)`): its
     pieces are judged, the later ones by the words before the first."""
+    text = ascii_digits(text)  # the shapes below are ASCII's (a trunk `0`): `۰۹۱۲ ۳۴۵ ۶۷۸۹` is `0912 345 6789`
     spans = []
     for m in _PHONE.finditer(text):
         start, end = m.span()

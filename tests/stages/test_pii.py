@@ -152,6 +152,18 @@ def test_pii_glued_to_text_without_spaces_is_found_and_only_it_goes(text: str, e
     assert redact(text) == expected
 
 
+@pytest.mark.parametrize(("text", "phone"), [
+    ("برای اطلاعات بیشتر با شماره ۰۹۱۲ ۳۴۵ ۶۷۸۹ تماس بگیرید.", "۰۹۱۲ ۳۴۵ ۶۷۸۹"),  # Persian digits
+    ("للاستفسار اتصل على الرقم ٠١٢٣ ٤٥٦ ٧٨٩٠ خلال ساعات العمل.", "٠١٢٣ ٤٥٦ ٧٨٩٠"),  # Arabic-Indic
+    ("যোগাযোগ করুন ০১৭১১-২৩৪৫৬৭ নম্বরে", "০১৭১১-২৩৪৫৬৭"),  # Bengali
+    ("फोन: ०२२ २४१२ ३४५६ पर", "०२२ २४१२ ३४५६"),  # Devanagari
+])
+def test_a_number_in_its_script_s_own_digits_is_judged_as_its_ascii_twin(text: str, phone: str):
+    """Only a phone word made these phones: in their ASCII twins' shapes (a trunk 0, groups), they stayed."""
+    assert [text[a:b] for a, b in find_phones(text)] == [phone]
+    assert find_phones("سال ۱۴۰۲ و ۱۴۰۳") == [] and find_phones("मूल्य ₹ १२,४५०") == []
+
+
 def test_an_ip_in_full_width_digits_is_no_crash():
     """`ipaddress` reads ASCII digits only: a quad of full-width digits beside a real address raised."""
     assert redact("ip server ５.２.３.４ and 93.184.216.34") == "ip server ５.２.３.４ and <IP>"

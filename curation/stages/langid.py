@@ -679,9 +679,10 @@ class LangId(DocumentFilter):
     Drop reasons, first match wins: `lang_unknown` (script without a language in the model, or no
     letters; detail: the script; such rows have `lang_score` 0 and are kept only with `min_score: 0` and
     no `keep`, or with `unknown` in `keep`), `lang_not_kept` (detail: language and score),
-    `low_lang_score` (detail: language and score). `lang`, `lang_script` and `lang_score` are always added:
-    later stages (per-language quality thresholds as in FineWeb-2, mixtures) read them; `keep_scores` adds
-    fastText's own answer (`lang_fasttext`, `lang_fasttext_score`) to see what the second opinion changed.
+    `low_lang_score` (detail: language, score and the bound it broke, `uz-Latn 0.38 < 0.63`). `lang`, `lang_script`
+    and `lang_score` are always added: later stages (per-language quality thresholds as in FineWeb-2, mixtures)
+    read them; `keep_scores` adds fastText's own answer (`lang_fasttext`, `lang_fasttext_score`) to see what the
+    second opinion changed.
     `keep: [zh-Hans]` keeps one script; `to_simplified` converts Traditional Chinese documents (labelled `Hans`
     afterwards) before `keep` judges them. Counts (stats.json): the documents per label with a script of the
     two-script languages `keep` names (`zh-Hans`, `zh-Hant`, `zh-Hani`; zh's when `keep` is null, as labelled,
@@ -1100,15 +1101,16 @@ class LangId(DocumentFilter):
                 mask[i], reasons[i] = False, "lang_mixed"
             elif mask[i] and self._keep is not None and not set(languages) <= set(self._keep):
                 mask[i], reasons[i] = False, "lang_not_kept"
-            if not mask[i]:
-                details[i] = "mixed " + "+".join(languages)
+        bounds = np.broadcast_to(self.min_scores(scores["lang"], scores["lang_script"]), mask.shape)
         for i in np.flatnonzero(~mask):
-            if details[i] is not None:
-                continue
+            mixed_as = "mixed " + "+".join(mixed[i]) if i in mixed else None
             if reasons[i] == "lang_unknown":
                 details[i] = f"script {opinion.script[i]}" if opinion.script[i] else "no letters"
+            elif reasons[i] == "low_lang_score":  # the score and the bound it broke, as every filter's detail
+                said = f"{labels[i]} {scores['lang_score'][i]:.2f} < {bounds[i]:.2f}"
+                details[i] = f"{mixed_as}: {said}" if mixed_as else said
             else:
-                details[i] = f"{labels[i]} {opinion.score[i]:.2f}"
+                details[i] = mixed_as or f"{labels[i]} {opinion.score[i]:.2f}"
         return self.judged(batch, scores, mask, reasons, text=text, details=pa.array(details, type=pa.string()))
 
     def _to_simplified(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> pa.Array | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -26,6 +26,8 @@ from curation.lang.scripts import script_of_text
 
 DEFAULT_SCRIPT = "Latn"
 SHORT_LINE = 30
+# The marks a language's apostrophe is typed as: Uzbek's lists write `boʻlgan` (U+02BB), its web `bo'lgan` and `bo’lgan`
+APOSTROPHES = "'’‘ʻʼ`"
 """FineWeb's short line, in characters: English's, and every language's without a measure of its own."""
 
 
@@ -153,7 +155,7 @@ def _build(lang: str, script: str, source: str, values: Mapping[str, Any]) -> La
         "terminal_punctuation"]
     return LanguageSettings(
         language=lang, script=script, source=source,
-        stop_words=tuple(values["stop_words"]),
+        stop_words=with_apostrophes(values["stop_words"]),
         language_score=float(values["language_score"]),
         dup_line_frac=float(values["dup_line_frac"]),
         dup_n_grams={int(n): float(f) for n, f in values["dup_n_grams"].items()},
@@ -168,6 +170,17 @@ def _build(lang: str, script: str, source: str, values: Mapping[str, Any]) -> La
         short_line_length=int(values.get("short_line_length", SHORT_LINE)),
         stop_word_share=float(share) if (share := values.get("stop_word_share")) is not None else None,
     )
+
+
+def with_apostrophes(words: Sequence[str]) -> tuple[str, ...]:
+    """`words` and, for each holding an apostrophe, its twins with the other marks typed for one."""
+    out = dict.fromkeys(words)
+    for word in words:
+        marks = [c for c in APOSTROPHES if c in word]
+        for mark in marks:
+            for other in APOSTROPHES:
+                out.setdefault(word.replace(mark, other))
+    return tuple(out)
 
 
 def apply_overrides(settings: LanguageSettings, overrides: Mapping[str, Any]) -> LanguageSettings:

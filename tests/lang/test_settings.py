@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from curation.lang import settings as lang_settings
-from curation.lang.settings import apply_overrides, known_language, settings_for
+from curation.lang.settings import apply_overrides, known_language, settings_for, with_apostrophes
 from curation.stages.langid import bundled_model_path
 from tests.conftest import DATA, ROOT
 
@@ -133,3 +133,10 @@ def test_stop_words_written_here_are_words_that_real_text_contains(lang, sentenc
 def _fineweb2_stop_words(lang: str) -> list[str]:
     data = json.loads((ROOT / "curation" / "lang" / "data" / "settings.json").read_text(encoding="utf-8"))
     return data["languages"][lang]["fineweb2_stop_words"]
+
+
+def test_a_stop_word_with_an_apostrophe_counts_however_the_apostrophe_is_typed():
+    """Uzbek's list writes `bo\u02bblgan`; its web types `bo'lgan` or `bo\u2019lgan`, which never counted."""
+    uzbek = settings_for("uz")[0].stop_words
+    assert {"boʻlgan", "bo'lgan", "bo’lgan", "boʻlib", "bo'lib"} <= set(uzbek)
+    assert with_apostrophes(["l'", "la"]) == ("l'", "la", "l’", "l‘", "lʻ", "lʼ", "l`")

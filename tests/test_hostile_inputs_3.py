@@ -446,20 +446,52 @@ def test_a_content_length_that_is_no_length_is_a_bad_header_not_a_cut(tmp_path: 
     assert "truncated_input" not in outcome(table) and outcome(table)["doc"] >= 2
 
 
-def test_a_content_length_that_runs_into_the_next_record_doubles_nothing(tmp_path: Path):
+def _gzipped(plain: list[bytes], form: str) -> bytes:
+    """Four records as a WARC file: plain, gzip a member per record, the second and third in one member, or one
+    gzip stream."""
+    if form == "plain":
+        return b"".join(plain)
+    if form == "gzip-members":
+        return b"".join(gzip.compress(p, mtime=0) for p in plain)
+    if form == "gzip-shared-member":
+        return b"".join(gzip.compress(b"".join(part), mtime=0) for part in (plain[:1], plain[1:3], plain[3:]))
+    return gzip.compress(b"".join(plain), mtime=0)
+
+
+FORMS = ["plain", "gzip-members", "gzip-shared-member", "gzip-one-stream"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_content_length_that_runs_into_the_next_record_doubles_nothing(tmp_path: Path, form: str):
     """A plain WARC whose record b declares 4 bytes, the next record c and 10 bytes of d more than it holds: b was
-    kept with c inside its page, and reading resumed at c, read again: c's text twice, one page of garbage."""
+    kept with c inside its page, and reading resumed at c, read again: c's text twice, one page of garbage. Gzipped as
+    one stream (or b and c in one gzip member), c and d were lost without a word: the raw bytes after b's member hold
+    no record start; reading now resumes at the next `WARC/1.` line inside the member."""
     plain = [gzip.decompress(response(f"https://x.example/{tag}", page(tag))) for tag in ("aaa", "bbb", "ccc", "ddd")]
     header_end = plain[1].index(b"\r\n\r\n") + 4
     declared = len(plain[1]) - header_end - 4
     plain[1] = plain[1].replace(f"Content-Length: {declared}".encode(),
                                 f"Content-Length: {declared + 4 + len(plain[2]) + 10}".encode(), 1)
-    (tmp_path / "swallow.warc").write_bytes(b"".join(plain))
+    (tmp_path / "swallow.warc").write_bytes(_gzipped(plain, form))
     table = read(WarcReader(), tmp_path / "swallow.warc")
     urls = [u for u, r in zip(table.column("url").to_pylist(), table.column(schema.REASON).to_pylist(), strict=True)
             if r is None]
     assert urls == ["https://x.example/aaa", "https://x.example/ccc", "https://x.example/ddd"]
     assert details(table)["bad_warc_header"][0].startswith("Content-Length ")
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_records_after_a_bad_header_are_read_in_every_gzip_form(tmp_path: Path, form: str):
+    """A record with `Content-Length: -5` then two good ones: gzipped as one stream, both were lost, uncounted."""
+    plain = [gzip.decompress(response(f"https://x.example/{tag}", page(tag))) for tag in ("aaa", "bbb", "ccc", "ddd")]
+    declared = plain[1].split(b"Content-Length: ")[1].split(b"\r\n")[0]
+    plain[1] = plain[1].replace(b"Content-Length: " + declared, b"Content-Length: -5", 1)
+    (tmp_path / "bad.warc.gz").write_bytes(_gzipped(plain, form))
+    table = read(WarcReader(), tmp_path / "bad.warc.gz")
+    assert outcome(table) == {"doc": 3, "bad_warc_header": 1}
+    kept = [u for u, r in zip(table.column("url").to_pylist(), table.column(schema.REASON).to_pylist(), strict=True)
+            if r is None]
+    assert kept == ["https://x.example/aaa", "https://x.example/ccc", "https://x.example/ddd"]
 
 
 def _lf_only(record: bytes) -> bytes:

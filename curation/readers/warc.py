@@ -42,19 +42,19 @@ _SKIPPED = {
 def _open(uri: str, offset: int, budget: InflateBudget | None, codec: str | None, raw: Any = None,
           lf_only: bool = False) -> object:
     """The file from `offset` on (`raw`, where it is open already): a path for a local file read from its
-    start, else a seekable file; with a `budget`, a stream that counts what the file inflates to (gzip
-    inflated here, so that records' offsets in the file as stored, which resyncing needs, are known; lz4 and
-    zstd by Arrow, read from the start only, as their frames are never resynced to). fastwarc detects the
-    codec (gzip, lz4, zstd) of a compressed file. `lf_only`: the stream with its header lines given CRLFs."""
+    start, else a seekable file; gzip inflated here (`_Inflating`), so that records' offsets in the file as
+    stored and inside their gzip member, which resyncing needs, are known; with a `budget`, lz4 and zstd through a
+    stream that counts what they inflate to (by Arrow, read from the start only, as their frames are never resynced
+    to), else fastwarc detects and reads them. `lf_only`: the stream with its header lines given CRLFs."""
     if lf_only:
         if codec is not None:  # inflated here: fastwarc reads the CRLFs' stream, not the file
             budget = budget if budget is not None else InflateBudget(None, 0)
         stream = _open(uri, offset, budget, codec, raw) if codec is not None else raw or _open_at(uri, offset)
         return _CrlfHeaders(stream, offset)
+    if codec == "gzip":  # inflated here always: a record's offset inside its member is known (resyncing needs it)
+        return _Inflating(raw if raw is not None else _open_at(uri, offset), offset, budget or InflateBudget(None, 0))
     if budget is not None and codec is not None:
         raw = raw if raw is not None else _open_at(uri, offset)
-        if codec == "gzip":
-            return _Inflating(raw, offset, budget)
         return budget.counting(SalvagingStream(raw, codec))  # from the start: the records before a break kept
     if offset == 0 and not storage.is_remote(uri):
         if raw is not None:
@@ -115,7 +115,36 @@ class _Inflating(BudgetedStream):
 
     def stored_offset(self, offset: int) -> int:
         """The offset in the file of the gzip member holding inflated offset `offset`."""
-        return self.members[bisect.bisect_right(self.members, (offset, 1 << 62)) - 1][1]
+        return self.position(offset)[0]
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """Inflated offset `offset` as (the offset in the file of the gzip member holding it, its offset inside
+        that member's inflated bytes)."""
+        inflated, stored = self.members[bisect.bisect_right(self.members, (offset, 1 << 62)) - 1]
+        return stored, offset - inflated
+
+    def resume_at_record(self, after: int) -> int | None:
+        """Read on to the first `WARC/1.` line of this stream's first gzip member starting at or after inflated
+        offset `after` in it, and give from there on: offsets then count from that line, which is returned. None
+        where the member holds none (or breaks off first): what follows is the next member's to find."""
+        pending, base = b"", 0  # inflated bytes of the member not searched yet, from offset `base` in it
+        while True:
+            try:
+                chunk = self.read(_SCAN)
+            except OSError:  # the member breaks (a `DecompressionBombError` is no OSError: it ends the file)
+                return None
+            end = self.members[1][0] if len(self.members) > 1 else None  # where the first member ended
+            pending += chunk
+            at = pending.find(b"\n" + _PLAIN, max(after - 1 - base, 0))
+            if at >= 0 and (end is None or base + at + 1 < end):
+                line = base + at + 1
+                self.inflated = pending[at + 1 :] + self.inflated  # given again, from the line on
+                self.given = 0
+                self.members = [(inflated - line, stored) for inflated, stored in self.members]
+                return line
+            if not chunk or (end is not None and base + len(pending) >= end):
+                return None
+            base, pending = base + len(pending) - len(_PLAIN), pending[-len(_PLAIN) :]
 
 
 class _CrlfHeaders(ForwardStream):
@@ -231,8 +260,10 @@ class WarcReader(Reader):
     def records(self, uri: str) -> Iterator[Record]:
         """Records in file order. A break in the stream (a lying Content-Length, a header block over
         fastwarc's 32 KiB, garbage between records) becomes one `unreadable_input` reject, and reading
-        resumes at the next record start found in the raw file (the next gzip member of a per-record
-        .warc.gz, the next `WARC/1.` line of a plain WARC), so the records after it are not lost. A file
+        resumes at the next record start: the next `WARC/1.` line in what the rest of the record's gzip member
+        inflates to (all of a WARC gzipped as one stream: inflated again from that member's start), else in the
+        raw file (the next gzip member of a per-record .warc.gz, the next `WARC/1.` line of a plain WARC), so the
+        records after it are not lost. A file
         cut short ends with one `truncated_input` (or `truncated_record`) reject, wherever the cut is.
 
         A compressed file is read through a stream that counts what it inflates to (`_open`): past
@@ -243,17 +274,21 @@ class WarcReader(Reader):
         under 1% of a run that extracts pages; `max_decompression_ratio: null` leaves it to fastwarc."""
         raw, budget, codec, lf_only = self._opened(uri)
         position, start, stream = 0, 0, _open(uri, 0, budget, codec, raw, lf_only)
+        resumed = f"byte {start}"  # where the stream begins, in words
+        inside: tuple[int, int] | None = (0, 0) if isinstance(stream, _Inflating) else None  # (member, offset in it)
         broken: Record | None = None  # a break, reported when reading resumes after it or the file ends
         while True:
             last, clipped, misframed = None, False, False
             try:
                 for rec in ArchiveIterator(stream, parse_http=False):
                     if broken is not None:
-                        broken.detail = f"{broken.detail}; reading resumed at byte {start}"[:500]
+                        broken.detail = f"{broken.detail}; reading resumed at {resumed}"[:500]
                         yield broken
                         broken = None
                     # absolute offset (of its gzip member) in the file
                     last = stream.stored_offset(rec.stream_pos) if hasattr(stream, "stored_offset") else rec.stream_pos
+                    if isinstance(stream, _Inflating):
+                        inside = stream.position(rec.stream_pos)
                     record = self._record(position, rec)
                     clipped = record.reason in ("truncated_record", "truncated_input")
                     yield record
@@ -270,12 +305,23 @@ class WarcReader(Reader):
                     position += 1
             offset = start if last is None else last
             # a clipped record may have swallowed later records with a too long Content-Length: look for them too
-            found = _next_record_start(uri, offset + 1) if broken is not None or clipped or misframed else None
+            resync = broken is not None or clipped or misframed
+            if resync and inside is not None and not lf_only:  # first in the rest of the record's gzip member (a
+                member, at = inside  # WARC gzipped as one stream is one member: the raw bytes hold no record start)
+                again = _Inflating(_open_at(uri, member), member, budget or InflateBudget(None, 0))
+                line = again.resume_at_record(at + 1)
+                if line is not None:
+                    stream, start, inside = again, member, (member, line)
+                    resumed = f"byte {line} of the gzip member at byte {member}"
+                    continue
+            found = _next_record_start(uri, offset + 1) if resync else None
             if found is not None:
                 start, found_codec = found
                 if found_codec != codec:  # a gzip member after plain bytes: inflated within the budget as well
                     codec, budget = found_codec, self.inflate_budget(uri) if found_codec else None
                 stream = _open(uri, start, budget, codec, lf_only=lf_only)
+                resumed = f"byte {start}"
+                inside = (start, 0) if isinstance(stream, _Inflating) else None
                 continue
             cut = _cut_gzip_member(uri, offset)  # fastwarc ends quietly where a gzip member breaks off early
             if broken is not None:

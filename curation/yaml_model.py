@@ -111,7 +111,9 @@ def _did_you_mean(model: type[BaseModel], error: dict[str, Any]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"  # of the names that name files and folders: a job's, a source's, a run's
+# of the names that name files and folders: a job's, a source's, a run's. The first a letter or a digit: `.x` is a hidden
+# folder, `-x` an option to a command, and the status service (`pipelines.service.jobs.JOB_ID`) serves neither
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
 def _describe(error: dict[str, Any]) -> str:
@@ -124,7 +126,8 @@ def _describe(error: dict[str, Any]) -> str:
         return (f"{msg}, got {len(error['input'])}: it names files and folders of the job, and a file name may "
                 "have at most 255 bytes")
     if kind == "string_pattern_mismatch" and error.get("ctx", {}).get("pattern") == NAME_PATTERN:
-        return f"a name of letters, digits, `_`, `.` and `-` only (it names files and folders), got {error['input']!r}"
+        return (f"a name of letters, digits, `_`, `.` and `-` only, beginning with a letter or a digit (it names "
+                f"files and folders), got {error['input']!r}")
     if kind == "literal_error":
         return f"{msg}, got {error['input']!r}"
     if kind.endswith("_type") or kind.endswith("_parsing"):

@@ -141,6 +141,8 @@ def build_jobs(root: Path, outside: Path) -> None:
     pointed.mkdir()
     (pointed / "events.jsonl").symlink_to(outside / "events.jsonl")
     (pointed / "recipe.yaml").symlink_to(outside / "recipe.yaml")
+    for name in ("sp ace-0123456789", "données-0123456789"):  # made by hand: no job id names them
+        write_job(root, name=name, done=True)
 
 
 @dataclass
@@ -170,6 +172,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 def test_the_job_list_leaves_out_job_folders_linked_out_or_made_of_links(served):
+    """...and folders no job id names (`sp ace`, `données`): listed, every request for them was a 422."""
     listed = sorted(j["id"] for j in served.get("/api/jobs")["jobs"])
     assert listed == [CUT, DOCUMENT_LINKED, LINKS, OTHER, SHARDS_LINKED]
     for job in (ESCAPED, POINTED):

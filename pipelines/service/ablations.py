@@ -24,9 +24,8 @@ from curation.ablate import results as layout
 from curation.ablate.stats import METRICS
 from curation.progress import pid_alive
 from pipelines.service import models
-from pipelines.service.jobs import JOB_ID, AnswerCache, dumps, holds, pinned
+from pipelines.service.jobs import JOB_ID, JOB_ID_RE, AnswerCache, dumps, holds, pinned
 
-_NAME = re.compile(JOB_ID)
 _STEP_FILE = re.compile(r"step-[0-9]{8}\.json")
 _SEED = re.compile(r"seed-(-?[0-9]{1,18})")
 EVENTS = "events.jsonl"
@@ -81,7 +80,7 @@ class ServedAblation:
         with os.scandir(self.path / relative) as entries:
             names = sorted(e.name for e in entries)
         if pattern is None:
-            return [n for n in names if _NAME.fullmatch(n) and self.holds(f"{relative}/{n}", folder=True)]
+            return [n for n in names if JOB_ID_RE.fullmatch(n) and self.holds(f"{relative}/{n}", folder=True)]
         return [n for n in names if pattern.fullmatch(n) and self.holds(f"{relative}/{n}")]
 
     def runs(self, *, proxies: bool = False) -> list[tuple[str, int]]:
@@ -171,7 +170,7 @@ class Ablations(AnswerCache):
 
     def names(self) -> list[str]:
         try:
-            entries = sorted(p for p in self.root.iterdir() if _NAME.fullmatch(p.name))
+            entries = sorted(p for p in self.root.iterdir() if JOB_ID_RE.fullmatch(p.name))
         except OSError:
             return []
         return [p.name for p in entries if p.is_dir() and p.resolve().parent == self.root and

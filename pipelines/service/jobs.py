@@ -21,6 +21,7 @@ import contextlib
 import contextvars
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -33,6 +34,7 @@ from curation.progress import EVENTS, MANIFEST, TRAIN_METRICS, JobFolder, list_j
 
 _DESCRIPTORS = Path("/proc/self/fd")  # Linux: an open file named by its descriptor
 JOB_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$"
+JOB_ID_RE = re.compile(JOB_ID)  # use fullmatch: `$` alone lets "id\n" through
 NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.:=+-]{0,199}$"  # stage and reason names
 MAX_CACHED = 512
 
@@ -238,7 +240,9 @@ class Jobs(AnswerCache):
         self.folders: dict[str, tuple[float, ServedJob]] = {}
 
     def ids(self) -> list[str]:
-        return self.cached(("ids",), lambda: [p.name for p in list_jobs(self.root) if self._inside(p)])
+        # only the folders a job's path can name: `sp ace` was listed, then every request for it was a 422
+        return self.cached(("ids",), lambda: [p.name for p in list_jobs(self.root)
+                                              if self._inside(p) and JOB_ID_RE.fullmatch(p.name)])
 
     def _inside(self, path: Path) -> bool:
         try:

@@ -12,7 +12,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from curation import explore
 from curation.job import DOCUMENTS, WORK_DOCUMENTS
 from pipelines.service import models
-from pipelines.service.jobs import JOB_ID, NAME, Jobs, ServedJob, dumps
+from pipelines.service.jobs import JOB_ID, JOB_ID_RE, NAME, Jobs, ServedJob, dumps
 
 router = APIRouter(prefix="/api")
 
@@ -103,7 +103,6 @@ def train_answer(registry: Jobs, folder: ServedJob, since_step: int = SINCE_STEP
     return registry.cached(("train", folder.id, since_step, max_points), compute)
 
 
-_JOB_ID = re.compile(JOB_ID)
 _TRAIN_QUERY = re.compile(rb"(since_step|max_points)=([0-9]{1,9})")
 WHOLE: dict[str, Callable[[Jobs], bytes]] = {"/api/jobs": jobs_answer, "/healthz": healthz_answer}
 PER_JOB: dict[str, Callable[[Jobs, ServedJob], bytes]] = {
@@ -127,7 +126,7 @@ def hot_answer(registry: Jobs, path: str, query: bytes) -> bytes | None:
         return None
     job, _, tail = path[10:].partition("/")
     build = PER_JOB.get(tail)
-    if build is None or not _JOB_ID.fullmatch(job):  # fullmatch: `$` alone lets "id\n" through
+    if build is None or not JOB_ID_RE.fullmatch(job):  # fullmatch: `$` alone lets "id\n" through
         return None
     if query:
         if tail != "train":

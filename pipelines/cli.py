@@ -201,6 +201,10 @@ def _on_cluster(command: Callable[[argparse.Namespace], int]) -> Callable[[argpa
     def talking(args: argparse.Namespace) -> int:
         if not args.address:
             return command(args)
+        if not args.address.startswith(("http://", "https://")):  # Ray's client took `host:port` for a GCS: 35 s of
+            print(f"curate {args.command}: --address is the Ray dashboard's URL, http://HEAD:8265 (got "  # retries
+                  f"{args.address!r})", file=sys.stderr)
+            return 2
         from pipelines.submit import cluster_errors
 
         try:

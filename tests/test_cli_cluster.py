@@ -43,3 +43,16 @@ def test_a_run_told_to_join_a_ray_that_is_not_there_says_so_in_one_line(tmp_path
     [job] = (tmp_path / "jobs").iterdir()
     events = [json.loads(line)["event"] for line in (job / "events.jsonl").read_text().splitlines()]
     assert events == ["job_started", "job_failed"]
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:8365", "notaurl", "ftp://x"])
+def test_an_address_that_is_no_dashboard_url_is_refused_in_one_line(capsys, address):
+    """`host:port`, the form `curate run --address` takes, was read by Ray's client as a GCS address: 35 s of
+    retries, then a traceback; `notaurl` a traceback at once; `ftp://x` "has no job", which was not so."""
+    from pipelines.cli import main
+
+    for command in COMMANDS:
+        assert main([*command, "--address", address]) == 2
+        said = capsys.readouterr().err.strip().splitlines()
+        assert said == [f"curate {command[0]}: --address is the Ray dashboard's URL, http://HEAD:8265 (got "
+                        f"{address!r})"]

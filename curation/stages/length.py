@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from curation.lang.words import SPACES, segmenters
 from curation.stages.base import DocumentFilter, Resources, first_reason
@@ -33,6 +33,13 @@ class Length(DocumentFilter):
         min_words: int = Field(50, ge=0, description="Fewest words a document may have (Gopher: 50).")
         max_words: int = Field(100_000, ge=1, description="Most words a document may have (Gopher: 100,000).")
         min_chars: int = Field(0, ge=0, description="Fewest characters a document may have.")
+
+        @model_validator(mode="after")
+        def _ordered(self) -> Length.Params:  # `{min_words: 100, max_words: 10}` validated, then dropped everything
+            if self.min_words > self.max_words:
+                msg = f"min_words ({self.min_words}) must be at most max_words ({self.max_words})"
+                raise ValueError(msg)
+            return self
 
     def score(self, batch: pa.Table) -> dict[str, np.ndarray]:
         text = pc.fill_null(batch.column("text"), "")

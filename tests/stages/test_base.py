@@ -13,7 +13,7 @@ import pytest
 
 from curation import schema
 from curation.apply import run_stage
-from curation.recipe import parse_recipe
+from curation.recipe import RecipeError, parse_recipe
 from curation.schema import documents_table
 from curation.stages import Extract, GopherQuality, Length
 from curation.stages.base import DocumentFilter, first_reason
@@ -131,3 +131,10 @@ def test_every_drop_of_a_filter_carries_the_score_and_the_bound_that_decided_it(
     for stage in (FineWeb, Density, GopherQuality, GopherRepetition, C4, Length):
         rows = run_stage(stage(), documents_table(texts)).to_pylist()
         assert all(row[schema.DETAIL] for row in rows if row[schema.REASON]), stage.name
+
+
+def test_length_bounds_that_keep_nothing_are_refused_before_work():
+    """`length: {min_words: 100, max_words: 10}` validated, and the run kept 0 of 50."""
+    with pytest.raises(RecipeError, match=r"stages\[0\]\.length: min_words \(100\) must be at most max_words \(10\)"):
+        parse_recipe("name: n\nsources: [{name: s, format: jsonl, paths: [a.jsonl]}]\n"
+                     "stages: [{length: {min_words: 100, max_words: 10}}]\n", check_paths=False)

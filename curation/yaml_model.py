@@ -111,8 +111,8 @@ def _did_you_mean(model: type[BaseModel], error: dict[str, Any]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-# of the names that name files and folders: a job's, a source's, a run's. The first a letter or a digit: `.x` is a hidden
-# folder, `-x` an option to a command, and the status service (`pipelines.service.jobs.JOB_ID`) serves neither
+# of the names that name files and folders: a job's, a source's, a run's. The first a letter or a digit: `.x` is a
+# hidden folder, `-x` an option to a command, and the status service (`pipelines.service.jobs.JOB_ID`) serves neither
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 

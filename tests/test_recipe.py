@@ -64,7 +64,7 @@ rejects: {sample: 2}
     # `_x`, `.x` and `-x` made job folders the status service neither listed nor opened, nor `curate status` found
     for name in ("_under", ".dot", "-dash"):
         assert problems(f"name: '{name}'\nsources: [{{name: s, format: jsonl, paths: [a.jsonl]}}]\n",
-                        check_paths=False)[0].startswith(f"r.yaml:1:7: name: a name of letters")
+                        check_paths=False)[0].startswith("r.yaml:1:7: name: a name of letters")
     assert ("r.yaml:3:25: sources[0].format: Input should be 'warc', 'wet', 'jsonl', 'parquet' or 'code', "
             "got 'warcc'") in found
     assert any(p.startswith("r.yaml:3:39: sources[0].paths: List should have at least 1 item") for p in found)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import lzma
 import posixpath
+import re
 import stat
 import tarfile
 import zipfile
@@ -420,6 +421,9 @@ def _zip_link(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
 
 
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
 def _relative(name: str) -> str:
     """A member's name without its leading `./` and `/`: `tar -C repo -czf r.tgz .` names `./.git/HEAD` (stripping
     every leading `.` made it `git/HEAD`, no longer version control, and `.bashrc` `bashrc`), its `a/../b` made `b`
@@ -431,8 +435,10 @@ def _relative(name: str) -> str:
 
 def _escapes(path: str) -> bool:
     """Whether a member's path leads out of its repository (`../x`): a consumer writing files by `meta.path`
-    would write outside the folder it writes into, as tar and zip extractors refuse to."""
-    return path == ".." or path.startswith("../")
+    would write outside the folder it writes into, as tar and zip extractors refuse to. Read with `\\` as a
+    separator too, and a drive (`C:`) as a root: a zip made on Windows names members so."""
+    windows = posixpath.normpath(path.replace("\\", "/"))
+    return any(p == ".." or p.startswith(("../", "/")) for p in (path, windows)) or _DRIVE.match(path) is not None
 
 
 def _root(names: list[str]) -> str:

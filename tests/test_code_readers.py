@@ -6,6 +6,7 @@ so file contents, binaries (`.pyc`, `.so`) and licence files are real. No Ray.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import importlib.metadata
 import io
@@ -183,7 +184,8 @@ def test_stack_like_parquet_and_jsonl_rows(tmp_path: Path):
     assert (doc["language"], doc["license_class"], doc["license"]) == ("rust", "permissive", None)
     assert table.column("url").to_pylist()[0] == "https://example.org/r"
     # The Stack's `lang` holds linguist's names: named as files of the language read from a folder are
-    labelled = [{"content": "x\n", "path": f"f{i}", "lang": lang}
+    notebook = json.dumps({"cells": [{"cell_type": "code", "source": ["x\n"], "outputs": []}]})
+    labelled = [{"content": notebook if lang.startswith("Jupyter") else "x\n", "path": f"f{i}", "lang": lang}
                 for i, lang in enumerate(["Jupyter Notebook", "Batchfile", "Protocol Buffer", "Python", "C++"])]
     pq.write_table(pa.Table.from_pylist(labelled), tmp_path / "labels.parquet")
     table = read(tmp_path / "labels.parquet", language_field="lang")
@@ -340,3 +342,36 @@ def test_a_damaged_member_costs_itself_and_the_members_after_it_are_read(tmp_pat
     table = read(tmp_path / "bad.zip")
     assert sorted(d["path"] for d in documents(table)) == ["f0.py", "f1.py", "f2.py"]
     assert outcomes(table)["unreadable_member"] == 1
+
+
+def test_a_notebook_is_its_cells_as_a_script_without_outputs(tmp_path: Path):
+    """A notebook was its JSON: kept with its metadata and execution counts as training text, and one with a plot
+    dropped by code_filters as `encoded_data` (77% of it the PNG's base64)."""
+    plot = base64.b64encode(bytes(range(256)) * 40).decode()
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# Fit\n", "A line through the points."]},
+             {"cell_type": "code", "execution_count": 3, "metadata": {},
+              "source": ["import numpy as np\n", "np.polyfit(x, y, 1)"],
+              "outputs": [{"output_type": "display_data", "data": {"image/png": plot}, "metadata": {}}]},
+             {"cell_type": "raw", "metadata": {}, "source": "raw text"}]
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "fit.ipynb").write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": {"language": "python"}},
+                                                "nbformat": 4, "nbformat_minor": 5}))
+    r_cells = [{"cell_type": "markdown", "source": "Means"}, {"cell_type": "code", "source": "mean(x)"}]
+    (repo / "r.ipynb").write_text(json.dumps({"cells": r_cells, "metadata": {"language_info": {"name": "R"}}}))
+    scala = {"worksheets": [{"cells": [{"cell_type": "markdown", "source": "Sum"},  # nbformat 3
+                                       {"cell_type": "code", "input": "val s = xs.sum"}]}],
+             "metadata": {"kernelspec": {"language": "scala"}}}
+    (repo / "old.ipynb").write_text(json.dumps(scala))
+    (repo / "broken.ipynb").write_text('{"cells": [')
+    (repo / "empty.ipynb").write_text(json.dumps({"cells": [], "metadata": {}}))
+    table = pa.concat_tables([read(p) for p in sorted(repo.glob("*.ipynb"))])
+    docs = {d["path"]: d for d in documents(table)}
+    texts = {t: x for t, x in zip(table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True)}
+    assert texts["fit.ipynb"] == "# # Fit\n# A line through the points.\n\nimport numpy as np\nnp.polyfit(x, y, 1)\n"
+    assert texts["r.ipynb"] == "# Means\n\nmean(x)\n" and texts["old.ipynb"] == "// Sum\n\nval s = xs.sum\n"
+    assert {p: d["notebook_language"] for p, d in docs.items()} == {"fit.ipynb": "python", "r.ipynb": "r",
+                                                                   "old.ipynb": "scala"}
+    assert {d["language"] for d in docs.values()} == {"jupyter"}
+    outcome = outcomes(table)
+    assert (outcome["bad_notebook"], outcome["skipped:empty"]) == (1, 1)

@@ -26,7 +26,8 @@ TEXT = "text"
 _NOT_LANGUAGES = TYPE_TAGS | MODE_TAGS | ENCODING_TAGS | {
     "header", "image", "audio", "video", "font", "archive", "plain-text", "binary",
 }
-_PREFERRED = {"h": "c", "ipynb": "jupyter"}  # linguist's default where "most general" is wrong
+NOTEBOOK = "jupyter"  # a Jupyter notebook's language name (`curation.code.notebooks` reads it as a script)
+_PREFERRED = {"h": "c", "ipynb": NOTEBOOK}  # linguist's default where "most general" is wrong
 # Extensions of languages GitHub linguist knows and identify does not (The Stack holds them), by linguist's name
 _MORE_EXTENSIONS = {
     "f": "fortran", "for": "fortran", "el": "emacs-lisp", "lisp": "common-lisp", "lsp": "common-lisp",
@@ -49,7 +50,7 @@ _ALIASES = {  # identify's short or dialect tags -> the language name used in me
 
 # GitHub linguist's names (The Stack's `lang` column) whose identify tag is spelt otherwise
 _LINGUIST = {
-    "jupyter notebook": "jupyter", "batchfile": "batch", "protocol buffer": "proto", "visual basic": "vb",
+    "jupyter notebook": NOTEBOOK, "batchfile": "batch", "protocol buffer": "proto", "visual basic": "vb",
     "visual basic .net": "vb", "assembly": "asm", "coffeescript": "coffee",
 }  # fmt: skip
 

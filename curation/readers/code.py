@@ -21,6 +21,8 @@ the documents read before the break and ends with a `truncated_input`/`unreadabl
   `content_field`, `path_field`, `repo_field`, `license_field` (an SPDX expression, a list of ids as
   in The Stack v1's `max_stars_repo_licenses`, or a licence class) and `language_field` columns;
   other columns are kept in `meta`. A missing language is detected from the path.
+- **Notebooks** (`.ipynb`, or a row labelled Jupyter): the script its cells make (`curation.code.notebooks`), its
+  kernel's language in `meta.notebook_language`; one that is no notebook JSON is a `bad_notebook` reject.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import pyarrow.fs as pafs
 from pydantic import BaseModel, ConfigDict, Field
 
 from curation import schema, storage
+from curation.code.notebooks import notebook_script
 from curation.code.paths import in_vcs_folder
 from curation.code.repository import (
     RepoLicenses,
@@ -51,7 +54,7 @@ from curation.code.repository import (
     folder_root,
     wants_text,
 )
-from curation.code.source_language import HEAD_CHARS, detect_language, is_binary_name, language_of_label
+from curation.code.source_language import HEAD_CHARS, NOTEBOOK, detect_language, is_binary_name, language_of_label
 from curation.readers.base import DecompressionBombError, Reader, Record, is_io_error, link_target
 from curation.readers.jsonl import JsonlReader
 from curation.readers.parquet import parquet_rows
@@ -149,6 +152,14 @@ class CodeReader(Reader):
                      licenses: RepoLicenses | None, extra: dict[str, Any] | None = None,
                      language: str | None = None) -> Record:
         language = language or detect_language(path, text[:HEAD_CHARS])
+        if language == NOTEBOOK:  # its cells as a script: the JSON, its metadata and outputs are no code
+            try:
+                text, kernel = notebook_script(text)
+            except ValueError as exc:
+                return Record(position, reason="bad_notebook", detail=f"{path}: {exc}"[:300], raw_bytes=size)
+            if not text:
+                return _skip(position, "empty", f"{path}: a notebook without cells", size)
+            extra = {**(extra or {}), "notebook_language": kernel}
         meta: dict[str, Any] = {"repo": repo, "path": path, "language": language, "size": size}
         meta.update(document_license(text, path, licenses))
         if extra:

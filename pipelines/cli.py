@@ -463,11 +463,11 @@ def _train_classifier(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from curation.lang.calibrate import calibrate, read_reference, summary, write_settings
+    from curation.lang.calibrate import MIN_DOCUMENTS, calibrate, read_reference, summary, write_settings
 
     try:
         reference = read_reference(args.inputs, text_field=args.text_field, lang=args.lang)
-        result = calibrate(reference, args.keep, min_documents=args.min_documents)
+        result = calibrate(reference, args.keep, min_documents=args.min_documents or MIN_DOCUMENTS)
     except (OSError, ValueError) as exc:
         print(f"curate calibrate: {exc}", file=sys.stderr)
         return 2
@@ -580,8 +580,8 @@ def _add_calibrate(sub: Commands) -> None:
     calibrate.add_argument("--lang", help="the language of every document (default: each document's `lang` field, "
                            "as the langid stage writes it)")
     calibrate.add_argument("--text-field", default="text", help="JSONL/Parquet field holding the text (default: text)")
-    calibrate.add_argument("--min-documents", type=int, default=50, help="fewest documents a language is "
-                           "calibrated on (default: %(default)s)")
+    calibrate.add_argument("--min-documents", type=int, help="fewest documents a language is calibrated on "
+                           "(default: 50)")
     calibrate.set_defaults(func=_calibrate)
 
 

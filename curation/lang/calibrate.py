@@ -53,8 +53,9 @@ import yaml
 
 from curation import schema, storage
 from curation.job import document_files, recorded_shards
-from curation.lang.codes import language_code
-from curation.lang.settings import scaled_short_line, settings_for
+from curation.lang.codes import language_tag
+from curation.lang.scripts import script_of_text
+from curation.lang.settings import own_scripts, scaled_short_line, script_key, settings_for
 from curation.lang.settings_file import LANGUAGES, MIN_SCORE, STAGES_KEY, settings_file_model
 from curation.lang.words import chars_per_word
 from curation.lang.words import split as split_words
@@ -66,13 +67,16 @@ from curation.stages.langid import LangId, auto_min_score
 from curation.yaml_model import parse_yaml_model
 
 MIN, MAX = "min", "max"  # a document below a `min` bound, or above a `max` bound, is dropped
-LANG, LANG_SCORE = "lang", "lang_score"
+LANG, LANG_SCORE, LANG_SCRIPT = "lang", "lang_score", "lang_script"
 BATCH = 256  # documents scored at once
 DIGITS = 3  # bounds are written rounded outwards to this many decimals (as FineWeb-2's are)
 EXACT_TAILS, SCANNED_TAILS = 1000, 400  # tails tried per language (see `_tail`)
 ENGLISH = frozenset({"en", "eng"})
 STOP_WORDS, MAX_STOP_WORDS = 8, 64  # a list written from the reference: its fewest and most words (Gopher: 8)
 STOP_WORDS_REASON = f"{GopherQuality.name}:too_few_stop_words"
+MIN_DOCUMENTS = 50  # fewest reference documents calibrated on by default: a quantile of fewer says little
+CHECKED = 500  # documents of a given language whose language is checked
+FAR = 4.0  # a bound this many times the shipped one, or this many times under it, is pointed out
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,12 @@ class Bound:
         return f"{self.stage}.{self.setting}" + (f"[{self.n}]" if self.n is not None else "")
 
     def shipped(self, lang: str) -> float | None:
-        """The bound the shipped settings give `lang` (langid: its `auto` score)."""
+        """The bound the shipped settings give `lang` (a language, or one in its own script: `sr-Latn`; langid: its
+        `auto` score)."""
+        code, script = _split(lang)
         if self.stage == LangId.name:
-            return auto_min_score(lang)
-        value = getattr(settings_for(lang)[0], self.setting)
+            return auto_min_score(code, script)
+        value = getattr(settings_for(code, script=script)[0], self.setting)
         return value.get(self.n) if self.n is not None else value
 
     def effective(self, value: float) -> float:
@@ -135,6 +141,7 @@ class Reference:
     lang: list[str] = field(default_factory=list)
     lang_score: list[float | None] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)  # documents not used, by why
+    given: bool = False  # the language was given (`--lang`), not read from the documents
 
 
 @dataclass
@@ -150,6 +157,7 @@ class LanguageResult:
     stop_words: list[str] | None = None  # written from the reference (None: the shipped list stays)
     short_line_length: tuple[int, int] | None = None  # FineWeb's short line: shipped, and from the reference
     stop_words_failed: float = 0.0  # the share of the reference the shipped list left under two stop words
+    labelled_otherwise: Counter = field(default_factory=Counter)  # where the language was given: langid's other labels
 
 
 @dataclass
@@ -184,22 +192,25 @@ class Calibration:
 def read_reference(inputs: Iterable[str], *, text_field: str = "text", lang: str | None = None) -> Reference:
     """Documents of JSONL/Parquet files (paths or globs) or job folders (their `documents/`); each document's
     language is `lang` when given (any spelling `curation.lang.codes` reads: `zh-CN` is zh), else its own `lang`
-    field (the langid stage's column in a job's documents)."""
-    lang = language_code(lang) if lang else None
-    reference = Reference()
+    field (the langid stage's column in a job's documents). A language with settings per script (Serbian: FineWeb-2's
+    srp_Cyrl and srp_Latn) is calibrated per script, `sr-Latn`: the script `lang` names, else the document's
+    `lang_script`, else its text's."""
+    given = language_tag(lang) if lang else None
+    reference = Reference(given=given is not None)
     for uri, reader in _files(inputs, text_field):
         for batch in read_shard(reader, uri, source="reference", shard=Path(uri).name):
             live = batch.filter(pc.is_null(batch.column(schema.REASON)))  # not read rejects, nor the end marker
             for text, meta in zip(live.column("text").to_pylist(), live.column("meta").to_pylist(), strict=True):
                 fields = json.loads(meta) if meta else {}
-                code = lang or fields.get(LANG)
+                code = given.code if given else str(fields.get(LANG) or "").strip().lower()
                 if not text or not text.strip():
                     reference.skipped["empty text"] += 1
                 elif not code:
                     reference.skipped["no lang (give --lang, or run langid first)"] += 1
                 else:
                     reference.text.append(text)
-                    reference.lang.append(str(code).strip().lower())
+                    script = (given.script if given else fields.get(LANG_SCRIPT)) or script_of_text(text)
+                    reference.lang.append(script_key(code, script) if script in own_scripts(code) else code)
                     score = fields.get(LANG_SCORE)
                     reference.lang_score.append(float(score) if score is not None and lang is None else None)
     return reference
@@ -220,7 +231,7 @@ def _files(inputs: Iterable[str], text_field: str) -> Iterator[tuple[str, Any]]:
             yield uri, READERS[kind](text_field=text_field)
 
 
-def calibrate(reference: Reference, keep: float = 0.95, *, min_documents: int = 50) -> Calibration:
+def calibrate(reference: Reference, keep: float = 0.95, *, min_documents: int = MIN_DOCUMENTS) -> Calibration:
     """Bounds per language keeping `keep` of its reference documents (module doc), measured with the stages."""
     if not 0 < keep <= 1:
         msg = f"keep is a share of the documents, in (0, 1]; got {keep}"
@@ -237,17 +248,36 @@ def calibrate(reference: Reference, keep: float = 0.95, *, min_documents: int = 
         texts = [reference.text[i] for i in rows]
         scores = [reference.lang_score[i] for i in rows]
         results.append(_calibrate_language(code, texts, scores, keep))
+        if reference.given:
+            results[-1].labelled_otherwise = _labelled_otherwise(code, texts)
     return Calibration(keep, results, skipped, reference.skipped, time.perf_counter() - started)
 
 
+def _labelled_otherwise(lang: str, texts: list[str]) -> Counter:
+    """The languages the langid stage gives those of `texts` (at most `CHECKED` of them) it labels other than `lang`:
+    `--lang sr-Latn` on Kazakh text calibrated Serbian's bounds on it, without a word."""
+    stage = LangId()
+    stage.setup()
+    code = _split(lang)[0]
+    return Counter(label for label in stage.identify(texts[:CHECKED], scripts=False).lang.tolist() if label != code)
+
+
+def _split(lang: str) -> tuple[str, str | None]:
+    """A reference's language label as (code, script): `sr-Latn` -> (sr, Latn), `de` -> (de, None)."""
+    code, _, script = lang.partition("-")
+    return code, script or None
+
+
 def _calibrate_language(lang: str, texts: list[str], lang_scores: list[float | None], keep: float) -> LanguageResult:
+    code, script = _split(lang)
     stats, kept_before, _ = _judge(lang, texts, lang_scores, {})
     bounds = [b for b in (*BOUNDS, LANGID_BOUND) if b.statistic in stats and np.isfinite(stats[b.statistic]).any()]
     tail = _tail(lang, bounds, stats, keep)
     values = _values(bounds, stats, tail)
     failed = float(np.mean(stats["gopher_stop_words"] < (GopherQuality.Params().min_stop_words or 0)))
-    stop_words = _frequent_words(lang, texts, keep) if failed > 1 - keep else None
-    short_line = (settings_for(lang)[0].short_line_length, scaled_short_line(chars_per_word(texts, lang)))
+    stop_words = _frequent_words(code, texts, keep) if failed > 1 - keep else None
+    short_line = (settings_for(code, script=script)[0].short_line_length,
+                  scaled_short_line(chars_per_word(texts, code)))
     result = LanguageResult(lang, len(texts), tail, _kept(lang, bounds, stats, tail),
                             {b: (b.shipped(lang), v) for b, v in values.items()}, kept_before, 0.0, Counter(),
                             stop_words=stop_words, stop_words_failed=failed, short_line_length=short_line)
@@ -294,11 +324,13 @@ def _judge(lang: str, texts: list[str], lang_scores: list[float | None], bounds:
         overrides.setdefault(stage, {}).update(settings)
     stages: list[DocumentFilter] = [kind(languages={lang: overrides[kind.name]} if kind.name in overrides else {})
                                     for kind in CALIBRATED_STAGES]
+    code, script = _split(lang)
     reasons = np.full(len(texts), None, dtype=object)
     stats: dict[str, list[np.ndarray]] = {}
     for start in range(0, len(texts), BATCH):
         chunk = texts[start:start + BATCH]
-        table = pa.table({"text": pa.array(chunk, pa.large_string()), LANG: pa.array([lang] * len(chunk))})
+        table = pa.table({"text": pa.array(chunk, pa.large_string()), LANG: pa.array([code] * len(chunk)),
+                          LANG_SCRIPT: pa.array([script] * len(chunk), pa.string())})
         for stage in stages:
             scores = stage.score(table)
             for name, values in scores.items():
@@ -312,7 +344,8 @@ def _judge(lang: str, texts: list[str], lang_scores: list[float | None], bounds:
     if any(s is not None for s in lang_scores):
         out[LANG_SCORE] = np.array([np.nan if s is None else s for s in lang_scores], np.float64)
         langid = LangId(min_score={lang: overrides[LangId.name][MIN_SCORE]} if LangId.name in overrides else "auto")
-        low = out[LANG_SCORE] < langid.min_scores(np.array([lang] * len(texts)))
+        labels, scripts = np.array([code] * len(texts)), np.array([script or ""] * len(texts))
+        low = out[LANG_SCORE] < langid.min_scores(labels, scripts)
         reasons[low & np.array([r is None for r in reasons])] = f"{LangId.name}:low_lang_score"
     kept = sum(r is None for r in reasons) / max(len(texts), 1)
     return out, kept, Counter(r for r in reasons if r is not None)
@@ -398,18 +431,29 @@ def summary(calibration: Calibration) -> str:
              f"reference documents ({calibration.seconds:.1f} s)"]
     for r in calibration.languages:
         lines.append(f"{r.lang}: {r.documents} documents; each bound at a {r.tail:.2%} tail: together they keep "
-                     f"{r.kept_by_bounds:.1%}; every rule of the stages keeps {r.kept_before:.1%} with the shipped "
-                     f"settings, {r.kept_after:.1%} with these")
+                     f"{r.kept_by_bounds:.1%} of them; every rule of the stages keeps {r.kept_before:.1%} with the "
+                     f"shipped settings, {r.kept_after:.1%} with these")
+        if r.labelled_otherwise.total() > min(r.documents, CHECKED) / 2:
+            other, n = r.labelled_otherwise.most_common(1)[0]
+            lines.append(f"  warning: langid labels {r.labelled_otherwise.total()} of {min(r.documents, CHECKED)} of "
+                         f"these documents otherwise ({other} {n}): is `--lang {r.lang}` their language?")
+        if r.documents < MIN_DOCUMENTS:
+            lines.append(f"  warning: {r.documents} documents, fewer than {MIN_DOCUMENTS}: a quantile of so few may "
+                         f"sit far from where the language's text is; check the bounds marked {FAR:g}x or more")
         for bound, (before, after) in r.bounds.items():
             shown = "-" if before is None else f"{before:g}"
             if after is None:
                 lines.append(f"  {bound.name:<42} {shown:>8}    (kept: the reference is at its best value)")
                 continue
             note = f"  (the stage caps it at {bound.ceiling:g})" if bound.ceiling and after > bound.ceiling else ""
+            if before and after and max(after / before, before / after) >= FAR:
+                note += f"  ({max(after / before, before / after):.0f}x {'over' if after > before else 'under'} " \
+                        "the shipped)"
             lines.append(f"  {bound.name:<42} {shown:>8} -> {after:g}{note}")
         if r.stop_words:
+            code, script = _split(r.lang)
             shipped = (f"the shipped list left {r.stop_words_failed:.1%} under two"
-                       if settings_for(r.lang)[0].stop_words else "no list shipped")
+                       if settings_for(code, script=script)[0].stop_words else "no list shipped")
             lines.append(f"  {'gopher_quality.stop_words':<42} {shipped}: the {len(r.stop_words)} words in most "
                          f"documents: {' '.join(r.stop_words[:12])}{' ...' if len(r.stop_words) > 12 else ''}")
         if r.short_line_length:

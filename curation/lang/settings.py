@@ -117,6 +117,19 @@ def other_scripts(lang: str) -> frozenset[str]:
     return frozenset(_data()["languages"][key].get("other_scripts", ())) if key else frozenset()
 
 
+def own_scripts(lang: str) -> frozenset[str]:
+    """The scripts in which a language has settings of its own, each (Serbian: Cyrl and Latn); empty where its
+    scripts, if it has several, share one (Chinese)."""
+    others = other_scripts(lang)
+    return others | {script_of_language(lang) or ""} if others else frozenset()
+
+
+def script_key(code: str, script: str) -> str:
+    """The key of a language's settings in one of its `own_scripts` (`sr-Latn`), as a recipe's `languages:` and a
+    settings file write it."""
+    return f"{code}-{script.title()}"
+
+
 def settings_for(lang: str | None, text: str = "", overrides: Mapping[str, Any] | None = None,
                  script: str | None = None) -> tuple[LanguageSettings, bool]:
     """The settings of a document in language `lang`, and whether they are a fallback.
@@ -185,14 +198,16 @@ def with_apostrophes(words: Sequence[str]) -> tuple[str, ...]:
 
 def apply_overrides(settings: LanguageSettings, overrides: Mapping[str, Any]) -> LanguageSettings:
     """`settings` with a recipe's overrides for its language: `overrides` is `{languages: {zh: {field:
-    value}}}` (a stage's section); `"*"` applies to every language, the language's own entry after it.
+    value}}}` (a stage's section); `"*"` applies to every language, the language's own entry after it, and the
+    entry of its script (`sr-Latn`, for a language with settings per script) last.
     Unknown fields are an error (a typo would otherwise silently keep the default)."""
     by_language = overrides.get("languages") or {}
     if not isinstance(by_language, Mapping):
         msg = f"`languages` must map language codes to settings, not {type(by_language).__name__}"
         raise TypeError(msg)
     code = settings.language.strip().lower()
-    for key in ("*", code, code.partition("_")[0]):
+    # a language's own script last: `sr-Latn` changes Serbian in Latin script after `sr` changed both
+    for key in ("*", code, code.partition("_")[0], script_key(code.partition("_")[0], settings.script)):
         changes = by_language.get(key)
         if changes:
             settings = _replace(settings, key, changes)

@@ -133,7 +133,7 @@ from curation.lang.codes import (
 from curation.lang.han_script import HANS, HANT, han_scripts, japanese_and_simplified_forms, to_simplified
 from curation.lang.mixed import mixed_languages, paragraph_languages, span_sizes
 from curation.lang.scripts import POINTS_RE2, script_ids, script_table
-from curation.lang.settings import settings_for
+from curation.lang.settings import own_scripts, script_key, settings_for
 from curation.stages.base import DocumentFilter, Processed, ReadsFile, first_reason
 from curation.text.columns import as_array, code_points, list_offsets, normalized
 from curation.text.layout import CODE, TABLE, line_kinds, prose_text
@@ -540,13 +540,25 @@ def _with_sinitic_mass(lang: np.ndarray, score: np.ndarray, rows: np.ndarray, ma
     chinese = np.flatnonzero(np.isin(lang[rows], list(SINITIC)))
     score[rows[chinese]] = np.minimum(np.maximum(score[rows[chinese]], mass[chinese]), 1.0)
 
+def map_keys(key: str) -> list[str]:
+    """The keys a per-language map's `key` stands for: the output codes it names (`cmn_Hani` -> zh, `no` -> nb, nn),
+    or the language in one of its own scripts where it has settings per script (`srp_Latn` -> sr-Latn)."""
+    if key == EVERY_LANGUAGE:
+        return [key]
+    tag = language_tag(key)
+    if tag.script is not None and tag.script in own_scripts(tag.code):
+        return [script_key(tag.code, tag.script)]
+    return expand_keep([language_code(key)])
+
+
 def one_script(key: str, setting: str) -> None:
-    """Refuse a key of a per-language map that names one script of a language (`zh-Hant`, `zh-TW`): the settings are
-    the language's, both its scripts' (`languages: {zh-Hant: ...}` validated and changed Simplified Chinese's too)."""
+    """Refuse a key of a per-language map that names one script of a language (`zh-Hant`, `zh-TW`) where the settings
+    are the language's, both its scripts' (`languages: {zh-Hant: ...}` validated and changed Simplified Chinese's
+    too); a language with settings per script (`own_scripts`: `sr-Latn`) has a key per script."""
     if key == EVERY_LANGUAGE:
         return
     tag = language_tag(key)
-    if tag.script is not None:
+    if tag.script is not None and tag.script not in own_scripts(tag.code):
         msg = (f"{setting}.{key}: `{setting}` is per language, not per script, and {key} is {tag.code} in one "
                f"script: both scripts share {tag.code}'s, so write {tag.code}")
         raise ValueError(msg)
@@ -635,8 +647,7 @@ class LangIdParams(DocumentFilter.Params):
         for key, score in value.items():
             code = str(key).strip()
             one_script(code, "min_score")
-            codes = [code] if code == EVERY_LANGUAGE else expand_keep([language_code(code)])
-            out.update(dict.fromkeys(codes, score))
+            out.update(dict.fromkeys(map_keys(code), score))
         return out
 
     @model_validator(mode="after")
@@ -1067,6 +1078,8 @@ class LangId(DocumentFilter):
 
         def threshold(label: str) -> float:
             code, _, written = label.partition("\t")
+            if written and script_key(code, written) in own:  # `sr-Latn`: Serbian in Latin script
+                return own[script_key(code, written)]
             if code in own:
                 return own[code]
             return own[EVERY_LANGUAGE] if EVERY_LANGUAGE in own else auto_min_score(code, written or None)

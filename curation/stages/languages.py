@@ -17,12 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import AfterValidator, Field, field_validator
 
-from curation.lang.codes import did_you_mean, language_code
+from curation.lang.codes import did_you_mean
 from curation.lang.scripts import script_of_text
 from curation.lang.settings import LanguageSettings, other_scripts, overridable, settings_for
 from curation.lang.words import LANGUAGE_WORDS, SPACES, segmenters
 from curation.stages.base import DocumentFilter, Processed, StageParams
-from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, expand_keep, one_script
+from curation.stages.langid import EVERY_LANGUAGE, bundled_outputs, map_keys, one_script
 from curation.stages.parts import judged_in_parts
 from curation.text.columns import as_array, re2_class
 from curation.text.layout import bare_words, prose_text
@@ -35,16 +35,14 @@ FALLBACK_LANGUAGE = "fallback_language"
 _ENGLISH_CODES = frozenset({"en", "eng"})
 
 
-def _codes(key: str) -> list[str]:
-    """The output codes a `languages:` key names (`cmn_Hani` -> zh)."""
-    return [key] if key == EVERY_LANGUAGE else expand_keep([language_code(key)])
-
-
 def _judged_key(key: str) -> str:
     """A `languages:` key that names languages this stage judges by the map, each key checked on its own (a map
-    of three bad keys was refused one key at a time)."""
+    of three bad keys was refused one key at a time). A script names one only where the language has settings per
+    script (`sr-Latn`); Chinese's two scripts share theirs."""
     one_script(key, "languages")
-    for code in _codes(key):
+    for code in map_keys(key):
+        if "-" in code:  # a language in one of its own scripts: its settings are shipped
+            continue
         if _is_english(code):
             msg = "English is judged by the stage's own params; set them instead"
             raise ValueError(msg)
@@ -86,8 +84,10 @@ class LanguageParams(DocumentFilter.Params):
         default_factory=dict,
         description="Per-language overrides of the shipped settings: language code (any spelling "
         "`curation.lang.codes` reads, as lid.176 labels it: `chi`, `cmn`, `zh-TW` are zh, whose two scripts share "
-        "the settings; or \"*\" for every language but English) -> {setting: value}, settings named as in "
-        "`curation.lang.settings.LanguageSettings` (e.g. `stop_words`, `min_avg_word_length`, `dup_n_grams`). "
+        "the settings; a language with settings per script (sr, uz, az, tt, ms, sh) also in one script, `sr-Latn`, "
+        "applied after its language's entry; or \"*\" for every language but English) -> {setting: value}, "
+        "settings named as in `curation.lang.settings.LanguageSettings` (e.g. `stop_words`, `min_avg_word_length`, "
+        "`dup_n_grams`). "
         "English is judged by the stage's own params, not by this map.")
 
     prose_only: bool = Field(
@@ -101,7 +101,7 @@ class LanguageParams(DocumentFilter.Params):
     def _each_code_once(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for key, changes in value.items():
-            for code in _codes(key):
+            for code in map_keys(key):
                 if code in out:
                     msg = f"languages.{key}: names {code}, as another key of this map does; give its settings once"
                     raise ValueError(msg)

@@ -208,3 +208,44 @@ def test_a_settings_file_that_cannot_be_read_is_an_error_at_the_recipe_key(tmp_p
     with pytest.raises(RecipeError, match=r"^<recipe>:3:\d+: language_settings: cannot read the language settings "
                        r"file .*missing.yaml'"):
         parse_recipe(text, check_paths=False)
+
+
+_LATIN = dict(zip("абвгдђежзијклљмнњопрстћуфхцчџш", ["a", "b", "v", "g", "d", "đ", "e", "ž", "z", "i", "j", "k", "l",
+                                                  "lj", "m", "n", "nj", "o", "p", "r", "s", "t", "ć", "u", "f", "h",
+                                                  "c", "č", "dž", "š"], strict=True))
+
+
+def latin_serbian(text: str) -> str:
+    return "".join(_LATIN.get(c, _LATIN.get(c.lower(), c).capitalize() if c.lower() in _LATIN else c) for c in text)
+
+
+def test_a_language_with_settings_per_script_is_calibrated_per_script(testdata, tmp_path, capsys):
+    """`--lang sr-Latn` lost its script: the summary's shipped bounds were Cyrillic Serbian's, and the file wrote
+    Latin Serbian's bounds under `sr`, by which every Cyrillic document was then judged (and dropped)."""
+    cyrillic = windows(testdata, "sr")
+    path = tmp_path / "sr.jsonl"
+    path.write_text("".join(json.dumps({"text": latin_serbian(t)}, ensure_ascii=False) + "\n" for t in cyrillic))
+    out = tmp_path / "s.yaml"
+    assert main(["calibrate", str(path), "--lang", "sr-Latn", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "sr-Latn: " in printed and "warning" not in printed
+    written = yaml.safe_load(out.read_text("utf-8"))
+    assert set(written["stages"]["gopher_repetition"]["languages"]) == {"sr-Latn"}
+    before = next(line for line in printed.splitlines() if "top_n_grams[2]" in line).split()[1]
+    assert float(before) == 0.189  # FineWeb-2's srp_Latn, not srp_Cyrl's 0.176
+    recipe = parse_recipe(f"name: r\nlanguage_settings: {out}\nsources: [{{name: s, format: jsonl, paths: [a.jsonl]}}]"
+                          "\nstages: [{gopher_repetition: {}}]\n", check_paths=False)
+    params = {kind: p for _, kind, p in recipe.stage_specs()}
+    assert set(params["gopher_repetition"].languages) == {"sr-Latn"}
+    # the documents' own script where `--lang` names none
+    assert set(read_reference([str(path)], lang="sr").lang) == {"sr-Latn"}
+
+
+def test_a_reference_in_another_language_or_too_small_is_said_so(testdata, tmp_path, capsys):
+    path = tmp_path / "kk.jsonl"
+    path.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in windows(testdata, "kk")[:20]))
+    out = str(tmp_path / "s.yaml")
+    assert main(["calibrate", str(path), "--lang", "sr", "--min-documents", "10", "--out", out]) == 0
+    printed = capsys.readouterr().out
+    assert "warning: langid labels 20 of 20 of these documents otherwise (kk 20): is `--lang sr-Cyrl` their" in printed
+    assert "warning: 20 documents, fewer than 50" in printed

@@ -93,11 +93,15 @@ def test_every_stage_reads_the_same_spellings_alike():
     """BCP 47 tags, ISO 639-3 codes and underscores are read alike in every key that takes languages."""
     assert LangId(keep=["zh-CN", "zho", "en-US"]).params.keep == ["zh-Hans", "zh", "en"]
     assert LangId(min_score={"chi": 0.6, "*": 0.7}).params.min_score == {"zh": 0.6, "*": 0.7}
-    # a script of a language names no setting of its own: `languages: {zh-Hant: ...}` changed Simplified's too
-    for build in (lambda: LangId(min_score={"zh_TW": 0.5}), lambda: GopherQuality(languages={"zh-Hant": {}}),
-                  lambda: GopherQuality(languages={"sr-Latn": {}})):
-        with pytest.raises(ValidationError, match=r"is per language, not per script, and \S+ is (zh|sr) in one"):
+    # a script of a language whose scripts share its settings names none of its own: `languages: {zh-Hant: ...}`
+    # changed Simplified's too
+    for build in (lambda: LangId(min_score={"zh_TW": 0.5}), lambda: GopherQuality(languages={"zh-Hant": {}})):
+        with pytest.raises(ValidationError, match=r"is per language, not per script, and \S+ is zh in one"):
             build()
+    # Serbian has settings per script (FineWeb-2's srp_Cyrl and srp_Latn): a key per script
+    assert GopherQuality(languages={"srp_Latn": {"dup_line_frac": 0.5}}).params.languages == {
+        "sr-Latn": {"dup_line_frac": 0.5}}
+    assert LangId(min_score={"sr_Latn": 0.5}).params.min_score == {"sr-Latn": 0.5}
     assert HtmlLangId(keep=["zh-CN", "zh_TW", "en"]).params.keep == ["zh", "en"]
     assert Toxicity(languages=["zh-CN", "eng"]).params.languages == ["zh", "en"]
     assert Toxicity(languages=["no"]).params.languages == ["nb", "nn"]

@@ -373,3 +373,14 @@ def test_every_bad_key_of_a_languages_map_is_named_at_its_own_line():
     found = [(p.line, p.path) for p in raised.value.problems]
     assert found == [(7, "stages[0].gopher_quality.languages.fa"), (9, "stages[0].gopher_quality.languages.xx"),
                      (10, "stages[0].gopher_quality.languages.en")]
+
+
+def test_a_language_with_settings_per_script_takes_overrides_per_script():
+    """`sr-Latn` was refused (`languages:` per language only), and `curate calibrate --lang sr-Latn` wrote Latin
+    Serbian's bounds under `sr`: every Cyrillic document was then judged by them (all dropped as top_2gram)."""
+    stage = GopherRepetition(languages={"sr": {"dup_line_frac": 0.5}, "sr-Latn": {"top_n_grams": {2: 0.011}}})
+    batch = pa.table({"text": ["Ovo je rečenica na srpskom jeziku.", "Ово је реченица на српском језику."],
+                      "lang": ["sr", "sr"]})
+    latin, cyrillic = (g for g in sorted(stage.languages_of(batch).groups, key=lambda g: g.script != "Latn"))
+    assert (latin.script, latin.top_n_grams, latin.dup_line_frac) == ("Latn", {2: 0.011}, 0.5)
+    assert (cyrillic.script, cyrillic.top_n_grams[2], cyrillic.dup_line_frac) == ("Cyrl", 0.176, 0.5)

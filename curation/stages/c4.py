@@ -85,6 +85,9 @@ POLICY_OTHER_RE2 = "|".join((
     r"privacybeleid|privacyverklaring|gebruiksvoorwaarden|cookiebeleid|(?:gebruikt|gebruiken) cookies",  # nl
     r"kebijakan privasi|syarat dan ketentuan|kebijakan cookie|menggunakan cookie|dasar privasi",  # id, ms
     r"chính sách bảo mật|điều khoản sử dụng|sử dụng cookie",  # vi
+    r"sera ya faragha|masharti ya matumizi|(?:inatumia|tunatumia) vidakuzi",  # sw
+    r"patakaran sa privacy|mga tuntunin ng paggamit|gumagamit (?:ang site na ito|kami) ng cookies?",  # tl
+    r"ń lo kúkì|ìlànà ìpamọ́",  # yo
     r"gizlilik politikası|kullanım koşulları|çerez politikası|çerezler(?:i)? kullan",  # tr
     r"політика конфіденційності|умови використання|(?:використовує|використовуємо) (?:файли )?cookie",  # uk
     r"سياسة الخصوصية|شروط الاستخدام|ملفات تعريف الارتباط|حریم خصوصی|شرایط استفاده",  # ar, fa

@@ -212,7 +212,8 @@ def test_c4_removes_cookie_and_privacy_lines_in_the_documents_language_and_judge
     swahili = ("Serikali imetangaza mpango mpya wa usafiri wa umma katika jiji la Dar es Salaam.\n"
                "Tovuti hii inatumia vidakuzi ili kuboresha matumizi yako.\nSera ya Faragha | Masharti ya Matumizi")
     tagalog = ("Inanunsyo ng lungsod ngayong araw ang bagong patakaran sa pampublikong transportasyon.\n"
-               "Gumagamit ang site na ito ng cookies para mapabuti ang iyong karanasan.\nPatakaran sa Privacy | Sitemap")
+               "Gumagamit ang site na ito ng cookies para mapabuti ang iyong karanasan.\n"
+               "Patakaran sa Privacy | Sitemap")
     table = docs([swahili, tagalog]).append_column("lang", pa.array(["sw", "tl"]))
     assert [t.split("\n") for t in run_stage(C4(min_sentences=1, terminal_punct=False), table).column("text")
             .to_pylist()] == [[swahili.split("\n")[0]], [tagalog.split("\n")[0]]]

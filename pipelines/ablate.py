@@ -219,7 +219,18 @@ def plan_record(ablation: Ablation, recipes: dict[str, Recipe], plan: CurationPl
                     "documents": curated[plan.chains[v][-1]].dir, "packed": packed[v].dir,
                     "train_tokens": packed[v].stats["tokens"]["splits"]["train"]["tokens"]} for v in recipes}
     return {"name": ablation.name, "baseline": ablation.baseline, "variants": variants, "jobs": jobs,
-            "reuse": reuse(plan, curated), "tokenizer": model}
+            "reuse": reuse(plan, curated), "tokenizer": model, "same_data": same_data(packed)}
+
+
+def same_data(packed: dict[str, Job]) -> list[list[str]]:
+    """The groups of variants whose packed train shards are byte for byte the same (by their manifests' sha256): a
+    variant whose stage removed nothing that was sampled trains on its baseline's data, and differs by its seeds'
+    noise alone, which a reader of the table should know."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for variant, job in packed.items():
+        shards = read_manifest(job.dir)["splits"]["train"]["shards"]
+        groups.setdefault(tuple(shard["sha256"] for shard in shards), []).append(variant)
+    return [group for group in groups.values() if len(group) > 1]
 
 
 def overlap(ablation: Ablation, sets: list[LoadedSet], plan: CurationPlan, curated: dict[str, Job],
@@ -554,6 +565,9 @@ def summary(result: AblationResult, console: Console | None = None) -> None:
     console.print(f"curation: {r['jobs']} jobs, {r['shared_jobs']} shared between variants "
                   f"({r['shards_not_recomputed']:,} shards, {r['records_not_recomputed']:,} records not curated "
                   f"again), {r['jobs_done_before']} done before", highlight=False, soft_wrap=True)
+    for group in about.get("same_data", ()):
+        console.print(f"note: {', '.join(group)} trained on the same packed data (identical train shards): their "
+                      "differences are their seeds' alone", highlight=False, soft_wrap=True)
     for set_name, by_variant in result.overlap.items():
         hits = {v: n["overlapping"] for v, n in by_variant.items() if n["overlapping"]}
         if hits:

@@ -8,10 +8,12 @@ The three share one jobs folder: the later two find the first one's curation, pa
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -95,7 +97,27 @@ def test_the_variants_documents_differ_and_their_shared_extraction_ran_once(fini
     assert plan["reuse"] == {"jobs": 2, "shared_jobs": 1, "shards_not_recomputed": 3,
                              "records_not_recomputed": plan["jobs"][no_length["documents"]]["records_read"],
                              "jobs_done_before": 0}
-    assert base["train_tokens"] != no_length["train_tokens"]
+    assert base["train_tokens"] != no_length["train_tokens"] and plan["same_data"] == []
+
+
+def test_variants_that_packed_the_same_shards_are_named_with_a_note(finished, tmp_path):
+    """A variant whose stage removed nothing that was sampled trained on its baseline's very data: the table showed
+    `+0.0000 ... no` and never said so."""
+    from types import SimpleNamespace
+
+    from pipelines.ablate import same_data, summary
+
+    base = finished.plan["variants"]["base"]["packed"]
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copy(Path(base, "manifest.json"), copy / "manifest.json")
+    packed = {name: SimpleNamespace(dir=str(folder)) for name, folder in (
+        ("base", base), ("no-length", finished.plan["variants"]["no-length"]["packed"]), ("same", copy))}
+    assert same_data(packed) == [["base", "same"]]
+    console = Console(record=True, width=200)
+    about = {**finished.plan, "same_data": [["base", "same"]]}
+    summary(dataclasses.replace(finished, plan=about), console)
+    assert "note: base, same trained on the same packed data (identical train shards)" in console.export_text()
     assert finished.overlap == {s: {v: {"items": n, "overlapping": 0, "examples": [], "unchecked": 0}
                                     for v in ("base", "no-length")} for s, n in (("held-out", 6), ("choice", 8))}
 

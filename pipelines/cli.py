@@ -295,13 +295,13 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     from curation.job import JobFolderBusy
     from curation.train.loader import PackedDataError
-    from curation.train.loop import checkpoint_dirs
+    from curation.train.loop import checkpoint_dirs, step_of
     from curation.train.resume import ResumeError
     from pipelines.run import interrupted_by_sigterm, interruption
     from pipelines.train import ResourcesError, train  # Ray and torch are imported only when a run really starts
 
     saved = checkpoint_dirs(recipe.output_dir()) if args.resume else []
-    resumed_at = int(saved[-1].name.split("-")[1]) if saved else 0  # the steps after it are this run's
+    resumed_at = step_of(saved[-1]) if saved else 0  # the steps after it are this run's
     try:
         with interrupted_by_sigterm():
             result = train(recipe, resume=args.resume, address=args.address)

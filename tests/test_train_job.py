@@ -24,7 +24,15 @@ from curation.recipe import RecipeError
 from curation.tokens import Packer
 from curation.train.config import TrainRecipe, load_train_recipe, parse_train_recipe
 from curation.train.loader import PackedDataset, permute
-from curation.train.loop import CHECKPOINTS, EVENTS, SPIKES, batch_from_arrow, checkpoint_dirs, read_jsonl
+from curation.train.loop import (
+    CHECKPOINTS,
+    EVENTS,
+    SPIKES,
+    batch_from_arrow,
+    checkpoint_dirs,
+    read_jsonl,
+    step_of,
+)
 
 from .conftest import ROOT
 from .support.packed_job import EOS_ID, PAD_ID, build_job, write_split
@@ -193,6 +201,10 @@ def test_sigterm_stops_curate_train_and_its_workers_and_says_so(tmp_path, signum
     time.sleep(5)
     assert len(read_jsonl(metrics)) == steps  # no worker goes on training
     assert checkpoint_dirs(tmp_path / "train")
+    # said in events.jsonl too, with the checkpoint a resume goes on from: the next record was the resume's `start`
+    last = read_jsonl(tmp_path / "train" / EVENTS)[-1]
+    assert (last["event"], last["signal"]) == ("interrupted", signum)
+    assert last["checkpoint_step"] == step_of(checkpoint_dirs(tmp_path / "train")[-1])
 
 
 def test_a_second_training_into_a_train_folder_another_one_writes_is_refused(tmp_path, capsys):

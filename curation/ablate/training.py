@@ -29,7 +29,7 @@ from curation.ablate.evaluate import evaluate
 from curation.ablate.results import DONE, eval_file, read_done, read_evaluations
 from curation.tokens.tokenizer import load_tokenizer
 from curation.train.config import TrainRecipe
-from curation.train.loop import checkpoint_dirs, run_worker
+from curation.train.loop import checkpoint_dirs, run_worker, step_of
 from curation.train.model import ModelConfig, Transformer
 from curation.train.resume import read_run_record
 
@@ -44,10 +44,6 @@ class RunSpec:
     sets: list[dict[str, Any]]  # EvalSet as JSON
     tokenizer: str  # the ablation's .model file
     eval_batch_size: int
-
-
-def step_of(checkpoint: Path) -> int:
-    return int(checkpoint.name.split("-")[1])
 
 
 @contextlib.contextmanager

@@ -262,7 +262,12 @@ def checkpoint_dirs(train_dir: Path) -> list[Path]:
     """Complete checkpoints, oldest first (a checkpoint's folder appears only once written, by a rename)."""
     root = train_dir / CHECKPOINTS
     found = [p for p in root.glob("step-*") if (p / "state.pt").is_file()] if root.is_dir() else []
-    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+    return sorted(found, key=step_of)
+
+
+def step_of(checkpoint: Path) -> int:
+    """The step a checkpoint folder (`step-00000120`) was saved at."""
+    return int(checkpoint.name.split("-")[1])
 
 
 def _rng_state() -> dict[str, Any]:

@@ -43,7 +43,7 @@ import torch
 from curation.job import job_folder_lock
 from curation.train.config import TrainRecipe
 from curation.train.loader import read_manifest, verify_packed
-from curation.train.loop import METRICS, SPIKES, RunLog, checkpoint_dirs, read_jsonl, run_worker, step_of
+from curation.train.loop import METRICS, SPIKES, RunLog, checkpoint_dirs, read_jsonl, run_worker
 from curation.train.resume import check_resume
 from pipelines.net import free_port
 
@@ -208,9 +208,8 @@ def _train(recipe: TrainRecipe, *, resume: bool, datasets: dict[str, Any] | None
     except KeyboardInterrupt as exc:  # said in events.jsonl too: the next record was the resume's `start`
         from pipelines.run import interruption
 
-        saved = checkpoint_dirs(train_dir)
-        RunLog(train_dir, tensorboard=False).event("interrupted", signal=interruption(exc).name,
-                                                   checkpoint_step=step_of(saved[-1]) if saved else None)
+        # no step: the workers may save one more checkpoint before they end with this process's Ray
+        RunLog(train_dir, tensorboard=False).event("interrupted", signal=interruption(exc).name)
         raise
     return TrainResult(train_dir, read_jsonl(train_dir / METRICS), read_jsonl(train_dir / SPIKES),
                        time.perf_counter() - start)

@@ -183,7 +183,8 @@ def test_shards_carry_the_listed_file_size(tmp_path: Path):
                                                                           ("c.jsonl", 0)]
 
 
-@pytest.mark.parametrize("payload", [b"", b"\x00\x01garbage" * 100, gzip.compress(b"WARC/1.1\r\nbroken")])
+@pytest.mark.parametrize("payload", [b"", b"\x00\x01garbage" * 100, gzip.compress(b"WARC/1.1\r\nbroken")],
+                         ids=["empty", "binary", "cut_gzip_warc"])  # ids: gzip's header holds the time
 def test_garbage_files_never_raise(tmp_path: Path, payload: bytes):
     path = tmp_path / "bad.warc.gz"
     path.write_bytes(payload)

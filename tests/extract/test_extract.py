@@ -151,7 +151,8 @@ def test_pathological_page_times_out_and_others_survive():
     ) + "</body></html>").encode()
     good = b"<html><body><article><p>" + b"An ordinary paragraph of prose. " * 20 + b"</p></article></body></html>"
     blank = b"<html><head><title>t</title></head><body><div><img src='a.png'></div></body></html>"
-    out = run_stage(Extract(timeout_s=0.1, max_html_bytes=10_000_000), batch_of(
+    # 1 s: the heavy page takes ~4 s; the blank one a few ms, which a loaded machine stretched past a 0.1 s bound
+    out = run_stage(Extract(timeout_s=1.0, max_html_bytes=10_000_000), batch_of(
         [("https://a/heavy", heavy), ("https://a/good", good), ("https://a/blank", blank),
          ("https://a/huge", b"<html>" + b"x" * 200 + b"</html>")]
     ))

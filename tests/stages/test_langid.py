@@ -389,4 +389,5 @@ def test_uzbek_typed_with_any_apostrophe_is_uzbek_over_its_bound(stage: LangId, 
     opinion = stage.identify([UZBEK.replace("'", apostrophe)])
     assert opinion.lang[0] == "uz" and opinion.score[0] > 0.85
     english = "The committee met at five o'clock and O'Brien's long report was read out to the staff."
-    assert stage.identify([english]).lang[0] == "en"
+    welsh = "Mae'r rhan fwyaf o'r bobl yn byw yn y de, ac mae llawer o'r plant yn siarad Cymraeg yn yr ysgol."
+    assert stage.identify([english, welsh]).lang.tolist() == ["en", "cy"]  # Welsh writes o'r in every sentence

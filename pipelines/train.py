@@ -106,6 +106,18 @@ def ray_init_options(address: str | None) -> dict[str, Any]:
                       "runtime_env": {"env_vars": {"RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{port}"}}}
 
 
+def _refuse_beyond(recipe: TrainRecipe, cpus: float, gpus: float | None) -> None:
+    """`ResourcesError` where the recipe's workers need more than a Ray of this machine has (`gpus` None: not known
+    yet): Ray Train would wait for them and retry its worker group for ever, as this machine's Ray cannot grow."""
+    gpus_short = recipe.use_gpu and gpus is not None and recipe.workers > gpus
+    if recipe.workers * recipe.cpus_per_worker > cpus or gpus_short:
+        has = f"{cpus:g} CPUs" + (f", {gpus:g} GPUs" if gpus is not None else "")
+        msg = (f"workers x cpus_per_worker = {recipe.workers} x {recipe.cpus_per_worker}"
+               + (f" ({recipe.workers} GPUs)" if recipe.use_gpu else "") + f" is more than this machine's Ray has "
+               f"({has}): lower workers or cpus_per_worker, or give --address a cluster")
+        raise ResourcesError(msg)
+
+
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     """Ray Train's entry on each worker: the recipe travels as JSON and is validated again here."""
     import ray.train
@@ -173,14 +185,12 @@ def _train(recipe: TrainRecipe, *, resume: bool, datasets: dict[str, Any] | None
     if not ray.is_initialized():
         options = ray_init_options(address)
         own = options.get("address") == "local"
+        if own:  # before Ray's start (seconds): its Ray has no more CPUs than this process may run on
+            _refuse_beyond(recipe, len(os.sched_getaffinity(0)), None)
         keeping_sigterm(lambda: join_ray(options))
     cpus, gpus = ray.cluster_resources().get("CPU", 0), ray.cluster_resources().get("GPU", 0)
-    if own and (recipe.workers * recipe.cpus_per_worker > cpus or (recipe.use_gpu and recipe.workers > gpus)):
-        # Ray Train would wait for them and retry its worker group for ever: this machine's Ray cannot grow
-        msg = (f"workers x cpus_per_worker = {recipe.workers} x {recipe.cpus_per_worker}"
-               + (f" ({recipe.workers} GPUs)" if recipe.use_gpu else "") + f" is more than this machine's Ray has "
-               f"({cpus:g} CPUs, {gpus:g} GPUs): lower workers or cpus_per_worker, or give --address a cluster")
-        raise ResourcesError(msg)
+    if own:
+        _refuse_beyond(recipe, cpus, gpus)
     if datasets and recipe.workers * recipe.cpus_per_worker >= cpus:
         # Ray Data's read tasks would wait forever for a CPU the trainer's workers hold (STACK-NOTES).
         msg = (f"workers x cpus_per_worker = {recipe.workers} x {recipe.cpus_per_worker} takes all {cpus:g} CPUs "

@@ -58,7 +58,7 @@ def notebook_script(raw: str) -> tuple[str, str]:
         if not isinstance(cell, dict):
             continue
         kind = cell.get("cell_type")
-        source = _text(cell.get("source") if kind != "code" or "source" in cell else cell.get("input"))
+        source = _text(cell.get("source", cell.get("input")))  # nbformat 3 keeps a code cell's under `input`
         if not source.strip():
             continue
         if kind == "code":

@@ -26,9 +26,9 @@ from curation.lang.scripts import script_of_text
 
 DEFAULT_SCRIPT = "Latn"
 SHORT_LINE = 30
+"""FineWeb's short line, in characters: English's, and every language's without a measure of its own."""
 # The marks a language's apostrophe is typed as: Uzbek's lists write `boʻlgan` (U+02BB), its web `bo'lgan` and `bo’lgan`
 APOSTROPHES = "'’‘ʻʼ`"
-"""FineWeb's short line, in characters: English's, and every language's without a measure of its own."""
 
 
 @dataclass(frozen=True)

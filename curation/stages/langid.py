@@ -541,6 +541,7 @@ def _with_sinitic_mass(lang: np.ndarray, score: np.ndarray, rows: np.ndarray, ma
     chinese = np.flatnonzero(np.isin(lang[rows], list(SINITIC)))
     score[rows[chinese]] = np.minimum(np.maximum(score[rows[chinese]], mass[chinese]), 1.0)
 
+
 def map_keys(key: str) -> list[str]:
     """The keys a per-language map's `key` stands for: the output codes it names (`cmn_Hani` -> zh, `no` -> nb, nn),
     or the language in one of its own scripts where it has settings per script (`srp_Latn` -> sr-Latn)."""

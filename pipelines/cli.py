@@ -467,7 +467,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     try:
         reference = read_reference(args.inputs, text_field=args.text_field, lang=args.lang)
-        result = calibrate(reference, args.keep, min_documents=args.min_documents or MIN_DOCUMENTS)
+        fewest = MIN_DOCUMENTS if args.min_documents is None else args.min_documents
+        result = calibrate(reference, args.keep, min_documents=fewest)
     except (OSError, ValueError) as exc:
         print(f"curate calibrate: {exc}", file=sys.stderr)
         return 2

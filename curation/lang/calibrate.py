@@ -209,11 +209,20 @@ def read_reference(inputs: Iterable[str], *, text_field: str = "text", lang: str
                     reference.skipped["no lang (give --lang, or run langid first)"] += 1
                 else:
                     reference.text.append(text)
-                    script = (given.script if given else fields.get(LANG_SCRIPT)) or script_of_text(text)
-                    reference.lang.append(script_key(code, script) if script in own_scripts(code) else code)
+                    reference.lang.append(_label(code, given.script if given else fields.get(LANG_SCRIPT), text))
                     score = fields.get(LANG_SCORE)
                     reference.lang_score.append(float(score) if score is not None and lang is None else None)
     return reference
+
+
+def _label(code: str, script: str | None, text: str) -> str:
+    """A reference document's language: `code`, or `code` in its script (`sr-Latn`: `script`, else its text's)
+    where the language has settings per script."""
+    scripts = own_scripts(code)
+    if not scripts:  # most languages: no script to find
+        return code
+    script = script or script_of_text(text)
+    return script_key(code, script) if script in scripts else code
 
 
 def _files(inputs: Iterable[str], text_field: str) -> Iterator[tuple[str, Any]]:
@@ -446,9 +455,9 @@ def summary(calibration: Calibration) -> str:
                 lines.append(f"  {bound.name:<42} {shown:>8}    (kept: the reference is at its best value)")
                 continue
             note = f"  (the stage caps it at {bound.ceiling:g})" if bound.ceiling and after > bound.ceiling else ""
-            if before and after and max(after / before, before / after) >= FAR:
-                note += f"  ({max(after / before, before / after):.0f}x {'over' if after > before else 'under'} " \
-                        "the shipped)"
+            factor = max(after / before, before / after) if before and after else 0
+            if factor >= FAR:
+                note += f"  ({factor:.0f}x {'over' if after > before else 'under'} the shipped)"
             lines.append(f"  {bound.name:<42} {shown:>8} -> {after:g}{note}")
         if r.stop_words:
             code, script = _split(r.lang)

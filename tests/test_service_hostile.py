@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.net import free_port, free_ports
-from pipelines.service.control import Control
+from pipelines.service.control import MAX_RECIPE_BYTES, Control
 from pipelines.service.server import Background
 from tests.conftest import ROOT, SAMPLE
 from tests.support.waiting import wait_until
@@ -260,6 +260,15 @@ def test_job_control_without_a_reachable_ray_dashboard_answers_502_with_the_reas
     try:
         unreachable, wrong = services
         assert httpx.post(f"{unreachable.url}/api/jobs", content=recipe).status_code == 401  # the token comes first
+        # the body's size is judged before any cluster is asked: too large is a 413, said with or without a length
+        huge = b"#" * (MAX_RECIPE_BYTES + 1)
+        chunked = (huge[i:i + 65536] for i in range(0, len(huge), 65536))  # no Content-Length header
+        for content in (huge, chunked):
+            response = httpx.post(f"{unreachable.url}/api/jobs", content=content, headers=auth, timeout=60)
+            assert response.status_code == 413, response.text
+            assert response.json()["detail"] == f"a recipe is at most {MAX_RECIPE_BYTES} bytes"
+        empty = httpx.post(f"{unreachable.url}/api/jobs", content=b"", headers=auth, timeout=60)
+        assert empty.status_code == 422 and "empty" in empty.json()["detail"], empty.text
         for service, address, reason in ((unreachable, unused, f"Failed to connect to Ray at address: {unused}."),
                                          (wrong, not_ray.url, "Version check returned 404.")):
             for response in (httpx.post(f"{service.url}/api/jobs", content=recipe, headers=auth, timeout=60),

@@ -56,9 +56,9 @@ def _authorized(request: Request, authorization: str | None) -> Control:
                                             "content": {"application/yaml": {"schema": {"type": "string"}}}}})
 async def submit_job(request: Request, authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
     control = _authorized(request, authorization)
-    body = await request.body()
-    if not body or len(body) > MAX_RECIPE_BYTES:
-        raise HTTPException(status_code=422, detail=f"the body must be a recipe in YAML, 1 byte to {MAX_RECIPE_BYTES}")
+    body = await _bounded_body(request)
+    if not body:
+        raise HTTPException(status_code=422, detail="the body must be a recipe in YAML; it is empty")
     try:
         text = body.decode("utf-8")
         # On a worker thread: a recipe may take long to check (its paths listed on a slow store), and the event
@@ -70,6 +70,20 @@ async def submit_job(request: Request, authorization: Annotated[str | None, Head
         raise HTTPException(status_code=422, detail=[str(p) for p in exc.problems]) from None
     job_id = await run_in_threadpool(_on_cluster, control, _submit, text, control)  # blocking HTTP, an upload
     return {"job_id": job_id, "recipe": recipe.name, "job_dir": recipe.job_dir(control.output)}
+
+
+async def _bounded_body(request: Request) -> bytes:
+    """The body, read no further than `MAX_RECIPE_BYTES`: a larger one is a 413 before it is all received."""
+    too_large = HTTPException(status_code=413, detail=f"a recipe is at most {MAX_RECIPE_BYTES} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_RECIPE_BYTES:
+        raise too_large
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_RECIPE_BYTES:
+            raise too_large
+    return bytes(body)
 
 
 def _on_cluster(control: Control, call: Callable[..., T], *args: Any) -> T:

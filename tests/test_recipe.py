@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,13 @@ def test_cross_references_and_paths_are_checked_before_work(tmp_path):
     found = problems(text)
     assert any("stages[0].extract.only[0]: no source named 'nosuch' (sources: web)" in p for p in found)
     assert any(p.startswith("r.yaml:3:39: sources[0].paths[0]: no file matches") for p in found)
+
+
+def test_a_path_naming_a_pipe_says_what_it_is_not_that_nothing_matches(tmp_path):
+    os.mkfifo(tmp_path / "crawl.warc")
+    found = problems(GOOD.replace("recipes/sample/*.warc.gz", f"{tmp_path}/crawl.warc"))
+    assert f"r.yaml:3:39: sources[0].paths[0]: '{tmp_path}/crawl.warc' is a named pipe, not a regular file: only " \
+        "regular files are read" in found, found
 
 
 def test_fingerprint_ignores_where_a_job_runs(monkeypatch):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import glob
 import re
+import stat
+from pathlib import Path
 
 import pyarrow.fs as pa_fs
 
@@ -28,7 +30,7 @@ def path_checks(recipe: Recipe) -> list[Located]:
                 out.append((("sources", i, "paths", j), f"cannot list {pattern!r}: {exc}"))
                 continue
             if not matched[i, j]:
-                out.append((("sources", i, "paths", j), f"no file matches {pattern!r}"))
+                out.append((("sources", i, "paths", j), _nothing_matches(pattern)))
             for uri in matched[i, j]:
                 if not uri.isascii() and _not_utf8(uri):
                     out.append((("sources", i, "paths", j), f"{pattern!r} matches {uri!r}, whose name is not UTF-8: "
@@ -52,6 +54,24 @@ def path_checks(recipe: Recipe) -> list[Located]:
         for key, message in missing or params.file_problems():
             out.append((("stages", i, kind, *key), message))
     return out
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"))
+
+
+def _nothing_matches(pattern: str) -> str:
+    """Why a pattern gave no input: a path that exists but is no regular file (a FIFO: reading it could block) is
+    named as what it is, not as missing."""
+    if not storage.is_remote(pattern) and not storage.has_wildcard(pattern):
+        try:
+            mode = Path(pattern).stat().st_mode
+        except OSError:
+            mode = 0
+        kind = next((name for test, name in _SPECIAL if test(mode)), None)
+        if kind:
+            return f"{pattern!r} is {kind}, not a regular file: only regular files are read"
+    return f"no file matches {pattern!r}"
 
 
 # Compressions a format's files may look compressed with that its reader does not undo (it read them as text: an

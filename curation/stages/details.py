@@ -58,7 +58,8 @@ def deciding_details(reasons: np.ndarray, mask: np.ndarray, scores: dict[str, An
         if isinstance(given, str):
             details[rows] = given
             continue
-        if given is not None:
+        if given is not None:  # a per-document bound (`_max_x`) where the scores hold one, else the parameter
+            given = [key if key in scores or key in numeric else key.lstrip("_") for key in given]
             details[rows] = [", ".join(f"{key}={number(scores[key][row] if key in scores else numeric[key])}"
                                        for key in given) for row in rows.tolist()]
             continue

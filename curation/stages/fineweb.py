@@ -60,6 +60,8 @@ class FineWeb(LanguageFilter):
     """
 
     name = "fineweb"
+    # its reason is FineWeb's name; its score says what it measures (newlines per word), which no word of it names
+    explained: ClassVar[dict[str, str | tuple[str, ...]]] = {"list_ratio": ("fw_new_line_ratio", "_max_new_line_ratio")}
     resources = Resources(cpus=1.0)
     size_scores: ClassVar[tuple[str, ...]] = ("_lines",)
     count_keys: ClassVar[tuple[str, ...]] = (FALLBACK_LANGUAGE,)

@@ -266,6 +266,15 @@ def test_fineweb_names_each_broken_rule():
     assert reasons(FineWeb(line_punct_exclude_zero=True), [no_punct]) == [None]
 
 
+def test_fineweb_list_ratio_detail_names_newlines_per_word_and_its_bound():
+    listy = "\n".join(f"Supercalifragilisticexpialidocious{i}." for i in range(10))
+    plain = run_stage(FineWeb(), docs([listy])).column(schema.DETAIL).to_pylist()
+    assert plain == ["fw_new_line_ratio=0.45, max_new_line_ratio=0.3"]  # it named the short-line share
+    german = run_stage(FineWeb(), docs([listy]).append_column("lang", pa.array(["de"])))
+    assert german.column(schema.REASON).to_pylist() == ["list_ratio"]
+    assert german.column(schema.DETAIL).to_pylist()[0].startswith("fw_new_line_ratio=0.45, _max_new_line_ratio=")
+
+
 def test_fineweb_scores():
     text = GOOD + "\n\nShort line"
     row = run_stage(FineWeb(keep_scores=True), docs([text])).to_pylist()[0]

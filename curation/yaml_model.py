@@ -23,6 +23,29 @@ from pydantic import BaseModel, ValidationError
 # nine aliases ("billion laughs") have 43 million, which the checks below would walk one by one.
 MAX_YAML_NODES = 100_000
 
+
+
+class YamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2's booleans, `true` and `false` only: YAML 1.1 also reads `yes`, `no`, `on`
+    and `off` as booleans, and `no` is Norwegian's language code (`keep: [no, sv]` was `[False, 'sv']`). A boolean
+    key still takes `yes` and `on`: pydantic reads those strings as true."""
+
+
+YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+YamlLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                 list("tTfF"))
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=YamlLoader)
+
+
+def compose_yaml(text: str) -> yaml.Node | None:
+    return yaml.compose(text, Loader=YamlLoader)
+
+
 # (location as pydantic gives it, message): a problem found after validation, located like a validation error.
 Located = tuple[tuple[Any, ...], str]
 
@@ -196,9 +219,9 @@ def parse_yaml_model(text: str, file: str, model: type[BaseModel],
     `checks(validated)` may add (location, message) problems of its own (cross-references, paths);
     `describe(error)` may word a pydantic error of the model's own (None: the usual wording)."""
     try:
-        root = yaml.compose(text)
+        root = compose_yaml(text)
         _bounded_aliases(root, text, file)
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

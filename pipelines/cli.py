@@ -53,8 +53,10 @@ def _recipe_kind(path: str) -> str | None:
     parser of the kind asked for reports why, with the line)."""
     import yaml
 
+    from curation.yaml_model import load_yaml
+
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = load_yaml(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):  # nested too deeply: ~400 levels
         return None
     if not isinstance(data, dict):

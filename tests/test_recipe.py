@@ -93,6 +93,16 @@ def test_cross_references_and_paths_are_checked_before_work(tmp_path):
     assert any(p.startswith("r.yaml:3:39: sources[0].paths[0]: no file matches") for p in found)
 
 
+def test_no_is_norwegian_not_false_and_yes_still_switches_on(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    text = GOOD.replace("timeout_s: 1", "timeout_s: 1, markdown: yes") + (
+        "  - langid: {keep: [no, sv]}\n  - gopher_quality: {languages: {no: {stop_words: [og, er]}}}\n")
+    specs = {kind: params for _, kind, params in parse_recipe(text, "r.yaml").stage_specs()}
+    assert specs["langid"].keep == ["no", "sv"]  # YAML 1.1 read [False, 'sv']: "Input should be a valid string"
+    assert set(specs["gopher_quality"].languages) == {"nb", "nn"}
+    assert specs["extract"].markdown is True
+
+
 def test_a_path_naming_a_pipe_says_what_it_is_not_that_nothing_matches(tmp_path):
     os.mkfifo(tmp_path / "crawl.warc")
     found = problems(GOOD.replace("recipes/sample/*.warc.gz", f"{tmp_path}/crawl.warc"))

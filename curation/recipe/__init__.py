@@ -10,13 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from curation.lang import settings_file
 from curation.recipe.checks import cross_checks
 from curation.recipe.inputs import output_problems, path_checks
 from curation.recipe.models import MAX_NAME_CHARS, RayConfig, Recipe, Source, StageEntry, unknown_stage
-from curation.yaml_model import Problem, RecipeError, parse_yaml_model, problem_at, read_recipe_text
+from curation.yaml_model import Problem, RecipeError, compose_yaml, parse_yaml_model, problem_at, read_recipe_text
 
 __all__ = [
     "MAX_NAME_CHARS", "Problem", "RayConfig", "Recipe", "RecipeError", "Source", "StageEntry", "json_schema",
@@ -40,7 +38,7 @@ def _with_language_settings(recipe: Recipe, text: str, file: str) -> Recipe:
         body = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise RecipeError([problem_at(yaml.compose(text), file, ("language_settings",),
+        raise RecipeError([problem_at(compose_yaml(text), file, ("language_settings",),
                                       f"cannot read the language settings file {path!r}: {reason}")]) from None
     settings = parse_yaml_model(body, path, settings_file.settings_file_model(), settings_file.checks,
                                 what="a language settings file is a YAML mapping (stages: ...)")

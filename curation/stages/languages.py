@@ -83,8 +83,9 @@ class LanguageParams(DocumentFilter.Params):
     languages: dict[LanguageKey, LanguageChanges] = Field(
         default_factory=dict,
         description="Per-language overrides of the shipped settings: language code (any spelling "
-        "`curation.lang.codes` reads, as lid.176 labels it: `chi`, `cmn`, `zh-TW` are zh, whose two scripts share "
-        "the settings; a language with settings per script (sr, uz, az, tt, ms, sh) also in one script, `sr-Latn`, "
+        "`curation.lang.codes` reads, as lid.176 labels it: `chi`, `cmn`, `zho` are zh, whose two scripts share "
+        "the settings (a key naming one, `zh-TW` or `zh-Hant`, is refused); a language with settings per script "
+        "(sr, uz, az, tt, ms, sh) also in one script, `sr-Latn`, "
         "applied after its language's entry; or \"*\" for every language but English) -> {setting: value}, "
         "settings named as in `curation.lang.settings.LanguageSettings` (e.g. `stop_words`, `min_avg_word_length`, "
         "`dup_n_grams`). "

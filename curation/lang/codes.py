@@ -137,7 +137,11 @@ def _script(raw: str, code: str, tag: langcodes.Language) -> str | None:
         return script
     own = langcodes.Language.get(code).maximize().script
     if script != own:
-        msg = f"{raw!r}: {code} is written in one script ({own}) here, not {script}; write {code}"
+        msg = (f"{raw!r}: labels name {code} without a script ({own} here); write {code}, which keeps {code} in "
+               f"whatever script the model names it: the shipped lid.176 knows {code} in {own} only ({code} in "
+               f"{script} letters it labels as other languages, often en), a model naming {script} too (GlotLID, "
+               "langid's `model:`) labels that text "
+               f"{code}")
         raise ValueError(msg)
     return None
 

@@ -63,11 +63,21 @@ def test_no_language_is_refused_with_the_code_meant(raw: str, hint: str):
 @pytest.mark.parametrize(("raw", "why"), [
     ("xq", "is no language code"), ("", "is no language code"), ("x-foo", "is no language code"),
     ("123", "is no language code"), ("zh-Latn", "zh is labelled zh-Hans or zh-Hant, never zh-Latn"),
-    ("en-Cyrl", "en is written in one script"), ("sr-Arab", "sr is labelled sr-Cyrl or sr-Latn"),
+    ("en-Cyrl", "labels name en without a script"), ("sr-Arab", "sr is labelled sr-Cyrl or sr-Latn"),
 ])
 def test_codes_no_label_can_match_are_refused(raw: str, why: str):
     with pytest.raises(ValueError, match=why):
         language_tag(raw)
+
+
+def test_hindi_in_latin_letters_says_what_keeping_hi_keeps():
+    """Hinglish is labelled en by lid.176: the message said only "write hi", which then kept none of it."""
+    with pytest.raises(ValueError) as err:
+        language_tag("hi-Latn")
+    assert str(err.value) == (
+        "'hi-Latn': labels name hi without a script (Deva here); write hi, which keeps hi in whatever script the "
+        "model names it: the shipped lid.176 knows hi in Deva only (hi in Latn letters it labels as other languages, "
+        "often en), a model naming Latn too (GlotLID, langid's `model:`) labels that text hi")
 
 
 def test_real_codes_a_chinese_team_may_mean_as_chinese_get_the_zh_hint():

@@ -172,7 +172,7 @@ FORMS_SHARE_MIN = 0.02  # ... and their share of its Han characters at least...
 KANA_SHARE_MAX = 0.2  # ... to Chinese, when at most this share of its kana and Han letters are kana
 # Chinese varieties written in Han characters, which lid.176 tells apart by a few function words: a paragraph of a
 # Mandarin page labelled Wu (`小区里路由器太多` at 0.61), or one of a Cantonese post Wu at 0.35, made the page
-# "mixed" and dropped where a recipe keeps zh; such a label counts from `SHORT_PARAGRAPH_SCORE_MIN` only
+# "mixed" and dropped where a recipe keeps zh; such a label counts from `SHORT_PARAGRAPH_SCORE_MIN` only (`_neighbours`)
 SINITIC = frozenset({"zh", "yue", "wuu", "gan", "hak", "nan", "cdo", "hsn", "cjy", "lzh", "czh", "cpx", "mnp"})
 OWN_WORDS_MIN = 40  # words from which a language fastText cannot rank must show its own stop words (`_own_words`)...
 OWN_SHARE_OF_TYPICAL = 0.33  # ... at least this share of what they make of real text of it (Leipzig's documents of
@@ -274,6 +274,15 @@ CLOSE_GROUPS: tuple[frozenset[str], ...] = (
     frozenset({"az", "tr"}),
     frozenset({"ja", "zh"}),
 )
+
+
+def _neighbours(a: str, b: str) -> bool:
+    """Two languages a paragraph is too short to tell apart, which its whole document tells better: close ones
+    (`CLOSE_GROUPS`: an ekavian Serbian paragraph read as Bosnian at 0.63 made a Serbian article "mixed sr+bs") or
+    Chinese varieties (`SINITIC`: a Mandarin paragraph read as Wu at 0.61)."""
+    return a != b and any(a in group and b in group for group in (*CLOSE_GROUPS, SINITIC))
+
+
 # Labels that stand for several output languages (spread evenly when pooling).
 STANDS_FOR: dict[str, tuple[str, ...]] = {"sh": ("bs", "hr", "sr")}
 # Macrolanguage codes a user may write in `keep`, and what they keep.
@@ -614,7 +623,9 @@ class LangIdParams(DocumentFilter.Params):
         description="Also label each paragraph (each non-blank line of `text`, as extractors such as trafilatura "
         "write one paragraph per line) into `lang_paragraphs`: a list of {start, end, lang, score}, with start "
         "and end character offsets into `text`; a line of fewer than 20 letters scored under 0.9, one mostly of "
-        "digits and symbols, or one scored under its label's `min_score` takes the whole text's label. A document "
+        "digits and symbols, one scored under its label's `min_score`, or one labelled a close neighbour of the "
+        "text's language under 0.9 (Bosnian in a Serbian text, Wu in a Mandarin one) takes the whole text's label. "
+        "A document "
         "whose paragraphs hold two languages or more, each at least 20% of their characters, is mixed "
         "(`curation.stages.parts`): its `lang` is the language of most of them, its `lang_score` its paragraphs' "
         "scores weighed by their characters, it is kept when every one of its languages is (`keep`), and the "
@@ -1006,10 +1017,10 @@ class LangId(DocumentFilter):
         A line whose own label cannot be trusted takes its document's (`lang`, `score`: the whole texts'): one of
         fewer than `PARAGRAPH_LETTERS_MIN` letters scored under `SHORT_PARAGRAPH_SCORE_MIN`, one mostly of digits
         and symbols, one scored under its label's `min_score`, one labelled another language than its document's
-        under `OTHER_LANGUAGE_SCORE_MIN` (a Swahili reply read as Xhosa at 0.39), or another Chinese variety than
-        its document's (`SINITIC`) under `SHORT_PARAGRAPH_SCORE_MIN`; but never where its script is not Latin and
-        not one its document's language is written in. A calendar read as Yoruba or a copyright line
-        read as Irish would otherwise make an English page "mixed", and drop it where a recipe keeps some languages.
+        under `OTHER_LANGUAGE_SCORE_MIN` (a Swahili reply read as Xhosa at 0.39), or a close neighbour of its
+        document's language (`_neighbours`) under `SHORT_PARAGRAPH_SCORE_MIN`; but never where its script is not
+        Latin and not one its document's language is written in. A calendar read as Yoruba or a copyright line read
+        as Irish would otherwise make an English page "mixed", and drop it where a recipe keeps some languages.
         """
         spans: list[tuple[int, int, int]] = []  # (document, start, end)
         pieces: list[str] = []
@@ -1034,8 +1045,8 @@ class LangId(DocumentFilter):
         line_doc = np.array([doc for doc, _, _ in spans], np.int64)
         if len(line_doc):
             other = opinion.lang != lang[line_doc]
-            variety = np.isin(opinion.lang, list(SINITIC)) & np.isin(lang[line_doc], list(SINITIC)) & other
-            trusted &= ~variety | (opinion.score >= SHORT_PARAGRAPH_SCORE_MIN)
+            neighbour = np.array([_neighbours(a, b) for a, b in zip(opinion.lang, lang[line_doc], strict=True)], bool)
+            trusted &= ~neighbour | (opinion.score >= SHORT_PARAGRAPH_SCORE_MIN)
             trusted &= ~other | (opinion.score >= OTHER_LANGUAGE_SCORE_MIN)
             # a line of a script its document's language is not written in keeps its own label: a line of Han in a
             # page of pinyin was Malay, as the page was (any language may be romanised: Latin lines are left be)

@@ -93,6 +93,24 @@ def test_a_chinese_post_is_not_made_mixed_by_a_line_read_as_another_chinese_vari
         assert {s["lang"] for s in spans} <= {"zh", "yue"}
 
 
+SERBIAN_LATIN = (
+    "Beograd je glavni i najveći grad Srbije, smešten na ušću Save u Dunav. Grad ima dugu i burnu istoriju, a tokom "
+    "vekova bio je razaran i obnavljan više desetina puta. Danas je Beograd važan kulturni, ekonomski i saobraćajni "
+    "centar jugoistočne Evrope.\n\nNajpoznatija znamenitost grada je Beogradska tvrđava sa parkom Kalemegdan, odakle "
+    "se pruža prelep pogled na reke i Novi Beograd. Posetioci rado šetaju i Knez Mihailovom ulicom, glavnom pešačkom "
+    "zonom u centru grada, punom kafića, knjižara i prodavnica.\n\nNoćni život Beograda poznat je širom Evrope. "
+    "Splavovi na rekama rade tokom cele godine, a brojni klubovi, kafane i koncerti privlače mlade iz regiona i "
+    "inostranstva.")
+
+
+def test_a_paragraph_read_as_a_close_neighbour_of_its_pages_language_takes_the_pages():
+    """Its last paragraph alone is Bosnian at 0.63 (fastText: Serbo-Croatian at 0.35): the Serbian article was
+    `mixed sr+bs`, dropped where a recipe keeps sr. A paragraph tells close languages apart worse than its page."""
+    out = LangId(keep=["sr"], per_paragraph=True).ready().process(pa.table({"text": [SERBIAN_LATIN]}))
+    assert out.reasons.to_pylist() == [None]
+    assert [s["lang"] for s in out.table.column("lang_paragraphs").to_pylist()[0]] == ["sr"] * 3
+
+
 def test_written_cantonese_is_cantonese_by_the_characters_only_it_writes():
     """lid.176 labelled written Cantonese zh at 1.0 (the UDHR's, in either script): judged by Mandarin's settings, and
     kept by `keep: [zh]`. Its own characters (嘅 咗 喺 哋...) tell it; a Mandarin text with one of them stays zh."""

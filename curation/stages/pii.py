@@ -5,15 +5,16 @@ Precision first: a placeholder where there was no PII damages the text for good,
 found by a regex (compiled once) and then confirmed.
 
 - E-mail: a syntactically valid address whose top-level domain is a real one (the Public Suffix
-  List shipped by `tld`, which trafilatura's `courlan` installs), so `logo@2x.png` stays.
+  List shipped by `tld`, which trafilatura's `courlan` installs), so `logo@2x.png` stays; an SSH login
+  (`git@github.com:user/repo.git`, `ssh -T git@gitlab.com`) is no mailbox and stays.
 - IP: candidates are confirmed by `ipaddress`; by default (`ip_policy: global`) only globally
   routable unicast addresses are redacted, as in BigCode's StarCoder PII pipeline: private,
   loopback, link-local, shared (CGNAT), documentation, multicast and reserved ranges, and the
   well-known public DNS resolvers, identify no one and are kept (`ip_policy: all` redacts every
   valid address). A dotted quad is not an IP where context says version or section: after
-  `v`, `version`, `build`, `release`, `firmware`, a `Product/` user-agent token, `section`,
-  `§`, `Art.`...; and a quad of single digits (1.2.3.4, an outline number) needs a network word
-  nearby (ip, dns, server, host, ping, ...), as BigCode does for short quads.
+  `v`, `version` (`версии`, `sürüm`, `wersja`... in other languages), `build`, `release`, `firmware`, a
+  `Product/` user-agent token, `section`, `§`, `Art.`...; and a quad of single digits (1.2.3.4, an outline
+  number) needs a network word nearby (ip, dns, server, host, ping, ...), as BigCode does for short quads.
 - Phone: a run of digits and separators with 7-15 digits (E.164 allows at most 15) counts only
   when its shape or context says phone: `+` and a country code; the North American 3-3-4 shape
   with valid area and exchange codes; a national number written `(030) 123456` or `030/123456`;
@@ -68,6 +69,10 @@ _EMAIL = re.compile(
     rf"((?:(?!\d){_ALNUM}){{2,24}})"  # top-level domain: letters
     rf"(?!{_WORD}|-|\.{_ALNUM})"
 )
+# An SSH login is no mailbox, and redacting it breaks the command: git's hosting account (`ssh -T git@gitlab.com`)
+# and a login followed by scp's `:path` (`git clone git@github.com:user/repo.git`, `scp f deploy@host.io:/srv`)
+_SSH_LOGIN = re.compile(r"git@")
+_SCP_PATH = re.compile(r":[\w~/.-]")
 # a Latin address glued to the words of another script before it (`Пишите наivan@mail.ru`): its local part begins
 # where the Latin does
 _LATIN_TAIL = re.compile(r"[A-Za-z0-9\u00c0-\u024f._%+-]+$")
@@ -84,7 +89,11 @@ _VERSION_BEFORE = re.compile(
     r"(?i)(?:\b(?:v|ver|vers|version|versions|versão|release|rel|build|rev|revision|firmware|fw|bios|"
     r"update|patch|sdk|api|kernel|driver|windows|android|ios|macos|chrome|firefox|safari|python|java|"
     r"section|sec|chapter|chap|ch|art|article|para|paragraph|clause|rule|figure|fig|table|step|item|"
-    r"abschnitt|kapitel|ziffer|nr|no)\.?\s*[:#=]?\s*|§\s*|[A-Za-z]/|"
+    r"abschnitt|kapitel|ziffer|nr|no|"
+    # version in other languages, inflected (версии 5.15.133.1, sürümü, wersji, phiên bản)
+    r"верси\w*|версі\w*|sürüm\w*|wersj\w*|versi[oó]n\w*|versione|verze|verzi\w*|versio|phiên bản|"
+    r"έκδοση|έκδοσης|εκδοση)\.?\s*[:#=]?\s*|"
+    r"(?:גרסה|גרסת|إصدار|الإصدار|الاصدار|نسخه|संस्करण|वर्जन|เวอร์ชัน)\s*[:#=]?\s*|§\s*|[A-Za-z]/|"
     # Chinese, Japanese, Korean words for version and firmware; a system named ...OS or ...UI (HarmonyOS, MIUI)
     r"(?:版本号?|固件(?:版本)?|バージョン|버전)\s*[:：为為是は]?\s*|(?-i:[A-Za-z]*(?:OS|UI))\s+)$"
 )
@@ -168,11 +177,13 @@ def top_level_domains() -> frozenset[str] | None:
 
 
 def find_emails(text: str) -> list[tuple[int, int]]:
-    """Spans of e-mail addresses with a real top-level domain."""
+    """Spans of e-mail addresses with a real top-level domain, but SSH logins (`_SSH_LOGIN`)."""
     tlds = top_level_domains()
     spans = []
     for m in _EMAIL.finditer(text):
         if tlds is not None and m.group(1).lower() not in tlds:
+            continue
+        if _SSH_LOGIN.match(text, m.start()) or _SCP_PATH.match(text, m.end()):
             continue
         start, at = m.start(), text.index("@", m.start())
         local = text[start:at]

@@ -18,6 +18,7 @@ def redact(text: str, **params: object) -> str:
     ("text", "expected"),
     [
         ("Write to jane.doe+news@mail.example.co.uk today.", "Write to <EMAIL> today."),
+        ("Mail deploy@example.com: it answers.", "Mail <EMAIL>: it answers."),  # a colon then a space: no scp path
         ("<a href='mailto:Max.Müller@gmx.de'>", "<a href='mailto:<EMAIL>'>"),
         ("contact: info@exämple.de.", "contact: <EMAIL>."),
         ("Server at 93.184.216.34, port 80", "Server at <IP>, port 80"),
@@ -69,6 +70,10 @@ TRAPS = [
     "DNS服务器设置为114.114.114.114或223.5.5.5, 备用119.29.29.29",  # China's public resolvers, as Google's
     "总额15000000000元, 订单号13800138000, 编号 13912345678",  # money and order numbers shaped as mobiles
     "Order #415-555-2671, invoice no. 212-555-0148, ZIP 94043-1351, SSN-like 123-45-6789",
+    # SSH logins are no mailboxes: redacted, the commands no longer ran
+    "git clone git@github.com:user/repo.git, then ssh -T git@gitlab.com; scp app.tar deploy@example.com:/srv/app",
+    # versions said in other languages
+    "ядро WSL стало версии 5.15.133.1; Yeni sürüm 1.2.3.4, DNS olarak; wersja 10.0.19045.3693; phiên bản 2.0.1.5",
 ]
 
 

@@ -12,13 +12,15 @@ entropy plugins stay off, as BigCode needed a gibberish model and hash heuristic
 Private keys are found as whole PEM/OpenSSH/PGP blocks (BEGIN line, base64 body, END line; or the
 body lines after a BEGIN whose END is missing), not just the header line detect-secrets flags, and
 only with a body of 64+ base64 characters, so parsers that hold the header strings are untouched.
-Token matches are redacted where they are; keyword values on the line that assigns them.
+Token matches are redacted where they are; keyword values on the line that assigns them, every one of it.
+Scans are linear in the file: a 1 MB file of `eyJ` runs is read in a fraction of a second.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -49,7 +51,8 @@ _HINTS: dict[str, tuple[str, ...]] = {
                        "npm_"),
     "AzureStorageKeyDetector": ("AccountKey=",),
     "SquareOAuthDetector": ("sq0csp-",),
-    "BasicAuthDetector": ("://", "@tcp(", "@unix(", "mysql", "curl", "assword", "ASSWORD", "wd>", "WD>", "wd=", "WD="),
+    "BasicAuthDetector": ("://", "@tcp(", "@unix(", "mysql", "curl", "assword", "ASSWORD", "wd>", "WD>", "wd=", "WD=",
+                          "ENV", "dentified", "DENTIFIED", "auth", "Auth", "AUTH"),
     "MailchimpDetector": ("-us",),
     "ArtifactoryDetector": ("AKC", *(f"AP{c}" for c in "0123456789ABCDEF")),
 }
@@ -68,7 +71,17 @@ _MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         r"(?i:(?:host|server|user(?: ?id)?|uid|dbname|database|data source)\s*=[^\n\"']*?[\s;&?])"
         r"(?i:password|pwd)\s*=\s*([^\s;&\"'<>()\[\]{},]{6,})",
         r"<(?i:password|passwd|pwd)>([^<\s]{6,})</",
-        r"name=[\"'][\w.-]*(?i:password)[\"']\s+value=[\"']([^\"'\s]{6,})[\"']")),
+        r"name=[\"'][\w.-]*(?i:password)[\"']\s+value=[\"']([^\"'\s]{6,})[\"']",
+        # Docker's `ENV POSTGRES_PASSWORD value` (no `=`: the keyword plugin reads assignments), SQL's `CREATE USER
+        # .. IDENTIFIED BY '...'`, Python's HTTP basic auth (`auth=('admin', '...')`, `HTTPBasicAuth('u', '...')`)
+        # and an `Authorization: Basic <base64 of user:password>` header
+        r"(?m:^[ \t]*ENV[ \t]+\w*(?i:password|passwd|pwd|secret|token|api_?key)[ \t]+([^\s=\"']{6,})[ \t]*$)",
+        r"(?i:identified\s+by)\s+(?:(?i:password)\s+)?[\"'`]([^\"'`\s]{6,})[\"'`]",
+        r"(?:\bauth\s*=\s*\(|HTTP(?:Basic|Digest)Auth\()\s*[\"'][^\"'\n]+[\"']\s*,\s*[\"']([^\"'\s]{6,})[\"']",
+        r"(?i:authorization)[\"']?\s*[:=,]\s*[\"']?(?i:basic)\s+([A-Za-z0-9+/]{12,}={0,2})(?![\w+/=])")),
+    # a Discord webhook's URL holds its token: whoever has it posts to the channel
+    "DiscordBotTokenDetector": (
+        re.compile(r"discord(?:app)?\.com/api/webhooks/\d{17,20}/([\w-]{60,80})"),),
     "GitHubTokenDetector": (re.compile(r"github_pat_[0-9A-Za-z]{22}_[0-9A-Za-z]{59}"),),  # fine-grained, since 2022
     # vendors' keys detect-secrets has no plugin for, reported as `api_key` beside OpenAI's: OpenAI's project and
     # service keys, Anthropic's, Hugging Face's, Google Cloud's, Shopify's
@@ -92,6 +105,8 @@ TOKEN_HINT = "|".join([
     r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}", r"sq0csp-", r"://[^\s:/@]+:[^\s/@]+@", r"[0-9a-z]{32}-us\d",
     r"PRIVATE KEY|PuTTY-User-Key-File", r"github_pat_|sk-(?:proj|svcacct|admin|ant)-|hf_[A-Za-z0-9]{34}|AIza|shp[acps]",
     r"(?i:bearer\s|x-api-key)|key-[0-9a-z]{32}|npm_[A-Za-z0-9]{36}|@(?:tcp|unix)\(|mysql|curl|(?i:password|pwd)\s*[=>]",
+    r"(?m:^[ \t]*ENV[ \t]+\w*(?i:password|passwd|pwd|secret|token|api_?key)[ \t])|(?i:identified\s+by)",
+    r"\bauth\s*=\s*\(|HTTP(?:Basic|Digest)Auth\(|(?i:basic)\s+[A-Za-z0-9+/]{12}|discord(?:app)?\.com/api/webhooks/",
 ])  # fmt: skip
 # detect-secrets' keyword names, also in Lisp's kebab case (`api-key`)
 KEYWORD_HINT = (r"(?i)(?:api[_-]?key|auth[_-]?key|service[_-]?key|account[_-]?key|db[_-]?key|database[_-]?key|"
@@ -113,6 +128,7 @@ _TIMESTAMP_OR_VERSION = re.compile(r"\d{4}-\d\d-\d\d(?:[T ][\d:.]+(?:Z|[+-]\d\d:
 _WORDISH = re.compile(r"[A-Za-z0-9]")
 _DELIMITERS = frozenset(" \t\r\n\"'=:")
 _BASE64URL = re.compile(r"[A-Za-z0-9_\-+/=]*")
+_BASE64URL_RUN = re.compile(r"[A-Za-z0-9_=-]+")
 # Credentials published as examples (AWS's documentation key pair, "...EXAMPLE..." values), as gitleaks allows.
 _DOCUMENTED = re.compile(r"EXAMPLE|(?i:example)")
 _PEM = re.compile(
@@ -217,16 +233,16 @@ def _tokens(text: str) -> list[tuple[int, int, str]]:
         hints = _HINTS.get(type(plugin).__name__)
         if hints is not None and not any(h in text for h in hints):
             continue
+        if kind == "jwt":
+            spans += [(start, end, kind) for start, end in _jwts(text)
+                      if plugin.is_formally_valid(text[start:end]) and not _DOCUMENTED.search(text[start:end])]
+            continue
         for regex in (*plugin.denylist, *_MORE_PATTERNS.get(type(plugin).__name__, ())):
             for m in regex.finditer(text):
                 start, end = _token_span(m)
-                if kind == "jwt":  # detect-secrets' pattern ends lazily: take the whole signature
-                    end = _BASE64URL.match(text, end).end()
                 value = text[start:end]
                 if (len(value) < 8 or heuristic.is_sequential_string(value) or heuristic.is_potential_uuid(value)
                         or _DOCUMENTED.search(value)):
-                    continue
-                if kind == "jwt" and not plugin.is_formally_valid(value):
                     continue
                 if kind == "password" and (not plausible_value(value) or heuristic.is_templated_secret(value)):
                     continue
@@ -237,6 +253,23 @@ def _tokens(text: str) -> list[tuple[int, int, str]]:
                     continue
                 spans.append((start, end, kind))
     return spans
+
+
+def _jwts(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of what detect-secrets' JWT pattern finds (`eyJ...` header, `.`, payload, `.`, signature), in
+    linear time: its regex, tried at every `eyJ` of a run without a dot (`'eyJ' * 200000`), scanned the rest of the
+    run from each (a 900 KB file took 6 minutes). A token starts at a run's first `eyJ` after no letter or digit."""
+    for run in _BASE64URL_RUN.finditer(text):
+        start, end = run.start(), run.end()
+        at = text.find("eyJ", start, end - 1)
+        while at > start and _WORDISH.match(text, at - 1):
+            at = text.find("eyJ", at + 1, end - 1)
+        if at < 0 or text[end : end + 1] != "." or not (payload := _BASE64URL_RUN.match(text, end + 1)):
+            continue
+        end = payload.end()
+        if text[end : end + 1] == ".":
+            end = _BASE64URL.match(text, end + 1).end()
+        yield at, end
 
 
 def _keyword_filename(path: str, language: str | None) -> str:
@@ -286,24 +319,39 @@ def _keyword_values(line: str, filename: str, language: str | None) -> list[str]
 
 
 def _keywords(text: str, path: str, language: str | None) -> list[tuple[int, int, str]]:
-    heuristic = _heuristic()
-    filename = _keyword_filename(path, language)
     spans: list[tuple[int, int, str]] = []
+    filename = _keyword_filename(path, language)
     for start, line in _keyword_lines(text):
-        for value in _keyword_values(line, filename, language):
-            if (not plausible_value(value) or heuristic.is_templated_secret(value) or _DOCUMENTED.search(value)
-                    or heuristic.is_prefixed_with_dollar_sign(value) or heuristic.is_likely_id_string(value, line)
-                    or heuristic.is_sequential_string(value) or heuristic.is_potential_uuid(value)):
-                continue
-            at = line.find(value)
-            if at < 0 or _about_a_secret(line[:at]):
-                continue
-            # `secret = get_secret()`, `key = request.headers['key']`: a reference, unless the value is a literal
-            # in quotes (`connect(host="db", password="...")` holds a call, and a literal password)
-            quoted = at > 0 and line[at - 1] in "\"'" and line[at + len(value) : at + len(value) + 1] == line[at - 1]
-            if quoted or not heuristic.is_indirect_reference(line):
-                spans.append((start + at, start + at + len(value), "password"))
+        # the keyword plugin gives a line's first value: the rest of the line is read again after it, so that
+        # `connect(password='...', sslpassword='...')` and `{"password": "...", "secret": "..."}` lose both
+        offset = 0
+        for _ in range(_VALUES_PER_LINE_MAX):
+            rest = line[offset:]
+            values = _keyword_values(rest, filename, language)
+            found = [(at, value) for value in values if (at := rest.find(value)) >= 0]
+            spans += [(start + offset + at, start + offset + at + len(value), "password") for at, value in found
+                      if _secret_value(value, rest, at)]
+            if not found:
+                break
+            offset += max(at + len(value) for at, value in found)
     return spans
+
+
+_VALUES_PER_LINE_MAX = 50  # a line is at most 1,000 characters (`_keyword_lines`)
+
+
+def _secret_value(value: str, line: str, at: int) -> bool:
+    """Whether a keyword's `value`, at `at` in `line`, is a credential: no example, template, reference or id."""
+    heuristic = _heuristic()
+    if (not plausible_value(value) or heuristic.is_templated_secret(value) or _DOCUMENTED.search(value)
+            or heuristic.is_prefixed_with_dollar_sign(value) or heuristic.is_likely_id_string(value, line)
+            or heuristic.is_sequential_string(value) or heuristic.is_potential_uuid(value)
+            or _about_a_secret(line[:at])):
+        return False
+    # `secret = get_secret()`, `key = request.headers['key']`: a reference, unless the value is a literal in quotes
+    # (`connect(host="db", password="...")` holds a call, and a literal password)
+    quoted = at > 0 and line[at - 1] in "\"'" and line[at + len(value) : at + len(value) + 1] == line[at - 1]
+    return quoted or not heuristic.is_indirect_reference(line)
 
 
 # Words of a key that name something about a secret, not the secret: `secretName: web-tls-2024` (a Kubernetes

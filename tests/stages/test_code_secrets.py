@@ -257,10 +257,40 @@ def test_values_about_a_secret_are_not_redacted():
     ("Db.java", 'url = "jdbc:mysql://db:3306/app?user=root&password=Xq7Lm2Pw9";', "Xq7Lm2Pw9"),  # JDBC's query
     ("settings.xml", "<server><id>repo</id><password>XmlPw9981z</password></server>", "XmlPw9981z"),  # Maven
     ("beans.xml", '<property name="db.password" value="XmlPw9981z"/>', "XmlPw9981z"),  # Spring
+    ("Dockerfile", "FROM postgres:16\nENV POSTGRES_PASSWORD DockerPw77x\n", "DockerPw77x"),  # ENV's form without =
+    ("init.sql", "CREATE USER app IDENTIFIED BY 'SqlIdentPw88';", "SqlIdentPw88"),
+    ("client.py", "r = requests.get(url, auth=('admin', 'ReqAuthPw99'))", "ReqAuthPw99"),
+    ("client.py", "s.auth = HTTPBasicAuth('admin', 'ReqAuthPw99')", "ReqAuthPw99"),
+    ("client.py", 'h = {"Authorization": "Basic YWRtaW46UzNjcmV0QmFzaWM="}', "YWRtaW46UzNjcmV0QmFzaWM"),
+    ("hook.py", 'URL = "https://discord.com/api/webhooks/123456789012345678/' + "aB3_-" * 14 + '"', "aB3_-" * 14),
 ])  # fmt: skip
 def test_secrets_detect_secrets_misses_are_found(path: str, text: str, secret: str):
     found = find_secrets(text, path, detect_language(path, text))
     assert [text[s:e] for s, e, _ in found] == [secret]
+
+
+@pytest.mark.parametrize(("path", "text", "secrets"), [
+    ("db.py", "c = psycopg2.connect(host='db', user='app', password='FirstPw11xx', sslpassword='KwargPwSecond22')",
+     ["FirstPw11xx", "KwargPwSecond22"]),
+    ("db.py", 'CONFIG = {"user": "svc", "password": "DictFirst33x", "secret": "DictSecretSecond44"}',
+     ["DictFirst33x", "DictSecretSecond44"]),
+    ("c.ts", "export const creds = { apiKey: 'TsFirst55abc1', secret: 'TsSecretSecond66yy' };",
+     ["TsFirst55abc1", "TsSecretSecond66yy"]),
+])
+def test_every_secret_of_a_line_is_found_not_only_its_first(path: str, text: str, secrets: list[str]):
+    """detect-secrets' keyword plugin gives a line's first value: the second reached the documents in clear."""
+    assert [text[s:e] for s, e, _ in find_secrets(text, path, detect_language(path, text))] == secrets
+
+
+def test_a_token_after_a_long_run_of_its_prefix_is_found():
+    """The JWT pattern, tried at each `eyJ` of a run without a dot, scanned the rest of the run from each: a 900 KB
+    fixture of them took minutes. The run is no token; the real one after it is, whole."""
+    def part(data: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+    jwt = f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part({'sub': '42'})}.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    text = f"x = '{'eyJ' * 30000}'\ny = 'a-{'eyJ-' * 30000}.q'\ntoken = \"{jwt}\"  # eyJ\n"
+    assert [(text[s:e], kind) for s, e, kind in find_secrets(text, "f.py", "python")] == [(jwt, "jwt")]
 
 
 @pytest.mark.parametrize(("path", "text"), [
@@ -271,6 +301,8 @@ def test_secrets_detect_secrets_misses_are_found(path: str, text: str, secret: s
     ("run.sh", "mysql -p${DB_PASS} shop"), ("run.sh", "curl -u admin:$PASSWORD https://x.internal"),
     ("db.py", "conn = connect(host=host, user=user, password=self.password)"),  # references, not literals
     ("db.py", 'conn = connect(host="db", user="app", password=os.environ["DB_PASSWORD"])'),
+    ("Dockerfile", "ENV PASSWORD_FILE /run/secrets/db\nENV API_KEY ${API_KEY}"),  # a path and a reference
+    ("auth.md", "HTTP Basic authentication; the Authorization header says Basic and a base64 string"),
 ])  # fmt: skip
 def test_references_names_and_examples_are_no_secrets(path: str, text: str):
     assert find_secrets(text, path, detect_language(path, text)) == []

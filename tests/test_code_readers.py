@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -375,3 +376,5 @@ def test_a_notebook_is_its_cells_as_a_script_without_outputs(tmp_path: Path):
     assert {d["language"] for d in docs.values()} == {"jupyter"}
     outcome = outcomes(table)
     assert (outcome["bad_notebook"], outcome["skipped:empty"]) == (1, 1)
+    broken = json.loads(table.filter(pc.equal(table.column(schema.REASON), "bad_notebook")).column("meta")[0].as_py())
+    assert (broken["repo"], broken["path"], broken["language"]) == ("repo", "broken.ipynb", "jupyter")  # groups so

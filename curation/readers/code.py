@@ -156,7 +156,8 @@ class CodeReader(Reader):
             try:
                 text, kernel = notebook_script(text)
             except ValueError as exc:
-                return Record(position, reason="bad_notebook", detail=f"{path}: {exc}"[:300], raw_bytes=size)
+                return Record(position, reason="bad_notebook", detail=f"{path}: {exc}"[:300], raw_bytes=size,
+                              meta={"repo": repo, "path": path, "language": language, "size": size})
             if not text:
                 return _skip(position, "empty", f"{path}: a notebook without cells", size)
             extra = {**(extra or {}), "notebook_language": kernel}

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from pydantic import Field, field_validator
 
 from curation.code.comments import comment_fraction
-from curation.code.licenses import CLASSES
+from curation.code.licenses import CLASSES, is_license_file
 from curation.code.paths import generated_name, is_lock_file, is_vendored, minified_name
 from curation.code.source_language import TEXT, known_languages
 from curation.code.stats import encoded_data, generator_marker, text_stats
@@ -43,6 +43,8 @@ LicenseClass = Literal["permissive", "weak_copyleft", "copyleft", "restricted", 
 WEB_LANGUAGES = frozenset({"javascript", "typescript", "css", "scss", "less", "json", "html", "xhtml", "svg",
                            "map", "vue", "svelte", "handlebars"})
 DATA_LANGUAGES = ["json", "yaml", "csv", "tsv", "xml", "geojson", "toml"]
+# markup a licence text is written in (`LICENSE.md`, `COPYING.rst`); `license.py` is code
+_PROSE = frozenset({"markdown", "rst", "asciidoc", "html", "org"})
 _ENCODED_HINT = r"[A-Za-z0-9+/=]{64}|(?:[0-9a-fA-F]{2}[, ]+){8}|(?:\\u[0-9a-fA-F]{4}){8}"
 
 
@@ -54,7 +56,9 @@ class CodeFilterParams(DocumentFilter.Params):
         None, description="Keep only these languages (identify's names: python, javascript, c++, shell...); "
         "default: any detected language.")
     drop_unknown_language: bool = Field(True, description="Drop files whose language is not detected.")
-    drop_plain_text: bool = Field(True, description="Drop plain-text files (README, LICENSE, .txt).")
+    drop_plain_text: bool = Field(True, description="Drop plain-text files (README, LICENSE, .txt) and licence "
+                                  "texts whatever their suffix (LICENSE.md, COPYING.rst); a README.md is Markdown, "
+                                  "kept as The Stack keeps it.")
     drop_lock_files: bool = Field(True, description="Drop package-manager lock files (package-lock.json, ...).")
     drop_vendored: bool = Field(True, description="Drop files under vendored folders (node_modules/, vendor/, ...).")
     drop_generated: bool = Field(True, description="Drop files with a generator marker or a generated file name.")
@@ -151,15 +155,15 @@ class CodeFilters(DocumentFilter):
         license_class = meta.get("license_class") if meta.get("license_class") in CLASSES else "unknown"
         if p.licenses is not None and license_class not in p.licenses:
             return "license_not_kept", f"{meta.get('license') or 'no licence found'} ({license_class})"
+        if p.drop_lock_files and is_lock_file(path):  # before the language: `yarn.lock` has none
+            return "lock_file", path
         if language is None:
             if p.drop_unknown_language or p.languages is not None:
                 return "unknown_language", path or None
         elif p.languages is not None and language not in p.languages:
             return "language_not_kept", language
-        elif language == TEXT and p.drop_plain_text:
-            return "plain_text", path or None
-        if p.drop_lock_files and is_lock_file(path):
-            return "lock_file", path
+        elif p.drop_plain_text and (language == TEXT or (language in _PROSE and is_license_file(path))):
+            return "plain_text", path or None  # LICENSE.md is a licence's text, no Markdown to learn
         if p.drop_vendored and is_vendored(path):
             return "vendored", path
         if p.drop_generated:

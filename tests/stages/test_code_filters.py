@@ -164,6 +164,13 @@ GOOD = "def add(a, b):\n    # add two numbers\n    return a + b\n\n\nprint(add(1
         ("tiny.py", "x=1\n", "python", "too_short"),
         ("conf.json", '{"alpha": 1, "beta": 2}', "json", "data_file_size"),
         ("README", "Some words about the project.\n", "text", "plain_text"),
+        ("LICENSE.md", "# MIT License\n\nPermission is hereby granted, free of charge\n" * 3, "markdown",
+         "plain_text"),
+        ("docs/COPYING.rst", "GNU GENERAL PUBLIC LICENSE\n==========================\n" * 3, "rst", "plain_text"),
+        ("README.md", "# Project\n\nHow to install and use it, with an example:\n\n    pip install x\n", "markdown",
+         None),  # Markdown, kept as The Stack keeps it
+        ("pkg/license.py", GOOD, "python", None),  # code, whatever its name
+        ("web/yarn.lock", "# yarn lockfile v1\n\nleft-pad@^1.3.0:\n  version \"1.3.0\"\n", None, "lock_file"),
         ("thing.xyz", GOOD, None, "unknown_language"),
     ],
 )  # fmt: skip

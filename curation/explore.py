@@ -29,7 +29,15 @@ import pyarrow.parquet as pq
 
 from curation import schema
 from curation.dedup.bloom_dedup import BloomDedup
-from curation.job import DOCUMENTS, REJECTS, WORK_DOCUMENTS, document_files, recorded_shards
+from curation.job import (
+    DOCUMENTS,
+    RECIPE,
+    REJECTS,
+    WORK_DOCUMENTS,
+    WORKDIR_LINE,
+    document_files,
+    recorded_shards,
+)
 from curation.lang.codes import language_tag
 from curation.progress import JobFolder
 
@@ -231,65 +239,135 @@ def _of_language(table: pa.Table, lang: str | None, what: str) -> pa.Table:
     return table.filter(keep)
 
 
+def _choosable(files: list[Path], source: str | None, lang: str | None, what: str) -> np.ndarray:
+    """Positions (over the files read as one) of the rows of `source` and `lang`, read from those columns alone."""
+    wanted = (["source"] if source is not None else []) + (["lang", "lang_script"] if lang is not None else [])
+    parts, start = [], 0
+    for f, n in zip(files, rows_in(files), strict=True):
+        names = pq.read_schema(f).names
+        part = pq.read_table(f, columns=[c for c in wanted if c in names])
+        parts.append(part.append_column("_row", pa.array(np.arange(start, start + n), pa.int64())))
+        start += n
+    light = pa.concat_tables(parts, promote_options="permissive")
+    if source is not None:
+        light = light.filter(pc.fill_null(pc.equal(light.column("source"), source), False))
+    return _of_language(light, lang, what).column("_row").to_numpy()
+
+
+def _rows(files: list[Path], wanted: np.ndarray) -> pa.Table:
+    """Rows `wanted` (sorted positions over the files read as one), a file's batches read one at a time and only
+    the files holding some: a notebook's sample of a large job read all of it (1 GB for 5 documents)."""
+    parts, start = [], 0
+    for f, n in zip(files, rows_in(files), strict=True):
+        here = wanted[(wanted >= start) & (wanted < start + n)] - start
+        at = 0
+        for batch in pq.ParquetFile(f).iter_batches(batch_size=4096) if len(here) else ():
+            inside = here[(here >= at) & (here < at + batch.num_rows)] - at
+            if len(inside):
+                parts.append(pa.Table.from_batches([batch.take(pa.array(inside, pa.int64()))]))
+            at += batch.num_rows
+        start += n
+    return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+
+
 def rejects(job: str | Path, stage: str | None = None, reason: str | None = None, *,
             limit: int | None = None, lang: str | None = None) -> pd.DataFrame:
     """Sampled rejects with `stage`, `reason` and `detail` columns, optionally of one stage and reason, and of one
-    language (`lang`: `zh`, `zh-Hant`; the rejects of stages after langid have one)."""
+    language (`lang`: `zh`, `zh-Hant`; the rejects of stages after langid have one); the first `limit` of them,
+    read no further than they are."""
     _job(job)
-    if stage is not None:  # a misspelt stage gave an empty frame, as a stage that dropped nothing does
-        known = {row["stage"] for row in JobFolder(job).funnel()} | set(reject_files(job))
-        if stage not in known:
-            msg = f"no stage {stage!r} in {job}: its stages are {', '.join(sorted(known))}"
-            raise ValueError(msg)
-        if reason is not None:  # a misspelt reason too
-            reasons = {r for row in JobFolder(job).funnel() if row["stage"] == stage for r in row["dropped"]}
-            reasons |= set(reject_files(job).get(stage, {}))
-            if reason not in reasons:
-                msg = (f"stage {stage!r} of {job} dropped nothing for {reason!r}: its reasons are "
-                       f"{', '.join(sorted(reasons)) or 'none'}")
-                raise ValueError(msg)
-    tables = []
-    for s, by in reject_files(job).items():
-        for r, files in by.items():
-            if stage in (None, s) and reason in (None, r):
-                if not (readable := _readable(files)):
-                    continue
-                table = pa.concat_tables([pq.read_table(f) for f in readable], promote_options="permissive")
-                n = table.num_rows
-                table = table.append_column("stage", pa.array([s] * n, pa.string()))
-                tables.append(table.append_column("reason", pa.array([r] * n, pa.string())))
-    if not tables:
-        return _frame({"id": [], "stage": [], "reason": [], "detail": [], "text": []})
-    table = _of_language(pa.concat_tables(tables, promote_options="permissive"), lang, "rejects")
-    return table.slice(0, limit).to_pandas() if limit is not None else table.to_pandas()
+    if limit is not None and limit < 0:
+        msg = f"limit is a number of rows, 0 or more, not {limit}"
+        raise ValueError(msg)
+    return _rejects_frame(job, stage, reason, lang, lambda rows: rows, limit)
 
 
 def samples(job: str | Path, per_reason: int = 3, *, seed: int = 0, chars: int = 300,
             lang: str | None = None) -> pd.DataFrame:
     """A few rejects per stage and reason (seeded), text cut to `chars`: the first look at what went; `lang`: of one
     language only (as `rejects`)."""
-    frame = rejects(job, lang=lang)
-    if frame.empty:
-        return frame
-    shuffled = frame.sample(frac=1.0, random_state=seed)
-    picked = shuffled.groupby(["stage", "reason"], sort=False).head(per_reason)
-    picked = picked.sort_values(["stage", "reason"], kind="stable", ignore_index=True)
-    picked["text"] = picked["text"].fillna("").str.slice(0, chars)
-    return picked[[c for c in ("stage", "reason", "id", "url", "detail", "text") if c in picked.columns]]
+    _job(job)
+    if per_reason < 0:
+        msg = f"per_reason is a number of rows, 0 or more, not {per_reason}"
+        raise ValueError(msg)
+    rng = np.random.default_rng(seed)
+    frame = _rejects_frame(job, None, None, lang,
+                           lambda rows: np.sort(rng.choice(rows, min(per_reason, len(rows)), replace=False)))
+    if len(frame):  # an empty frame's text column has no strings to cut
+        frame["text"] = frame["text"].fillna("").astype(str).str.slice(0, chars)
+    return frame[[c for c in ("stage", "reason", "id", "url", "detail", "text") if c in frame.columns]]
+
+
+def _rejects_frame(job: str | Path, stage: str | None, reason: str | None, lang: str | None,
+                   choose: Callable[[np.ndarray], np.ndarray], limit: int | None = None) -> pd.DataFrame:
+    """The rejects of each stage and reason (of `lang`) that `choose(positions)` picks, read row by row, the first
+    `limit` of them in all."""
+    _check_stage_and_reason(job, stage, reason)
+    tables, left, labelled = [], limit, False
+    for s, by in reject_files(job).items():
+        for r, files in by.items():
+            if stage not in (None, s) or reason not in (None, r) or not (readable := _readable(files)):
+                continue
+            try:
+                rows = choose(_choosable(readable, None, lang, "rejects"))
+            except ValueError:  # no `lang` in this stage's rejects (dropped before langid): none of a language
+                continue
+            labelled = True
+            if left is not None:
+                rows, left = rows[:left], left - min(left, len(rows))
+            table = _rows(readable, rows)
+            n = table.num_rows
+            tables.append(table.append_column("stage", pa.array([s] * n, pa.string())).append_column(
+                "reason", pa.array([r] * n, pa.string())))
+    if lang is not None and not labelled and reject_files(job):
+        msg = "the rejects have no `lang`: the recipe has no langid stage before them"
+        raise ValueError(msg)
+    if not tables:
+        return _frame({"id": [], "stage": [], "reason": [], "detail": [], "text": []})
+    return pa.concat_tables(tables, promote_options="permissive").to_pandas()
+
+
+def _check_stage_and_reason(job: str | Path, stage: str | None, reason: str | None) -> None:
+    """A misspelt stage or reason gave an empty frame, as a stage that dropped nothing does: `ValueError` naming
+    the job's stages, or the stage's reasons."""
+    if stage is None:
+        if reason is not None:
+            msg = f"a reason ({reason!r}) is of a stage: give the stage too"
+            raise ValueError(msg)
+        return
+    known = {row["stage"] for row in JobFolder(job).funnel()} | set(reject_files(job))
+    if stage not in known:
+        msg = f"no stage {stage!r} in {job}: its stages are {', '.join(sorted(known))}"
+        raise ValueError(msg)
+    if reason is not None:
+        reasons = {r for row in JobFolder(job).funnel() if row["stage"] == stage for r in row["dropped"]}
+        reasons |= set(reject_files(job).get(stage, {}))
+        if reason not in reasons:
+            msg = (f"stage {stage!r} of {job} dropped nothing for {reason!r}: its reasons are "
+                   f"{', '.join(sorted(reasons)) or 'none'}")
+            raise ValueError(msg)
 
 
 def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None = None,
               lang: str | None = None) -> pd.DataFrame:
-    """A seeded random sample of `n` kept documents (of one source, of one language: `zh`, `zh-Hant`, if given)."""
+    """A seeded random sample of `n` kept documents (of one source, of one language: `zh`, `zh-Hant`, if given),
+    read row by row. While a job's corpus stages have not run yet, its documents are those kept so far
+    (`_work/documents/`, before deduplication), with a warning."""
     _job(job)
+    if n < 0:
+        msg = f"n is a number of documents, 0 or more, not {n}"
+        raise ValueError(msg)
     files = _readable(document_files(job).values())
-    # a job that kept nothing has no documents file: its frame still has the documents' columns
-    empty = pa.schema(schema.DOCUMENT_FIELDS).empty_table()
-    table = pads.dataset(files, format="parquet").to_table() if files else empty
-    if source is not None:
-        table = table.filter(pc.equal(table.column("source"), source))
-    frame = _of_language(table, lang, "documents").to_pandas()
-    return frame.sample(min(n, len(frame)), random_state=seed).reset_index(drop=True)
+    if not files and (work := _readable(document_files(job, WORK_DOCUMENTS).values())):
+        warnings.warn(f"{job}: its corpus stages have not run yet; these are the documents kept so far, before "
+                      "deduplication", stacklevel=2)
+        files = work
+    if not files:  # a job that kept nothing has no documents file: its frame still has the documents' columns
+        return pa.schema(schema.DOCUMENT_FIELDS).empty_table().to_pandas()
+    rows = _choosable(files, source, lang, "documents")
+    chosen = np.sort(np.random.default_rng(seed).choice(rows, min(n, len(rows)), replace=False))
+    table = _rows(files, chosen)
+    return (table if table.num_rows else pq.read_schema(files[0]).empty_table()).to_pandas()
 
 
 def dedup_clusters(job: str | Path, stage: str | None = None) -> pd.DataFrame:
@@ -435,14 +513,21 @@ class Explanation:
         return "\n".join(lines)
 
 
-def _recipe(recipe: Recipe | str | Path) -> Recipe:
+def _recipe(recipe: Recipe | str | Path) -> tuple[Recipe, str | None]:
+    """A recipe, from a recipe file or a job folder, and the folder its relative paths are relative to: for a job's
+    recipe.yaml, the one `curate run` ran in (its header says which), not the notebook's (a benchmark, a model, a
+    block list named `bench/gsm8k.jsonl` was not found)."""
     from curation.recipe import Recipe, parse_recipe
 
     if isinstance(recipe, Recipe):
-        return recipe
+        return recipe, None
     path = Path(recipe)
-    path = path / "recipe.yaml" if path.is_dir() else path
-    return parse_recipe(path.read_text(encoding="utf-8"), str(path), check_paths=False)
+    path = path / RECIPE if path.is_dir() else path
+    text = path.read_text(encoding="utf-8")
+    ran_in = next((line[len(WORKDIR_LINE):] for line in text.splitlines()[:8] if line.startswith(WORKDIR_LINE)), None)
+    ran_in = ran_in if ran_in and Path(ran_in).is_dir() else None
+    with contextlib.chdir(ran_in) if ran_in else contextlib.nullcontext():  # `language_settings:` is read here
+        return parse_recipe(text, str(path.absolute()), check_paths=False), ran_in
 
 
 def _stages(recipe: Recipe) -> list[tuple[str, Stage]]:
@@ -491,10 +576,11 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
     licence, which `code_filters` judges by). A row of `documents` or `rejects` is such a dict: pass it
     whole. Corpus stages need the whole corpus and are not run.
     """
-    from curation.apply import run_stage, without_earlier_columns
-    from curation.stages import DocumentFilter
-
     doc = {"text": text_or_doc} if isinstance(text_or_doc, str) else dict(text_or_doc)
+    if not isinstance(doc.get("text"), str) and doc.get("html") is None:  # pandas' NaN where a row has no text
+        why = f" (it was dropped as {doc['reason']} before it had any)" if isinstance(doc.get("reason"), str) else ""
+        msg = f"explain: the document has no text or html{why}"
+        raise ValueError(msg)
     if isinstance(doc.get("meta"), dict):
         doc["meta"] = json.dumps(doc["meta"], ensure_ascii=False)
     for key in ("text", "url", "title", "meta"):
@@ -514,7 +600,18 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
         body = doc["html"].encode() if isinstance(doc["html"], str) else doc["html"]
         batch = batch.append_column(schema.HTML, pa.array([body], pa.binary()))
     out = Explanation()
-    for name, stage in _stages(_recipe(recipe)):
+    recipe, ran_in = _recipe(recipe)
+    with contextlib.chdir(ran_in) if ran_in else contextlib.nullcontext():
+        _explain_stages(_stages(recipe), batch, out)
+    return out
+
+
+def _explain_stages(stages: list[tuple[str, Stage]], batch: pa.Table, out: Explanation) -> None:
+    """`explain`'s steps: each stage's decision and scores, to the first drop."""
+    from curation.apply import run_stage, without_earlier_columns
+    from curation.stages import DocumentFilter
+
+    for name, stage in stages:
         given, before = batch, batch.column("text")[0].as_py()
         batch = run_stage(stage, batch, name=name)
         row = batch.slice(0, 1).to_pylist()[0]
@@ -537,4 +634,3 @@ def explain(text_or_doc: str | dict[str, Any], recipe: Recipe | str | Path) -> E
         if reason:
             out.kept = False
             break
-    return out

@@ -43,6 +43,7 @@ SHARDS = "_shards"
 RECIPE = "recipe.yaml"
 LOCK = "_lock"  # held by the run writing the folder (`job_folder_lock`)
 RECIPE_HASH_LINE = "# recipe hash: "  # the line of recipe.yaml naming the recipe that wrote the folder
+WORKDIR_LINE = "# working directory: "  # ... and the folder its relative paths were read from
 ROW_GROUP_BYTES = 4 << 20
 
 

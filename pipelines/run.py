@@ -30,6 +30,7 @@ from curation.job import (
     RECIPE_HASH_LINE,
     REJECTS,
     WORK_DOCUMENTS,
+    WORKDIR_LINE,
     EventLog,
     JobWriter,
     claim_job_folder,
@@ -92,6 +93,7 @@ def recipe_as_run(recipe: Recipe) -> str:
     header = [
         "# recipe as run by curate; the comments record where and with what",
         f"{RECIPE_HASH_LINE}{recipe.fingerprint()}",
+        f"{WORKDIR_LINE}{Path.cwd()}",
     ]
     header += [f"# {name}: {version}" for name, version in versions().items()]
     body = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False, allow_unicode=True)

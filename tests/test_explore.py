@@ -101,6 +101,34 @@ def test_explain_refuses_text_that_is_no_utf8_in_one_line():
         explore.explain("ok \ud800 text", recipe)
 
 
+def test_a_jobs_relative_paths_are_read_from_where_it_ran_not_from_the_notebooks_folder(tmp_path, monkeypatch):
+    """A job whose recipe named `bench/gsm8k.jsonl`: `explain(doc, JOB)` from `notebooks/` raised FileNotFoundError
+    (recipe.yaml did not say where `curate run` ran)."""
+    from pipelines.run import recipe_as_run
+
+    question = "Janet's ducks lay sixteen eggs per day and she eats three of them for breakfast every single morning"
+    (tmp_path / "work" / "bench").mkdir(parents=True)
+    (tmp_path / "work" / "bench" / "items.jsonl").write_text(json.dumps({"question": question}) + "\n")
+    text = RECIPE.replace("  - gopher_quality: {keep_scores: true}\n",
+                          "  - decontaminate: {benchmarks: [bench/items.jsonl]}\n")
+    monkeypatch.chdir(tmp_path / "work")
+    written = recipe_as_run(parse_recipe(text, check_paths=False))
+    job = tmp_path / "jobs" / "explained-0123456789"
+    job.mkdir(parents=True)
+    (job / "recipe.yaml").write_text(written)
+    monkeypatch.chdir(tmp_path)  # a notebook's folder
+    steps = explore.explain(f"As asked: {question}.", job).steps
+    assert [(s["stage"], s["decision"], s["reason"]) for s in steps][-1] == ("decontaminate", "dropped", "contaminated")
+
+
+def test_explain_of_a_reject_the_read_stage_made_says_it_has_no_text():
+    """A `read` reject's row has no text (NaN in pandas): `explain(row, job)` raised ArrowTypeError."""
+    recipe = parse_recipe(RECIPE, check_paths=False)
+    with pytest.raises(ValueError, match=r"^explain: the document has no text or html \(it was dropped as "
+                                         r"invalid_utf8 before it had any\)$"):
+        explore.explain({"id": "x", "text": float("nan"), "stage": "read", "reason": "invalid_utf8"}, recipe)
+
+
 def write_documents(job: Path, ids: list[str]) -> None:
     (job / "documents").mkdir(parents=True)
     pq.write_table(pa.table({"id": ids, "source": ["web"] * len(ids), "url": [f"https://x/{i}" for i in ids],
@@ -137,6 +165,54 @@ def test_a_wrong_job_path_or_stage_name_is_an_error_not_an_empty_frame(tmp_path)
         explore.rejects(job, lang="zh")
     with pytest.raises(ValueError, match="the documents have no `lang`"):
         explore.documents(job, lang="zh")
+
+
+def test_samples_are_read_row_by_row_and_are_the_rows_asked_for(tmp_path):
+    """`documents(job, n=5)`, `rejects(..., limit=5)` and `samples` read the whole job into memory (1 GB for five
+    documents of a 300 MB job): they now read the columns that choose, then the rows chosen, file by file."""
+    job = tmp_path / "big-0123456789"
+    (job / "documents").mkdir(parents=True)
+    for part in range(3):
+        ids = [f"d{part}-{i}" for i in range(500)]
+        pq.write_table(pa.table({"id": ids, "source": ["web", "notes"] * 250, "url": ids, "title": ids,
+                                 "text": [f"text of {i}" for i in ids], "lang": ["zh", "en", "de", "en"] * 125}),
+                       job / "documents" / f"part-{part}.parquet", row_group_size=128)
+    frame = explore.documents(job, n=7, seed=3)
+    assert len(frame) == 7 and list(frame["text"]) == [f"text of {i}" for i in frame["id"]]
+    assert list(explore.documents(job, n=7, seed=3)["id"]) == list(frame["id"])  # seeded
+    zh_web = explore.documents(job, n=2000, source="web", lang="zh")
+    assert len(zh_web) == 375 and set(zh_web["lang"]) == {"zh"} and set(zh_web["source"]) == {"web"}
+    assert explore.documents(job, n=0).empty and len(explore.documents(job, n=10**6)) == 1500
+    with pytest.raises(ValueError, match="n is a number of documents, 0 or more, not -1"):
+        explore.documents(job, n=-1)
+    for reason in ("too_few_words", "too_many_words"):
+        folder = job / "rejects" / "stage=length" / f"reason={reason}"
+        folder.mkdir(parents=True)
+        for part in range(2):
+            ids = [f"{reason}-{part}-{i}" for i in range(300)]
+            pq.write_table(pa.table({"id": ids, "text": ids, "detail": ids, "lang": ["en", "zh", "ja"] * 100}),
+                           folder / f"part-{part}.parquet", row_group_size=64)
+    first = explore.rejects(job, limit=650)
+    assert len(first) == 650 and first["id"].iloc[-1] == "too_many_words-0-49"  # over groups, in their order
+    assert list(first["reason"].unique()) == ["too_few_words", "too_many_words"]
+    assert explore.rejects(job, limit=0).empty and len(explore.rejects(job, lang="ja")) == 400
+    picked = explore.samples(job, per_reason=4, lang="zh", chars=8)
+    assert picked.groupby("reason").size().to_dict() == {"too_few_words": 4, "too_many_words": 4}
+    assert all(text == i[:8] for text, i in zip(picked["text"], picked["id"], strict=True))
+    with pytest.raises(ValueError, match=r"a reason \('too_few_words'\) is of a stage: give the stage too"):
+        explore.rejects(job, reason="too_few_words")
+    with pytest.raises(ValueError, match="limit is a number of rows, 0 or more, not -1"):
+        explore.rejects(job, limit=-1)
+
+
+def test_documents_of_a_job_before_its_corpus_stages_are_those_kept_so_far_with_a_warning(tmp_path):
+    """While `exact_dedup` waited for the read to end, `documents()` gave none beside a funnel of 19 kept."""
+    job = tmp_path / "running-0123456789"
+    write_documents(job, ["a", "b"])
+    (job / "_work").mkdir()
+    (job / "documents").rename(job / "_work" / "documents")
+    with pytest.warns(UserWarning, match="its corpus stages have not run yet; these are the documents kept so far"):
+        assert sorted(explore.documents(job, n=5)["id"]) == ["a", "b"]
 
 
 def test_spike_documents_through_packed_row_provenance(tmp_path):

@@ -238,8 +238,9 @@ def shares(tokens: dict[str, int] | dict[str, float]) -> dict[str, float]:
 
 def report(plans: dict[str, SourcePlan], achieved: dict[str, int]) -> dict[str, dict[str, Any]]:
     """The manifest's mixture: per source its plan, the train tokens packing took (`achieved`), the shares
-    of both, the real `shortfall_tokens` and `excess_tokens` (achieved against target) and, where the
-    source is off its target by more than `MISS_TOLERANCE`, `miss_cause`."""
+    of both, the `epochs` achieved (achieved tokens per available one), the real `shortfall_tokens` and
+    `excess_tokens` (achieved against target) and, where the source is off its target by more than
+    `MISS_TOLERANCE`, `miss_cause`."""
     achieved = {s: achieved.get(s, 0) for s in plans}
     target_share, achieved_share = shares({s: p.target_tokens for s, p in plans.items()}), shares(achieved)
     out = {}
@@ -247,7 +248,9 @@ def report(plans: dict[str, SourcePlan], achieved: dict[str, int]) -> dict[str, 
         got = achieved[source]
         out[source] = {
             **p.as_dict(), "achieved_tokens": got, "target_share": round(target_share[source], 6),
-            "achieved_share": round(achieved_share[source], 6), "epochs": round(p.rate, 6),
+            # epochs achieved: the sampling `rate` is what was planned, before whole documents were taken
+            "achieved_share": round(achieved_share[source], 6),
+            "epochs": round(got / p.available_tokens, 6) if p.available_tokens else 0.0,
             "shortfall_tokens": max(0, p.target_tokens - got), "excess_tokens": max(0, got - p.target_tokens),
             "miss_cause": _miss_cause(p, got),
         }
@@ -278,7 +281,7 @@ def warnings(mixture: dict[str, dict[str, Any]]) -> list[str]:
         if cause == "no_documents":
             why = "no document of it reached the train split"
         elif cause == "max_epochs":
-            why = (f"its {m['available_tokens']:,} tokens repeated {m['epochs']:g} times at most (`max_epochs`)")
+            why = (f"its {m['available_tokens']:,} tokens repeated {m['rate']:g} times at most (`max_epochs`)")
         else:
             why = (f"whole documents are taken, and those at its sampling threshold hold "
                    f"{m['granularity_tokens']:,} tokens ({m['granularity_tokens'] / target:.0%} of the target): "

@@ -227,9 +227,10 @@ def pack_job(job_dir: str, recipe: Recipe, shard_names: list[str], executor: Exe
         histograms.setdefault(source.name, empty)
     plans = plan(recipe.mixture, histograms)
     for source, p in sorted(plans.items()):
-        note = f", SHORT by {p.shortfall_tokens:,} (max_epochs reached)" if p.shortfall_tokens else ""
+        why = "no documents" if not p.available_tokens else "max_epochs reached" if p.capped else "whole documents"
+        note = f", SHORT by {p.shortfall_tokens:,} ({why})" if p.shortfall_tokens else ""
         say(f"  mixture {source}: {p.available_tokens:,} tokens available, target {p.target_tokens:,}, "
-            f"{p.rate:.3f} epochs{note}")
+            f"{p.rate:.3f} epochs planned{note}")
     packer_args = {"seq_len": recipe.pack.seq_len, "eos_id": sp.eos_id(), "pad_id": sp.pad_id(),
                    "vocab_size": sp.get_piece_size()}
     tokens_files = [storage.join(job_dir, TOKENS, f"{s}.parquet") for s in sorted(docs)]

@@ -124,7 +124,7 @@ def _token_summary(tokens: dict[str, Any], console: Console) -> None:
     for split, part in tokens["splits"].items():
         console.print(f"{split}: {part['tokens']:,} tokens in {part['rows']:,} rows of {tokens['seq_len'] + 1} "
                       f"({part['padded_rows']} padded) in {part['shards']} shards")
-    for line in tokens.get("tokenizer_warnings", []):
+    for line in tokens.get("warnings", []):
         console.print(f"warning: {line}", style="yellow", markup=False, highlight=False)
     _fertility(tokens.get("fertility", {}), tokens.get("fertility_measured_on", {}), console)
 

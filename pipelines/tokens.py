@@ -315,8 +315,18 @@ def token_stats(manifest: dict[str, Any]) -> dict[str, Any]:
     splits = {s: {k: v for k, v in part.items() if k != "shards"} | {"shards": len(part["shards"])}
               for s, part in manifest["splits"].items()}
     warnings = [manifest.get("tokenizer_training", {}).get("vocabulary", {}).get("warning"),
-                manifest.get("unknown_tokens", {}).get("warning")]
+                manifest.get("unknown_tokens", {}).get("warning"), _no_validation(manifest)]
     return {"seq_len": manifest["seq_len"], "vocab_size": manifest["vocab_size"], "splits": splits,
             "mixture": manifest["mixture"], "fertility": manifest.get("fertility", {}),
             "fertility_measured_on": manifest.get("fertility_measured_on", {}),
-            "tokenizer_warnings": [w for w in warnings if w], "seconds": manifest["seconds"]}
+            "warnings": [w for w in warnings if w], "seconds": manifest["seconds"]}
+
+
+def _no_validation(manifest: dict[str, Any]) -> str | None:
+    """Why a validation split asked for holds nothing: a trainer then measures no validation loss, and an export
+    writes an empty file."""
+    share, rows = manifest.get("validation_share") or 0, manifest["splits"].get("valid", {}).get("rows", 0)
+    if not share or rows:
+        return None
+    return (f"the validation split is empty: pack.validation takes {share:.1%} of the documents by a hash of their id, "
+            "and none of this job's fell in it; with so few documents, raise pack.validation")

@@ -180,7 +180,7 @@ def test_a_vocabulary_too_large_is_lowered_with_a_warning_and_fertility_is_held_
         # text it trained on takes fewer tokens a character than text it never saw
         assert sum(map(len, sp.encode(seen))) / sum(map(len, seen)) < fertility[lang]["tokens_per_char"]
     stats = json.loads((job / "stats.json").read_text())["tokens"]
-    assert stats["fertility"] == fertility and stats["tokenizer_warnings"] == [sizing["warning"]]
+    assert stats["fertility"] == fertility and stats["warnings"] == [sizing["warning"]]
     assert "tokens per character by language, on held-out documents" in " ".join(out.split())
 
     # the same model given as a file: it trained on none of this corpus' documents, as far as the job knows

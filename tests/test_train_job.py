@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import shutil
 import time
 
 import numpy as np
@@ -127,6 +128,13 @@ def test_recipe_errors_point_at_lines(tmp_path):
         parse_train_recipe(f"job: {tmp_path / 'job'}\nsteps: 10\nbatch_size: 400\n", "t.yaml")
     with pytest.raises(RecipeError, match=r"t.yaml:1:6: job: .*manifest.json not found"):
         parse_train_recipe(f"job: {tmp_path / 'nothing'}\nsteps: 1\nbatch_size: 1\n", "t.yaml")
+    manifest = json.loads((tmp_path / "job" / "manifest.json").read_text())
+    empty = tmp_path / "empty-valid"  # a job of few documents, none of which fell in pack.validation's share
+    shutil.copytree(tmp_path / "job", empty)
+    (empty / "manifest.json").write_text(json.dumps(manifest | {"splits": manifest["splits"] | {
+        "valid": manifest["splits"]["valid"] | {"rows": 0, "shards": []}}}))
+    with pytest.raises(RecipeError, match=r"t.yaml:4:12: val_every: the job's `valid` split holds no row"):
+        parse_train_recipe(f"job: {empty}\nsteps: 10\nbatch_size: 4\nval_every: 5\n", "t.yaml")
     recipe = parse_train_recipe(f"job: {tmp_path / 'job'}\nsteps: 10\nbatch_size: 4\n", "t.yaml")
     assert recipe.optim.total_steps == 10 and recipe.optim.warmup_steps == 1  # the schedule follows `steps`
     assert recipe.output_dir() == tmp_path / "job" / "train"  # where the status service reads the curve

@@ -166,6 +166,10 @@ def _manifest_checks(recipe: TrainRecipe) -> list[tuple[tuple[Any, ...], str]]:
                     "would train on fewer rows than it says"))
     if recipe.val_every and "valid" not in manifest["splits"]:
         out.append((("val_every",), "the job has no `valid` split (pack.validation: 0); set val_every: 0"))
+    elif recipe.val_every and not manifest["splits"]["valid"].get("rows"):
+        out.append((("val_every",), "the job's `valid` split holds no row (too few documents for its "
+                    "pack.validation share): no validation loss could be measured; set val_every: 0, or pack the job "
+                    "with a larger pack.validation"))
     return out
 
 

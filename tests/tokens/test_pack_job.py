@@ -278,3 +278,20 @@ def test_shards_load_in_hugging_face_datasets(plain):
     assert loaded.num_rows == table.num_rows and loaded.column_names == table.column_names
     assert loaded[3]["tokens"] == table.column("tokens")[3].as_py()
     assert loaded[3]["doc_ids"] == table.column("doc_ids")[3].as_py()
+
+
+def test_an_empty_validation_split_asked_for_is_warned_about():
+    """web-zh-en packed 0 validation rows without a word: `curate train` then measured no validation loss, and
+    `curate export` wrote an empty file."""
+    from pipelines.tokens import token_stats
+
+    def stats(share: float, rows: int) -> list[str]:
+        splits = {split: {"rows": n, "shards": []} for split, n in (("train", 40), ("valid", rows))}
+        manifest = {"seq_len": 8, "vocab_size": 100, "splits": splits, "mixture": {}, "seconds": 1.0,
+                    "validation_share": share}
+        return token_stats(manifest)["warnings"]
+
+    assert stats(0.01, 0) == [
+        "the validation split is empty: pack.validation takes 1.0% of the documents by a hash of their id, and none of "
+        "this job's fell in it; with so few documents, raise pack.validation"]
+    assert stats(0.01, 3) == [] and stats(0.0, 0) == []

@@ -137,8 +137,9 @@ def removed_table(job: str | Path, stage: str, *, pin: Pin = contextlib.nullcont
     """(id, reason, detail, survivor, cluster) of every document `stage` removed."""
     path = Path(job) / REMOVED / f"{stage}.parquet"
     if not path.exists():
+        removing = [s for s in dedup_stages(job) if sum(rows_in([Path(job) / REMOVED / f"{s}.parquet"]))]
         msg = f"no removals of corpus stage {stage!r} in {job}: " + (
-            f"those with removals are {', '.join(found)}" if (found := dedup_stages(job)) else "it has none")
+            f"those that removed documents are {', '.join(removing)}" if removing else "none of its stages removed any")
         raise LookupError(msg)
     with pin([path]) as named:
         columns = ["id", "reason", "detail"]

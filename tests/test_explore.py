@@ -370,3 +370,16 @@ def test_a_jobs_name_is_its_folders_without_the_recipes_hash():
 
     assert job_name("web-zh-en-0123456789") == "web-zh-en"
     assert job_name("train-garbage") == "train-garbage" and job_name("solo") == "solo"
+
+
+def test_a_dedup_stage_that_removed_nothing_is_not_named_as_one_with_removals(tmp_path):
+    job = tmp_path / "dedup-0123456789"
+    (job / explore.REMOVED).mkdir(parents=True)
+    pq.write_table(pa.table({c: pa.array([], pa.string()) for c in ("id", "reason", "detail")}),
+                   job / explore.REMOVED / "minhash_dedup.parquet")
+    with pytest.raises(LookupError, match=r"no removals of corpus stage 'exact_dedup' in .*: none of its stages"):
+        explore.dedup_clusters(job, "exact_dedup")
+    pq.write_table(pa.table({"id": ["b"], "reason": ["near_duplicate"], "detail": ["kept a"]}),
+                   job / explore.REMOVED / "minhash_dedup.parquet")
+    with pytest.raises(LookupError, match=r"those that removed documents are minhash_dedup$"):
+        explore.dedup_clusters(job, "exact_dedup")

@@ -166,26 +166,41 @@ def cluster_table(job: str | Path, stage: str, *, pin: Pin = contextlib.nullcont
     return sorted(groups.values(), key=lambda g: (-len(g["removed"]), g["survivor"] or ""))
 
 
-def lookup(job: str | Path, ids: list[str], columns: tuple[str, ...] = ("id", "source", "url", "title", "text"),
-           *, before_corpus: bool = True, pin: Pin = contextlib.nullcontext) -> dict[str, dict[str, Any]]:
-    """Documents by id: as they were before corpus stages (dedup removed ones are only there), or
-    `before_corpus=False`: as finally written, falling back to the earlier copy."""
+def lookup(job: str | Path, ids: list[str] | str, columns: tuple[str, ...] = ("id", "source", "url", "title", "text"),
+           *, before_corpus: bool = True, in_rejects: bool = True,
+           pin: Pin = contextlib.nullcontext) -> dict[str, dict[str, Any]]:
+    """Documents by id (one id or a list): as they were before corpus stages (dedup removed ones are only there), or
+    `before_corpus=False`: as finally written, falling back to the earlier copy; then, with `in_rejects`, the sampled
+    rejects of the ids not found (with their `stage`, `reason` and `detail`). An id found nowhere is not in the
+    answer."""
+    ids = [ids] if isinstance(ids, str) else list(ids)
     folders = [WORK_DOCUMENTS, DOCUMENTS]
     found: dict[str, dict[str, Any]] = {}
     for folder in folders if before_corpus else folders[::-1]:
-        files = list(document_files(job, folder).values())
-        for at in range(0, len(files), LOOKUP_FILES):
-            missing = [i for i in ids if i not in found]
-            if not missing:
-                return found
-            with pin(files[at : at + LOOKUP_FILES]) as named:
-                if not named:
-                    continue
-                dataset = pads.dataset(named, format="parquet")
-                wanted = [c for c in columns if c in dataset.schema.names]
-                table = dataset.to_table(columns=wanted, filter=pc.field("id").isin(missing))
-            found.update((row["id"], row) for row in table.to_pylist())
+        _find(list(document_files(job, folder).values()), ids, columns, found, pin)
+    for stage, by in reject_files(job).items() if in_rejects else ():
+        for reason, files in by.items():
+            before = set(found)
+            _find(files, ids, (*columns, "detail"), found, pin)
+            for new in set(found) - before:
+                found[new] |= {"stage": stage, "reason": reason}
     return found
+
+
+def _find(files: list[Any], ids: list[str], columns: tuple[str, ...], found: dict[str, dict[str, Any]],
+          pin: Pin) -> None:
+    """The rows of `ids` not yet `found` in `files`, added to it; `LOOKUP_FILES` files opened at once."""
+    for at in range(0, len(files), LOOKUP_FILES):
+        missing = [i for i in ids if i not in found]
+        if not missing:
+            return
+        with pin(files[at : at + LOOKUP_FILES]) as named:
+            if not named:
+                continue
+            dataset = pads.dataset(named, format="parquet")
+            wanted = [c for c in columns if c in dataset.schema.names]
+            table = dataset.to_table(columns=wanted, filter=pc.field("id").isin(missing))
+        found.update((row["id"], row) for row in table.to_pylist())
 
 
 # -- DataFrames for notebooks ----------------------------------------------------------------------

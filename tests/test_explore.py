@@ -318,8 +318,8 @@ def test_dedup_pair_side_by_side(job):
     with pytest.raises(LookupError):
         explore.dedup_pair(job.job_dir, survivor="no-such-id")
     # a stage that removed nothing or is not in the job: pyarrow's FileNotFoundError, from deep inside it
-    with pytest.raises(LookupError, match=r"no removals of corpus stage 'minhash_dedup' in .*: those with "
-                                          r"removals are exact_dedup"):
+    with pytest.raises(LookupError, match=r"no removals of corpus stage 'minhash_dedup' in .*: those that "
+                                          r"removed documents are exact_dedup"):
         explore.dedup_pair(job.job_dir, "minhash_dedup")
 
 
@@ -383,3 +383,19 @@ def test_a_dedup_stage_that_removed_nothing_is_not_named_as_one_with_removals(tm
                    job / explore.REMOVED / "minhash_dedup.parquet")
     with pytest.raises(LookupError, match=r"those that removed documents are minhash_dedup$"):
         explore.dedup_clusters(job, "exact_dedup")
+
+
+def test_lookup_finds_a_rejects_id_and_takes_one_id_as_it_is(tmp_path):
+    """A length reject's id gave {}, as did one id given as a string (its characters were looked up)."""
+    job = tmp_path / "job-0123456789"
+    write_documents(job, ["a"])
+    sampled = job / "rejects" / "stage=length" / "reason=too_few_words"
+    sampled.mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["b"], "text": ["b b"], "detail": ["n_words=2, min_words=50"]}),
+                   sampled / "s.parquet")
+    found = explore.lookup(job, ["a", "b", "nowhere"])
+    assert sorted(found) == ["a", "b"] and found["a"]["text"] == "text of a"
+    assert found["b"] == {"id": "b", "text": "b b", "detail": "n_words=2, min_words=50", "stage": "length",
+                          "reason": "too_few_words"}
+    assert explore.lookup(job, "b")["b"]["reason"] == "too_few_words"
+    assert explore.lookup(job, "b", in_rejects=False) == {}

@@ -247,7 +247,7 @@ def _lookup(folder: ServedJob, ids: list[str]) -> dict[str, dict[str, Any]]:
     """`explore.lookup`, unless a documents folder of the job leads out of it or holds a link out: then ids only."""
     if not (folder.folder_held(DOCUMENTS) and folder.folder_held(WORK_DOCUMENTS)):
         return {}
-    return explore.lookup(folder.path, ids, pin=folder.pinned_all)
+    return explore.lookup(folder.path, ids, in_rejects=False, pin=folder.pinned_all)
 
 
 @router.get("/jobs/{job}/dedup", response_model=None, summary="Corpus stages with removals to look at")

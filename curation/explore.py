@@ -39,7 +39,7 @@ from curation.job import (
     recorded_shards,
 )
 from curation.lang.codes import language_tag
-from curation.progress import JobFolder
+from curation.progress import JobFolder, list_jobs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -213,6 +213,11 @@ def _job(job: str | Path) -> Path:
     if not path.is_dir():
         msg = f"no job folder at {path.absolute()}"
         raise FileNotFoundError(msg)
+    if not any((path / name).exists() for name in ("recipe.yaml", "events.jsonl", "stats.json", DOCUMENTS)) and (
+            inside := list_jobs(path)):  # the jobs root: every frame was empty, then a KeyError
+        names = ", ".join(p.name for p in inside[:3]) + (", ..." if len(inside) > 3 else "")
+        msg = f"{path} is a folder of jobs, not a job: give one of them ({names})"
+        raise ValueError(msg)
     return path
 
 

@@ -399,3 +399,12 @@ def test_lookup_finds_a_rejects_id_and_takes_one_id_as_it_is(tmp_path):
                           "reason": "too_few_words"}
     assert explore.lookup(job, "b")["b"]["reason"] == "too_few_words"
     assert explore.lookup(job, "b", in_rejects=False) == {}
+
+
+def test_the_jobs_root_given_for_a_job_is_said_to_be_one(tmp_path):
+    """`CURATION_JOB=jobs` (the root) ran the notebook into `KeyError: 'docs_in'`: every frame was empty."""
+    write_documents(tmp_path / "jobs" / "quickstart-0123456789", ["a"])
+    (tmp_path / "jobs" / "quickstart-0123456789" / "recipe.yaml").write_text("name: quickstart\n")
+    with pytest.raises(ValueError, match=r"jobs is a folder of jobs, not a job: give one of them "
+                                         r"\(quickstart-0123456789\)"):
+        explore.funnel(tmp_path / "jobs")

@@ -6,7 +6,9 @@
 - a quote of text that stands earlier on the page is dropped, and so is a signature (`drop_repeated_quotes`): a forum
   thread repeats every post its replies quote, and an author's signature under each of their posts;
 - the blocks every record of a page repeats around its own text are dropped (`drop_templated_blocks`): a forum post's
-  profile and buttons.
+  profile and buttons;
+- the container of a page's records is marked as its main text where trafilatura would take one record for it
+  (`expose_records`): a thread's first post alone.
 
 Each takes a parsed page (lxml.html) and rewrites it in place, returning how many elements it changed; `rewrite` runs
 them all.
@@ -419,10 +421,119 @@ def templated_blocks(tree: HtmlElement) -> list[HtmlElement]:
     return [e for e in tree.iter() if e in furniture and not any(a in furniture for a in e.iterancestors())]
 
 
+RECORD_CHARS = 100
+"""Records (a thread's posts) are blocks in one place of the page (`_places`), two or more of them holding
+`RECORD_CHARS` characters of text or more each."""
+# where trafilatura looks first for a page's main text (its `BODY_XPATH`): the records' container is marked so
+_MAIN_TEXT_MARK = ("itemprop", "articleBody")
+
+
+def expose_records(tree: HtmlElement) -> int:
+    """The container of a page's records (`RECORD_CHARS`) marked as its main text, where trafilatura would take one
+    record for it: 1 if marked, else 0.
+
+    trafilatura takes the first element its expressions for a main text match (`BODY_XPATH`: an `article`, a
+    `div.content`): on a thread whose posts are each an `article` (XenForo) or hold a `div.content` (phpBB), that is
+    the first post, and the replies are lost (a Portuguese thread of four posts kept its question alone). Marked, the
+    container of the posts is matched first: the records are the innermost ones holding trafilatura's choice. A page
+    whose main text trafilatura finds outside any records (an article above its comments) is left as it is."""
+    from trafilatura.xpaths import BODY_XPATH
+
+    picked = next((found for expr in BODY_XPATH for found in expr(tree) if found is not None), None)
+    if picked is None:
+        return 0
+    inside = {picked, *picked.iterancestors()}
+    place, chars = _places(tree)
+    slots: dict[int, list[HtmlElement]] = {}
+    for element, where in place.items():
+        if element.tag in _RECORD_TAGS and chars[element] >= RECORD_CHARS:
+            slots.setdefault(where, []).append(element)
+    holding = []
+    for members in slots.values():
+        mine = next((m for m in members if m in inside), None)
+        if mine is not None:
+            # records are built alike (a post's author, text and buttons); a page's header, body and footer are not
+            template = _template(mine)
+            alike = [m for m in members if m is mine or _similarity(template, _template(m)) >= RECORDS_ALIKE]
+            if len(alike) >= 2:
+                holding.append((mine, alike))
+    if not holding:
+        return 0
+    _, records = max(holding, key=lambda held: sum(1 for _ in held[0].iterancestors()))  # the innermost
+    container = _common_ancestor(records)
+    if container is None or container.get(_MAIN_TEXT_MARK[0]) or _prose_elsewhere(tree, container) >= sum(
+            chars[r] for r in records):
+        return 0  # an article's paragraphs outside them: they are teasers beside it (a news page's "related")
+    container.set(*_MAIN_TEXT_MARK)
+    # a post's text set in a `div` with only line breaks and inline elements in it is a paragraph: trafilatura reads a
+    # div of the main text as such only where the page has few <p>, and dropped the text before its first <br>
+    for element in container.iter("div"):
+        if _has_text(element.text) and all(child.tag in _INLINE for child in element):
+            element.tag = "p"
+    return 1
+
+
+def _prose_elsewhere(tree: HtmlElement, container: HtmlElement) -> int:
+    """The most characters of paragraphs (`p`) one element outside `container` holds as its children."""
+    held: Counter[HtmlElement] = Counter()
+    for paragraph in tree.iter("p"):
+        parent = paragraph.getparent()
+        if parent is not None and parent is not container:
+            held[parent] += len(paragraph.text_content().strip())
+    inside = set(container.iter())
+    return max((n for parent, n in held.items() if parent not in inside), default=0)
+
+
+_INLINE = frozenset({"a", "abbr", "b", "bdi", "bdo", "br", "cite", "code", "em", "font", "i", "img", "kbd", "mark",
+                     "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u", "var",
+                     "wbr"})
+
+
+def _has_text(text: str | None) -> bool:
+    return bool(text and text.strip())
+
+
+RECORDS_ALIKE = 0.6
+"""Two records are alike when the Jaccard similarity of their `_template`s is this or more."""
+TEMPLATE_DEPTH = 4
+
+
+def _template(element: HtmlElement) -> frozenset[tuple[str, ...]]:
+    """How a block is built: the paths (tags and classes, digits left out) from it to its elements, `TEMPLATE_DEPTH`
+    deep at most."""
+    paths: set[tuple[str, ...]] = set()
+    level: list[tuple[HtmlElement, tuple[str, ...]]] = [(element, ())]
+    for _ in range(TEMPLATE_DEPTH):
+        level = [(child, (*path, f"{child.tag}.{_DIGITS.sub('', ' '.join(child.get('class', '').split()))}"))
+                 for parent, path in level for child in parent if isinstance(child.tag, str)]
+        paths.update(path for _, path in level)
+    return frozenset(paths)
+
+
+def _similarity(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+_RECORD_TAGS = frozenset({"div", "article", "section", "li", "tr", "td", "table"})
+
+
+def _common_ancestor(elements: list[HtmlElement]) -> HtmlElement | None:
+    """The innermost element holding all of `elements` (a block, not one of them)."""
+    common = [elements[0], *elements[0].iterancestors()]
+    for element in elements[1:]:
+        mine = {element, *element.iterancestors()}
+        common = [e for e in common if e in mine]
+    return next((e for e in common if e not in elements and e.tag in _BLOCK_CONTAINERS), None)
+
+
+_BLOCK_CONTAINERS = frozenset({"div", "section", "main", "article", "body", "table", "tbody", "ol", "ul", "td"})
+
+
 def rewrite(tree: HtmlElement) -> None:
     """Every rewrite above, in place: quotes are judged on the page's text with its layout tables and <pre> prose
-    unwrapped, furniture once repeated quotes (which share their headers) are gone."""
+    unwrapped, furniture once repeated quotes (which share their headers) are gone, and records once those are too."""
     unwrap_layout_tables(tree)
     unwrap_prose_pre(tree)
     drop_repeated_quotes(tree)
     drop_templated_blocks(tree)
+    expose_records(tree)

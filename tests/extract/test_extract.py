@@ -710,3 +710,62 @@ def test_pages_exported_as_jsonl_or_parquet_rows_are_extracted_with_html_field(t
     with pytest.raises(RecipeError, match="`html_field` names a field of JSONL or Parquet rows; wet sources"):
         parse_recipe(f"name: h\nsources: [{{name: w, format: wet, paths: ['{tmp_path}/pages.jsonl'], "
                      "html_field: html}]\n")
+
+
+THREAD_POSTS = ["Boa tarde, pessoal. Comprei uma bicicleta usada e a corrente está pulando quando troco para as "
+                "marchas mais leves. Já limpei e lubrifiquei tudo, mas o problema continua.",
+                "Isso geralmente acontece quando o câmbio traseiro está desregulado ou quando a corrente e o cassete "
+                "estão gastos. Primeiro, tente ajustar a tensão do cabo girando o parafuso tensor.",
+                "Valeu demais, gente! Ajustei o parafuso tensor como o colega explicou e as marchas voltaram a "
+                "funcionar perfeitamente. Obrigado pela ajuda!"]
+
+
+def _xenforo(posts: list[str]) -> str:
+    return "".join(
+        f'<article class="message message--post"><div class="message-cell message-cell--user"><h4 class="message-name">'
+        f'user{k}</h4></div><div class="message-cell message-cell--main"><header class="message-attribution"><time>'
+        f'12 mar 2024</time></header><article class="message-body"><div class="bbWrapper">{text}</div></article>'
+        f'</div></article>' for k, text in enumerate(posts))
+
+
+def _phpbb(posts: list[str]) -> str:
+    return "".join(
+        f'<div id="p{k}" class="post bg{k % 2 + 1}"><div class="inner"><div class="postbody"><h3>Re: Corrente</h3>'
+        f'<p class="author">por <strong>user{k}</strong> » 12 mar 2024</p><div class="content">{text}<br><br>'
+        f'Abraço.</div><div class="signature"><p>Pedalando desde 1998, sempre de bicicleta para o trabalho e de volta '
+        f'para casa.</p></div></div></div></div><hr class="divider">' for k, text in enumerate(posts))
+
+
+@pytest.mark.parametrize("layout", [_xenforo, _phpbb], ids=["xenforo", "phpbb"])
+def test_every_post_of_a_thread_is_extracted_not_the_first_alone(layout):
+    """trafilatura takes the first element its expressions for a main text match (each post's `article`, each post's
+    `div.content`): a thread of posts kept its question alone. The posts' container is marked as the main text."""
+    from lxml.html import fromstring
+
+    from curation.extract.rewrites import expose_records
+    from curation.extract.trafilatura import trafilatura_extract
+
+    page = (f'<html><body><nav><a href="/">Fóruns</a> <a href="/novos">Novos posts</a></nav><div class="p-body">'
+            f'<h1>Corrente pulando nas marchas leves</h1><div class="block-body">{layout(THREAD_POSTS)}</div></div>'
+            f'</body></html>')
+    assert expose_records(fromstring(page)) == 1
+    extracted, _ = trafilatura_extract(page, None, fast=False, favor="balanced", include_comments=True,
+                                       include_tables=True, markdown=True, seen=None)
+    assert all(post in extracted for post in THREAD_POSTS), extracted
+
+
+def test_an_article_beside_a_list_of_teasers_is_extracted_not_the_teasers():
+    """A news page's related stories are records too: where an article's paragraphs stand outside them, its container
+    is not marked (the teasers' was, and the article was lost)."""
+    from lxml.html import fromstring
+
+    from curation.extract.rewrites import expose_records
+
+    article = "".join(f"<p>Paragraph {k} of the article says what happened, where, when and why, at length.</p>"
+                      for k in range(12))
+    teasers = "".join(f'<div class="post"><h3><a href="/n{k}">Another story number {k}</a></h3><p>A teaser of that '
+                      f"story, two sentences long, so that it reads like a record of text. More of it here.</p></div>"
+                      for k in range(5))
+    page = (f'<html><body><div class="layout"><div class="story">{article}</div><div class="related">{teasers}</div>'
+            f"</div></body></html>")
+    assert expose_records(fromstring(page)) == 0

@@ -362,7 +362,10 @@ def _lines(element: HtmlElement) -> list[str]:
     return [text for text in (" ".join("".join(line).split()) for line in lines) if text]
 
 
-def drop_templated_blocks(tree: HtmlElement) -> int:
+Places = tuple[dict["HtmlElement", int], dict["HtmlElement", int]]  # `_places`: each element's place, its text's length
+
+
+def drop_templated_blocks(tree: HtmlElement, places: Places | None = None) -> int:
     """Blocks that every record of a page repeats around its own text, dropped: a forum post's profile (`Join Date`,
     `Posts`, `Location`), its buttons (`Reply`, `Quote`), a listing's `Posted by ... | Comments`. The number dropped.
 
@@ -376,8 +379,11 @@ def drop_templated_blocks(tree: HtmlElement) -> int:
     text gone, trafilatura's choice of a page's main text changes: on those threads it finds more of the posts than it
     loses (emptied instead of dropped, it lost more).
     """
-    blocks = templated_blocks(tree)
+    places = places or _places(tree)
+    blocks = templated_blocks(tree, places)
     for block in blocks:
+        for gone in block.iter():  # out of the places the rewrites after this one read
+            places[0].pop(gone, None)
         block.drop_tree()
     return len(blocks)
 
@@ -394,9 +400,9 @@ def _furniture(lines: list[str], common: set[str]) -> bool:
     return labelled > 0 and labelled >= TEMPLATE_SHARE * sum(map(len, lines))
 
 
-def templated_blocks(tree: HtmlElement) -> list[HtmlElement]:
+def templated_blocks(tree: HtmlElement, places: Places | None = None) -> list[HtmlElement]:
     """The blocks `drop_templated_blocks` drops, outermost only, in document order."""
-    place, chars = _places(tree)
+    place, chars = places or _places(tree)
     slots: dict[int, list[HtmlElement]] = {}
     for element, where in place.items():
         if element.tag in _TEMPLATE_TAGS and 0 < chars[element] <= TEMPLATE_CHARS and next(
@@ -428,7 +434,7 @@ RECORD_CHARS = 100
 _MAIN_TEXT_MARK = ("itemprop", "articleBody")
 
 
-def expose_records(tree: HtmlElement) -> int:
+def expose_records(tree: HtmlElement, places: Places | None = None) -> int:
     """The container of a page's records (`RECORD_CHARS`) marked as its main text, where trafilatura would take one
     record for it: 1 if marked, else 0.
 
@@ -439,15 +445,16 @@ def expose_records(tree: HtmlElement) -> int:
     whose main text trafilatura finds outside any records (an article above its comments) is left as it is."""
     from trafilatura.xpaths import BODY_XPATH
 
-    picked = next((found for expr in BODY_XPATH for found in expr(tree) if found is not None), None)
-    if picked is None:
-        return 0
-    inside = {picked, *picked.iterancestors()}
-    place, chars = _places(tree)
+    place, chars = places or _places(tree)  # a block dropped since counts in its ancestors' length: no matter
     slots: dict[int, list[HtmlElement]] = {}
     for element, where in place.items():
         if element.tag in _RECORD_TAGS and chars[element] >= RECORD_CHARS:
             slots.setdefault(where, []).append(element)
+    slots = {where: members for where, members in slots.items() if len(members) >= 2}
+    picked = next((found for expr in BODY_XPATH for found in expr(tree) if found is not None), None) if slots else None
+    if picked is None:
+        return 0
+    inside = {picked, *picked.iterancestors()}
     holding = []
     for members in slots.values():
         mine = next((m for m in members if m in inside), None)
@@ -535,5 +542,6 @@ def rewrite(tree: HtmlElement) -> None:
     unwrap_layout_tables(tree)
     unwrap_prose_pre(tree)
     drop_repeated_quotes(tree)
-    drop_templated_blocks(tree)
-    expose_records(tree)
+    places = _places(tree)
+    drop_templated_blocks(tree, places)
+    expose_records(tree, places)

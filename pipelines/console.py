@@ -77,6 +77,8 @@ def funnel_table(title: str, stages: list[dict[str, Any]]) -> Table:
         # what went by is in and out too, so that one stage's out is the next one's in; kept % is of those judged
         passed = sum((row.get("bypassed") or {}).values())
         kept = f"{100.0 * row['docs_out'] / row['docs_in']:.1f}" if row["docs_in"] else "-"
+        if passed and row["docs_in"]:  # "0.0" beside in 30, out 26 read as nothing kept: 0 of the 4 judged
+            kept += f" of {row['docs_in']:,}"
         table.add_row(row["stage"], f"{row['docs_in'] + passed:,}", f"{row['docs_out'] + passed:,}", kept,
                       reasons(row["dropped"]), reasons(row.get("skipped") or {}), reasons(row.get("bypassed") or {}),
                       f"{row['bytes_in'] / 1e6:.2f}", f"{row['seconds']:.2f}")

@@ -53,7 +53,7 @@ def newspaper(testdata: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def recipes():
-    return {name: explore._recipe(ROOT / "recipes" / name) for name in RECIPES}
+    return {name: explore._recipe(ROOT / "recipes" / name)[0] for name in RECIPES}  # the recipe, not its folder
 
 
 def assert_well_formed(explained: explore.Explanation, recipe, what: str) -> None:

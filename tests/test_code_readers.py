@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from identify.vendor.licenses import LICENSES
 
 from curation import schema
 from curation.readers import CodeOptions, CodeReader, read_shard
@@ -157,6 +158,18 @@ def test_spdx_header_beats_the_repository_licence_and_nearest_licence_file_wins(
     assert docs["src/gpl.py"]["license"] == "GPL-3.0-only" and docs["src/gpl.py"]["license_class"] == "copyleft"
     assert docs["src/gpl.py"]["license_source"] == "header"
     assert docs["src/vendored_lib/helper.py"]["license"] == "Apache-2.0"
+
+
+def test_a_licence_file_is_the_licence_its_text_is_not_the_one_its_header_names(tmp_path: Path):
+    """MPL-2.0's text names "the GNU General Public License, Version 2.0" near its start: the LICENSE file was labelled
+    GPL-2.0-only (copyleft) by the header check that source files get."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "LICENSE").write_text(dict(LICENSES)["MPL-2.0"])  # as identify ships it
+    (root / "main.py").write_text("import os\n")
+    docs = {d["path"]: d for d in documents(read(targz(root, tmp_path / "proj.tar.gz")))}
+    assert (docs["LICENSE"]["license"], docs["LICENSE"]["license_source"]) == ("MPL-2.0", "LICENSE")
+    assert docs["main.py"]["license"] == "MPL-2.0"
 
 
 def test_stack_like_parquet_and_jsonl_rows(tmp_path: Path):

@@ -74,8 +74,13 @@ class RepoLicenses:
 
 
 def document_license(text: str, path: str, repo: RepoLicenses | None) -> dict[str, str | None]:
-    """`license`, `license_class` and `license_source` of one file: its own header first, then its repository."""
-    expression, source = header_license(text), "header"
+    """`license`, `license_class` and `license_source` of one file: its own header first, then its repository; a
+    licence file's is the licence its text is (MPL-2.0's names the GPL in its header: it was labelled GPL-2.0-only)."""
+    if is_license_file(path):
+        name = path.rsplit("/", 1)[-1]
+        expression, source = folder_license({name: text}), name
+    else:
+        expression, source = header_license(text), "header"
     if expression is None and repo is not None:
         expression, source = repo.for_path(path)
     return {"license": expression, "license_class": license_class(expression),

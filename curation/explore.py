@@ -324,6 +324,8 @@ def _rejects_frame(job: str | Path, stage: str | None, reason: str | None, lang:
     """The rejects of each stage and reason (of `lang`) that `choose(positions)` picks, read row by row, the first
     `limit` of them in all."""
     _check_stage_and_reason(job, stage, reason)
+    if lang is not None:
+        language_tag(lang)  # a code that is none is said so, not taken below for rejects without a `lang`
     tables, left, labelled = [], limit, False
     for s, by in reject_files(job).items():
         for r, files in by.items():

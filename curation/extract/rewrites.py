@@ -472,6 +472,14 @@ def expose_records(tree: HtmlElement, places: Places | None = None) -> int:
             chars[r] for r in records):
         return 0  # an article's paragraphs outside them: they are teasers beside it (a news page's "related")
     container.set(*_MAIN_TEXT_MARK)
+    # trafilatura reads a comment section (`COMMENTS_XPATH`: `div#comments`) apart, before the main text: around the
+    # records it is their container's, which came out twice (Invision's thread is in `div#comments`)
+    from trafilatura.xpaths import COMMENTS_XPATH
+
+    around = {container, *container.iterancestors()}
+    for section in {found for expr in COMMENTS_XPATH for found in expr(tree) if found in around}:
+        for name in ("id", "class"):
+            section.attrib.pop(name, None)
     # a post's text set in a `div` with only line breaks and inline elements in it is a paragraph: trafilatura reads a
     # div of the main text as such only where the page has few <p>, and dropped the text before its first <br>
     for element in container.iter("div"):
@@ -525,15 +533,16 @@ _RECORD_TAGS = frozenset({"div", "article", "section", "li", "tr", "td", "table"
 
 
 def _common_ancestor(elements: list[HtmlElement]) -> HtmlElement | None:
-    """The innermost element holding all of `elements` (a block, not one of them)."""
+    """The innermost element holding all of `elements` that trafilatura can take for a main text (`_MARKABLE`: not
+    XenForo 1's `ol#messageList`, whose mark it reads on no list), not one of them."""
     common = [elements[0], *elements[0].iterancestors()]
     for element in elements[1:]:
         mine = {element, *element.iterancestors()}
         common = [e for e in common if e in mine]
-    return next((e for e in common if e not in elements and e.tag in _BLOCK_CONTAINERS), None)
+    return next((e for e in common if e not in elements and e.tag in _MARKABLE), None)
 
 
-_BLOCK_CONTAINERS = frozenset({"div", "section", "main", "article", "body", "table", "tbody", "ol", "ul", "td"})
+_MARKABLE = frozenset({"div", "section", "main", "article"})  # what `BODY_XPATH`'s marks are read on
 
 
 def rewrite(tree: HtmlElement) -> None:

@@ -736,22 +736,32 @@ def _phpbb(posts: list[str]) -> str:
         f'para casa.</p></div></div></div></div><hr class="divider">' for k, text in enumerate(posts))
 
 
-@pytest.mark.parametrize("layout", [_xenforo, _phpbb], ids=["xenforo", "phpbb"])
-def test_every_post_of_a_thread_is_extracted_not_the_first_alone(layout):
+def _xenforo_1(posts: list[str]) -> str:  # its posts are the items of `ol#messageList`, a list
+    return '<ol class="messageList" id="messageList">' + "".join(
+        f'<li id="post-{k}" class="message"><div class="messageUserInfo"><h3 class="userText">user{k}</h3></div>'
+        f'<div class="messageInfo primaryContent"><article><blockquote class="messageText SelectQuoteContainer '
+        f'ugc baseHtml">{text}</blockquote></article></div></li>' for k, text in enumerate(posts)) + "</ol>"
+
+
+@pytest.mark.parametrize("layout", [_xenforo, _phpbb, _xenforo_1], ids=["xenforo", "phpbb", "xenforo-1"])
+@pytest.mark.parametrize("around", ['<div class="block-body">{}</div>', '<div id="comments" class="cTopic">{}</div>'],
+                         ids=["block", "comment-section"])
+def test_every_post_of_a_thread_is_extracted_once_not_the_first_alone(layout, around):
     """trafilatura takes the first element its expressions for a main text match (each post's `article`, each post's
-    `div.content`): a thread of posts kept its question alone. The posts' container is marked as the main text."""
+    `div.content`): a thread of posts kept its question alone. The posts' container is marked as the main text: a
+    `div` above a list of them (it reads no mark on `ol`), and one out of a comment section (`div#comments`, which
+    trafilatura reads apart: Invision's thread came out twice)."""
     from lxml.html import fromstring
 
     from curation.extract.rewrites import expose_records
     from curation.extract.trafilatura import trafilatura_extract
 
     page = (f'<html><body><nav><a href="/">Fóruns</a> <a href="/novos">Novos posts</a></nav><div class="p-body">'
-            f'<h1>Corrente pulando nas marchas leves</h1><div class="block-body">{layout(THREAD_POSTS)}</div></div>'
-            f'</body></html>')
+            f'<h1>Corrente pulando nas marchas leves</h1>{around.format(layout(THREAD_POSTS))}</div></body></html>')
     assert expose_records(fromstring(page)) == 1
     extracted, _ = trafilatura_extract(page, None, fast=False, favor="balanced", include_comments=True,
                                        include_tables=True, markdown=True, seen=None)
-    assert all(post in extracted for post in THREAD_POSTS), extracted
+    assert [extracted.count(post) for post in THREAD_POSTS] == [1, 1, 1], extracted
 
 
 def test_an_article_beside_a_list_of_teasers_is_extracted_not_the_teasers():

@@ -72,6 +72,7 @@ _EMAIL = re.compile(
 # An SSH login is no mailbox, and redacting it breaks the command: git's hosting account (`ssh -T git@gitlab.com`)
 # and a login followed by scp's `:path` (`git clone git@github.com:user/repo.git`, `scp f deploy@host.io:/srv`)
 _SSH_LOGIN = re.compile(r"git@")
+_LOGIN_COMMAND = re.compile(r"\b(?:ssh|scp|sftp|rsync|mosh|ssh-copy-id)\b[^\n]{0,80}\s$")  # `ssh -i k ec2-user@host`
 _SCP_PATH = re.compile(r":[\w~/.-]")
 # a Latin address glued to the words of another script before it (`Пишите наivan@mail.ru`): its local part begins
 # where the Latin does
@@ -95,8 +96,11 @@ _VERSION_BEFORE = re.compile(
     r"έκδοση|έκδοσης|εκδοση)\.?\s*[:#=]?\s*|"
     r"(?:גרסה|גרסת|إصدار|الإصدار|الاصدار|نسخه|संस्करण|वर्जन|เวอร์ชัน)\s*[:#=]?\s*|§\s*|[A-Za-z]/|"
     # Chinese, Japanese, Korean words for version and firmware; a system named ...OS or ...UI (HarmonyOS, MIUI)
-    r"(?:版本号?|固件(?:版本)?|バージョン|버전)\s*[:：为為是は]?\s*|(?-i:[A-Za-z]*(?:OS|UI))\s+)$"
+    r"(?:版本号?|固件(?:版本)?|バージョン|버전)\s*[:：为為是は]?\s*|(?-i:[A-Za-z]*(?:OS|UI))\s+|"
+    r"[=<>~!]=\s*)$"  # a requirement's comparison (`numpy==1.26.4.1`)
 )
+# a Debian changelog's heading: `dpkg (1.15.5.4) unstable; urgency=low`
+_CHANGELOG_AFTER = re.compile(r"\)\s+[\w.-]+(?:\s+[\w.-]+)*;\s*urgency=")
 _NETWORK_WORDS = re.compile(
     r"(?i)\b(?:ip|ips|ipv4|ip-adresse|address|addresses|addr|adresse|dns|server|servers|host|hostname|ping|"
     r"gateway|router|proxy|subnet|netmask|nameserver|firewall|tcp|udp|ssh|vpn|lan|wan|whois|traceroute)\b"
@@ -141,8 +145,10 @@ _CN_MOBILE = re.compile(r"^1[3-9]\d(?:(?P<s>[ -]?)\d{4}(?P=s)\d{4})$")
 # `030 12345678`, `01 23 45 67 89`); hyphens are an ISBN's (`0-306-40615-2`)
 _TRUNK = re.compile(r"^0[1-9]\d{0,3}(?: \d{2,8}){1,4}$")
 # or by hyphens, as East Asia writes them (`0937-141993`, `090-1234-5678`, `02-2345-6789`), groups of 3 digits or more
-# after the area code (an ISBN's `0-306-40615-2` starts with a lone 0 and ends with a lone digit)
+# after the area code (an ISBN's `0-306-40615-2` starts with a lone 0 and ends with a lone digit); not a US ZIP+4 code
+# (`Boston, MA 02110-1301`: the GPL's address, in the header of every file under it)
 _TRUNK_HYPHENS = re.compile(r"^0[1-9]\d{0,3}(?:-\d{3,8}){1,2}$")
+_ZIP4 = re.compile(r"^\d{5}-\d{4}$")
 _DATE = re.compile(  # 2024-01-15, 15.01.2024, 01/15/24, 1990-2000, optionally with a time
     r"^(?:\d{4}[./-]\d{1,2}[./-]\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4} ?[-/] ?\d{2,4})"
     r"(?:[ T]\d{1,2}(?:[:.]\d\d)*)?$"
@@ -183,7 +189,8 @@ def find_emails(text: str) -> list[tuple[int, int]]:
     for m in _EMAIL.finditer(text):
         if tlds is not None and m.group(1).lower() not in tlds:
             continue
-        if _SSH_LOGIN.match(text, m.start()) or _SCP_PATH.match(text, m.end()):
+        if (_SSH_LOGIN.match(text, m.start()) or _SCP_PATH.match(text, m.end())
+                or _LOGIN_COMMAND.search(text, max(0, m.start() - 100), m.start())):
             continue
         start, at = m.start(), text.index("@", m.start())
         local = text[start:at]
@@ -206,7 +213,7 @@ def find_ips(text: str, policy: str = "global") -> list[tuple[int, int]]:
         start, end = m.span()
         value = m.group(0)
         line_start = text.rfind("\n", 0, start) + 1
-        if _VERSION_BEFORE.search(text, max(line_start, start - 24), start):
+        if _VERSION_BEFORE.search(text, max(line_start, start - 24), start) or _CHANGELOG_AFTER.match(text, end):
             continue
         if all(len(octet) == 1 for octet in value.split(".")):
             window = text[max(0, start - 80) : end + 80]
@@ -216,7 +223,8 @@ def find_ips(text: str, policy: str = "global") -> list[tuple[int, int]]:
             spans.append((start, end))
     for m in _IPV6.finditer(text):
         value = m.group(1)
-        if value.count(":") < 2 or not any(c.isdigit() for c in value):
+        # two groups at least: `Oct 25 2000::` is a date before a colon
+        if value.count(":") < 2 or not any(c.isdigit() for c in value) or sum(1 for g in value.split(":") if g) < 2:
             continue
         try:
             ip = ipaddress.IPv6Address(value)
@@ -254,10 +262,11 @@ def _is_phone(text: str, start: int, end: int, context: int | None = None) -> bo
         separators = {s for s in (nanp.group(3), nanp.group(4)) if s}
         return len(separators) == 1 or nanp.group(1) is not None  # 415-555-2671, (415) 555-2671; not 415.555-2671
     return ((bool(_NATIONAL.match(value)) and 9 <= digits <= 12) or (bool(_TRUNK.match(value)) and 10 <= digits <= 11)
-            or (bool(_TRUNK_HYPHENS.match(value)) and 9 <= digits <= 11))
+            or (bool(_TRUNK_HYPHENS.match(value)) and 9 <= digits <= 11 and not _ZIP4.match(value)))
 
 
 _OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+_HYPHENS = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2212\ufe63\uff0d", "-"))
 
 
 def ascii_digits(text: str) -> str:
@@ -269,7 +278,9 @@ def find_phones(text: str) -> list[tuple[int, int]]:
     """Spans of phone numbers: digit runs whose shape or preceding word says phone (see the module doc). A run that is
     none may be two, or one and a bracket after it (`Tel. 030 1234567 / 030 7654321`, `030 1234567 (2019)`): its
     pieces are judged, the later ones by the words before the first."""
-    text = ascii_digits(text)  # the shapes below are ASCII's (a trunk `0`): `۰۹۱۲ ۳۴۵ ۶۷۸۹` is `0912 345 6789`
+    # the shapes below are ASCII's (a trunk `0`): `۰۹۱۲ ۳۴۵ ۶۷۸۹` is `0912 345 6789`, Japanese `03－1234－5678`
+    # (full-width hyphens) `03-1234-5678`; one character for one, so the spans are the text's
+    text = ascii_digits(text).translate(_HYPHENS)
     spans = []
     for m in _PHONE.finditer(text):
         start, end = m.span()
@@ -319,7 +330,8 @@ DEFAULT_PLACEHOLDERS: dict[str, str] = {
 _MAY_HOLD = {
     "email": ("@", False),
     "ip": (r"\d\.\d{1,3}\.\d|[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:", True),
-    "phone": (r"\p{Nd}[\p{Nd} \x{a0}().\/-]{5,}\p{Nd}", True),  # any script's digits (full-width ones too)
+    # any script's digits (full-width ones too), any hyphen (`_HYPHENS`)
+    "phone": (r"\p{Nd}[\p{Nd} \x{a0}().\/\x{2010}-\x{2013}\x{2212}\x{fe63}\x{ff0d}-]{5,}\p{Nd}", True),
     "national_id": (r"\d{17}[\dXx]", True),
     "card": (r"\d(?:[ -]?\d){12}", True),
     "messenger": (r"(?i)qq|扣扣|微信|威信|薇信|wechat|weixin|wx|vx", True),

@@ -41,11 +41,13 @@ _CARD_WORD_BEFORE = re.compile(
 
 # after a colon, 是 or 号 any handle; after the word alone (`加微信abc_123`) one with a digit or an underscore, as
 # `WeChat account` or `微信 Android` are words
-_SAID = r"(?:号|號|id|ID)?\s*[:：是为為]\s*"
+_SAID = r"(?:[ \t]*(?:号|號|id|ID))?[ \t]*[:：是为為][ \t]*"  # `WeChat ID: x`, `微信号：x`
 _QQ = re.compile(r"(?i)(?<![A-Za-z])(?:qq|扣扣)(?:号码|號碼|号|號)?(?:\s*[:：是为為]\s*|\s*)([1-9]\d{4,10})(?!\d)")
+# a Latin word is one (`wxWidgets_LIBRARIES`, `__vxworks__` are none) and needs a space before a handle; a handle is on
+# its word's line (`if not vx:` then `assert x` on the next is code)
 _WECHAT = re.compile(
-    rf"(?i)(?:微信|威信|薇信|(?<![A-Za-z])(?:wechat|weixin|wx|vx))(?:{_SAID}([A-Za-z][A-Za-z0-9_-]{{5,19}})|(?:号|號)?\s*"
-    r"((?=[A-Za-z-]*[\d_])[A-Za-z][A-Za-z0-9_-]{5,19}))(?![A-Za-z0-9_-])"
+    rf"(?i)(?:微信|威信|薇信|(?<![A-Za-z0-9_])(?:wechat|weixin|wx|vx)(?=[^A-Za-z0-9_]))(?:{_SAID}"
+    r"([A-Za-z][A-Za-z0-9_-]{5,19})|(?:号|號)?[ \t]*((?=[A-Za-z-]*[\d_])[A-Za-z][A-Za-z0-9_-]{5,19}))(?![A-Za-z0-9_-])"
 )
 
 

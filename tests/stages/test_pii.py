@@ -19,6 +19,7 @@ def redact(text: str, **params: object) -> str:
     [
         ("Write to jane.doe+news@mail.example.co.uk today.", "Write to <EMAIL> today."),
         ("Mail deploy@example.com: it answers.", "Mail <EMAIL>: it answers."),  # a colon then a space: no scp path
+        ("電話：03－1234－5678、携帯 090‑1234‑5678", "電話：<PHONE>、携帯 <PHONE>"),  # full-width, non-breaking hyphens
         ("<a href='mailto:Max.Müller@gmx.de'>", "<a href='mailto:<EMAIL>'>"),
         ("contact: info@exämple.de.", "contact: <EMAIL>."),
         ("Server at 93.184.216.34, port 80", "Server at <IP>, port 80"),
@@ -74,6 +75,11 @@ TRAPS = [
     "git clone git@github.com:user/repo.git, then ssh -T git@gitlab.com; scp app.tar deploy@example.com:/srv/app",
     # versions said in other languages
     "ядро WSL стало версии 5.15.133.1; Yeni sürüm 1.2.3.4, DNS olarak; wersja 10.0.19045.3693; phiên bản 2.0.1.5",
+    # the GPL's address (a ZIP+4 code), a login to a host, versions of requirements and changelogs, a date and `::`
+    "51 Franklin Street, Fifth Floor, Boston, MA 02110-1301 USA; ssh -i key.pem ec2-user@ec2.example-host.com",
+    "numpy==1.26.4.1, pip>=20.0.2.1\ndpkg (1.15.5.4) unstable; urgency=low\nBuilt Oct 25 2000:: ok",
+    # identifiers holding WeChat's `wx` and `vx`, and code after `vx:` on the next line
+    "find_package(wxWidgets) ${wxWidgets_LIBRARIES} __vxworks__\nif not vx:\n    assert x_value",
 ]
 
 

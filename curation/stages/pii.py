@@ -23,7 +23,8 @@ found by a regex (compiled once) and then confirmed.
   number after `Order #`, `invoice no.`, `ZIP`, `IBAN`... is not a phone number in any shape. Digits of any
   script count (full-width, Arabic-Indic, Persian, Devanagari, Bengali...), judged as their ASCII twins. A
   national number without a phone word counts in the shapes above or as a trunk 0 and space-parted groups of
-  10-11 digits (`020 7946 0958`, `01 23 45 67 89`), or hyphenated ones of 9-11 (`0937-141993`, `090-1234-5678`).
+  10-11 digits (`020 7946 0958`, `01 23 45 67 89`), or hyphenated ones of 9-11 (`0937-141993`, `090-1234-5678`;
+  not a US ZIP+4 code, `MA 02110-1301`, the GPL's address).
 - Pages in scripts written without spaces glue addresses and numbers to their words (`发送至support@example.com`):
   those letters end an address, a quad or a number as a space does.
 - Identity and card numbers by their checksums, QQ numbers and WeChat IDs after their words:

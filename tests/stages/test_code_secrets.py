@@ -263,6 +263,8 @@ def test_values_about_a_secret_are_not_redacted():
     ("client.py", "s.auth = HTTPBasicAuth('admin', 'ReqAuthPw99')", "ReqAuthPw99"),
     ("client.py", 'h = {"Authorization": "Basic YWRtaW46UzNjcmV0QmFzaWM="}', "YWRtaW46UzNjcmV0QmFzaWM"),
     ("hook.py", 'URL = "https://discord.com/api/webhooks/123456789012345678/' + "aB3_-" * 14 + '"', "aB3_-" * 14),
+    (".aws/credentials", "[default]\naws_secret_access_key = IDnOdcX7wJalrXUtnFEMIK7MDENGbPxRfiCYzzzz\n",
+     "IDnOdcX7wJalrXUtnFEMIK7MDENGbPxRfiCYzzzz"),  # AWS's credentials file, in ini syntax (only its key id went)
 ])  # fmt: skip
 def test_secrets_detect_secrets_misses_are_found(path: str, text: str, secret: str):
     found = find_secrets(text, path, detect_language(path, text))
@@ -280,6 +282,14 @@ def test_secrets_detect_secrets_misses_are_found(path: str, text: str, secret: s
 def test_every_secret_of_a_line_is_found_not_only_its_first(path: str, text: str, secrets: list[str]):
     """detect-secrets' keyword plugin gives a line's first value: the second reached the documents in clear."""
     assert [text[s:e] for s, e, _ in find_secrets(text, path, detect_language(path, text))] == secrets
+
+
+def test_a_url_password_with_an_empty_user_passes_the_stage_s_prefilter():
+    """`redis://:SECRET@cache` was found by `find_secrets`, but the stage's prefilter wanted a user before the colon:
+    the file never reached it, and the password stayed."""
+    text = 'r = redis.from_url("redis://:Tr0ub4dorQ1x9@cache:6379/0")\n'
+    table = documents({"cache.py": text})
+    assert run_stage(CodeSecrets(), table).column("text").to_pylist() == [text.replace("Tr0ub4dorQ1x9", "<SECRET>")]
 
 
 def test_a_token_after_a_long_run_of_its_prefix_is_found():
@@ -303,6 +313,7 @@ def test_a_token_after_a_long_run_of_its_prefix_is_found():
     ("db.py", 'conn = connect(host="db", user="app", password=os.environ["DB_PASSWORD"])'),
     ("Dockerfile", "ENV PASSWORD_FILE /run/secrets/db\nENV API_KEY ${API_KEY}"),  # a path and a reference
     ("auth.md", "HTTP Basic authentication; the Authorization header says Basic and a base64 string"),
+    ("settings.py", 'SECRET_KEY_ALGORITHM = "HmacSHA256"\npassword_hasher = "argon2id"\nPASSWORD_CHARSET = "latin1"'),
 ])  # fmt: skip
 def test_references_names_and_examples_are_no_secrets(path: str, text: str):
     assert find_secrets(text, path, detect_language(path, text)) == []

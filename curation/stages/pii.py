@@ -6,7 +6,7 @@ found by a regex (compiled once) and then confirmed.
 
 - E-mail: a syntactically valid address whose top-level domain is a real one (the Public Suffix
   List shipped by `tld`, which trafilatura's `courlan` installs), so `logo@2x.png` stays; an SSH login
-  (`git@github.com:user/repo.git`, `ssh -T git@gitlab.com`) is no mailbox and stays.
+  (`git@github.com:user/repo.git`, `ssh -T git@gitlab.com`, `ssh -i key ec2-user@host`) is no mailbox and stays.
 - IP: candidates are confirmed by `ipaddress`; by default (`ip_policy: global`) only globally
   routable unicast addresses are redacted, as in BigCode's StarCoder PII pipeline: private,
   loopback, link-local, shared (CGNAT), documentation, multicast and reserved ranges, and the
@@ -184,7 +184,7 @@ def top_level_domains() -> frozenset[str] | None:
 
 
 def find_emails(text: str) -> list[tuple[int, int]]:
-    """Spans of e-mail addresses with a real top-level domain, but SSH logins (`_SSH_LOGIN`)."""
+    """Spans of e-mail addresses with a real top-level domain, but SSH logins (`_SSH_LOGIN`, `_LOGIN_COMMAND`)."""
     tlds = top_level_domains()
     spans = []
     for m in _EMAIL.finditer(text):

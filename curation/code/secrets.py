@@ -77,6 +77,8 @@ _MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         # .. IDENTIFIED BY '...'`, Python's HTTP basic auth (`auth=('admin', '...')`, `HTTPBasicAuth('u', '...')`)
         # and an `Authorization: Basic <base64 of user:password>` header
         r"(?m:^[ \t]*ENV[ \t]+\w*(?i:password|passwd|pwd|secret|token|api_?key)[ \t]+([^\s=\"']{6,})[ \t]*$)",
+        # and `ENV MYSQL_USER=app MYSQL_PASSWORD=... MYSQL_DATABASE=shop`: pairs after the first (a line's first secret)
+        r"(?m:^[ \t]*ENV[ \t]+(?:[\w.-]+=\S*[ \t]+)+\w*(?i:password|passwd|pwd|secret|token|api_?key)=([^\s\"']{6,}))",
         r"(?i:identified\s+by)\s+(?:(?i:password)\s+)?[\"'`]([^\"'`\s]{6,})[\"'`]",
         r"(?:\bauth\s*=\s*\(|HTTP(?:Basic|Digest)Auth\()\s*[\"'][^\"'\n]+[\"']\s*,\s*[\"']([^\"'\s]{6,})[\"']",
         r"(?i:authorization)[\"']?\s*[:=,]\s*[\"']?(?i:basic)\s+([A-Za-z0-9+/]{12,}={0,2})(?![\w+/=])")),

@@ -258,6 +258,7 @@ def test_values_about_a_secret_are_not_redacted():
     ("settings.xml", "<server><id>repo</id><password>XmlPw9981z</password></server>", "XmlPw9981z"),  # Maven
     ("beans.xml", '<property name="db.password" value="XmlPw9981z"/>', "XmlPw9981z"),  # Spring
     ("Dockerfile", "FROM postgres:16\nENV POSTGRES_PASSWORD DockerPw77x\n", "DockerPw77x"),  # ENV's form without =
+    ("Dockerfile", "ENV MYSQL_USER=app MYSQL_PASSWORD=DockerPw88y MYSQL_DATABASE=shop\n", "DockerPw88y"),  # pairs
     ("init.sql", "CREATE USER app IDENTIFIED BY 'SqlIdentPw88';", "SqlIdentPw88"),
     ("client.py", "r = requests.get(url, auth=('admin', 'ReqAuthPw99'))", "ReqAuthPw99"),
     ("client.py", "s.auth = HTTPBasicAuth('admin', 'ReqAuthPw99')", "ReqAuthPw99"),

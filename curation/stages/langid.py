@@ -276,11 +276,13 @@ CLOSE_GROUPS: tuple[frozenset[str], ...] = (
 )
 
 
-def _neighbours(a: str, b: str) -> bool:
-    """Two languages a paragraph is too short to tell apart, which its whole document tells better: close ones
-    (`CLOSE_GROUPS`: an ekavian Serbian paragraph read as Bosnian at 0.63 made a Serbian article "mixed sr+bs") or
-    Chinese varieties (`SINITIC`: a Mandarin paragraph read as Wu at 0.61)."""
-    return a != b and any(a in group and b in group for group in (*CLOSE_GROUPS, SINITIC))
+def _neighbours(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where `a` and `b` (labels, pairwise) are two languages a paragraph is too short to tell apart, which its
+    whole document tells better: close ones (`CLOSE_GROUPS`: an ekavian Serbian paragraph read as Bosnian at 0.63
+    made a Serbian article "mixed sr+bs") or Chinese varieties (`SINITIC`: a Mandarin paragraph read as Wu at 0.61).
+    """
+    together = [np.isin(a, list(group)) & np.isin(b, list(group)) for group in (*CLOSE_GROUPS, SINITIC)]
+    return (a != b) & np.logical_or.reduce(together)
 
 
 # Labels that stand for several output languages (spread evenly when pooling).
@@ -1045,7 +1047,7 @@ class LangId(DocumentFilter):
         line_doc = np.array([doc for doc, _, _ in spans], np.int64)
         if len(line_doc):
             other = opinion.lang != lang[line_doc]
-            neighbour = np.array([_neighbours(a, b) for a, b in zip(opinion.lang, lang[line_doc], strict=True)], bool)
+            neighbour = _neighbours(opinion.lang, lang[line_doc])
             trusted &= ~neighbour | (opinion.score >= SHORT_PARAGRAPH_SCORE_MIN)
             trusted &= ~other | (opinion.score >= OTHER_LANGUAGE_SCORE_MIN)
             # a line of a script its document's language is not written in keeps its own label: a line of Han in a

@@ -48,7 +48,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "StripeDetector": ("k_live_",), "SendGridDetector": ("SG.",), "NpmDetector": ("_authToken",),
     "PypiTokenDetector": ("pypi-",),
     "OpenAIDetector": ("T3BlbkFJ", "sk-", "hf_", "AIza", "shp", "earer", "EARER", "pi-key", "pi-Key", "PI-KEY", "key-",
-                       "npm_"),
+                       "npm_", "hvs.", "hvb.", "hvr.", "webhook.office.com", "logic.azure.com"),
     "AzureStorageKeyDetector": ("AccountKey=",),
     "SquareOAuthDetector": ("sq0csp-",),
     "BasicAuthDetector": ("://", "@tcp(", "@unix(", "mysql", "curl", "assword", "ASSWORD", "wd>", "WD>", "wd=", "WD=",
@@ -79,7 +79,8 @@ _MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         r"(?m:^[ \t]*ENV[ \t]+\w*(?i:password|passwd|pwd|secret|token|api_?key)[ \t]+([^\s=\"']{6,})[ \t]*$)",
         # and `ENV MYSQL_USER=app MYSQL_PASSWORD=... MYSQL_DATABASE=shop`: pairs after the first (a line's first secret)
         r"(?m:^[ \t]*ENV[ \t]+(?:[\w.-]+=\S*[ \t]+)+\w*(?i:password|passwd|pwd|secret|token|api_?key)=([^\s\"']{6,}))",
-        r"(?i:identified\s+by)\s+(?:(?i:password)\s+)?[\"'`]([^\"'`\s]{6,})[\"'`]",
+        # (Oracle's may stand unquoted: `IDENTIFIED BY Pw88x;`, not a bind variable `:pw` or substitution `&pw`)
+        r"(?i:identified\s+by)\s+(?:(?i:password)\s+)?(?:[\"'`]([^\"'`\s]{6,})[\"'`]|([A-Za-z0-9][^\s;,)\"'`]{5,}))",
         r"(?:\bauth\s*=\s*\(|HTTP(?:Basic|Digest)Auth\()\s*[\"'][^\"'\n]+[\"']\s*,\s*[\"']([^\"'\s]{6,})[\"']",
         r"(?i:authorization)[\"']?\s*[:=,]\s*[\"']?(?i:basic)\s+([A-Za-z0-9+/]{12,}={0,2})(?![\w+/=])")),
     # a Discord webhook's URL holds its token: whoever has it posts to the channel
@@ -96,7 +97,11 @@ _MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         r"(?i:bearer)\s+((?=[A-Za-z._~+/-]*\d)[A-Za-z0-9._~+/-]{20,}=*)(?![\w${}<])",
         r"(?i:x-api-key)[\"']?\s*[:=,]\s*[\"']((?=[A-Za-z_-]*\d)[A-Za-z0-9_\-]{16,})[\"']",
         # Mailgun's keys before 2019, npm's access tokens since 2021
-        r"key-(?=[a-z]*\d)[0-9a-z]{32}", r"npm_[A-Za-z0-9]{36}")),
+        r"key-(?=[a-z]*\d)[0-9a-z]{32}", r"npm_[A-Za-z0-9]{36}",
+        # HashiCorp Vault's service, batch and recovery tokens (since Vault 1.10); a Teams incoming webhook's URL
+        # (the key after `IncomingWebhook/`, and a Power Automate workflow's `sig`): whoever has it posts to the channel
+        r"hv[sbr]\.[A-Za-z0-9_-]{24,}", r"webhook\.office\.com/webhookb2/[\w@.-]+/IncomingWebhook/([0-9a-f]{32})/",
+        r"logic\.azure\.com[^\s\"'<>]*?[?&]sig=([\w-]{30,})")),
 }
 # One RE2 pattern (pyarrow, linear time) a file must match before any plugin runs: a superset of
 # what the token plugins and private-key blocks find.
@@ -110,11 +115,15 @@ TOKEN_HINT = "|".join([
     r"(?i:bearer\s|x-api-key)|key-[0-9a-z]{32}|npm_[A-Za-z0-9]{36}|@(?:tcp|unix)\(|mysql|curl|(?i:password|pwd)\s*[=>]",
     r"(?m:^[ \t]*ENV[ \t]+\w*(?i:password|passwd|pwd|secret|token|api_?key)[ \t])|(?i:identified\s+by)",
     r"\bauth\s*=\s*\(|HTTP(?:Basic|Digest)Auth\(|(?i:basic)\s+[A-Za-z0-9+/]{12}|discord(?:app)?\.com/api/webhooks/",
+    r"hv[sbr]\.[\w-]{24}|webhook\.office\.com/|logic\.azure\.com",
 ])  # fmt: skip
 # detect-secrets' keyword names, also in Lisp's kebab case (`api-key`)
 KEYWORD_HINT = (r"(?i)(?:api[_-]?key|auth[_-]?key|service[_-]?key|account[_-]?key|db[_-]?key|database[_-]?key|"
                 r"priv[_-]?key|private[_-]?key|client[_-]?key|db[_-]?pass|database[_-]?pass|key[_-]?pass|password|passwd|"
                 r"pwd|secret|contrase)")
+# The files `_placed_values` reads whatever they say: a pgpass line names no keyword (for the stage's prefilter, over
+# a document's `meta`)
+CREDENTIAL_FILE_HINT = r"netrc|pgpass"
 _STEMS = ("key", "pass", "pwd", "secret", "contrase")
 _KEYWORD_LINE = re.compile(KEYWORD_HINT)
 _PLACEHOLDERS = frozenset({
@@ -151,6 +160,18 @@ _DEFINE = re.compile(r"\s*#\s*define\s+(\w*(?i:key|pass|pwd|secret|token)\w*)\s+
 _LISP_FAMILY = frozenset({"common-lisp", "emacs-lisp", "clojure", "scheme", "racket"})
 _LISP_BINDING = re.compile(r"\(\s*(?:(?:def\w*|setq(?:-default)?|setf)\s+|let\*?\s*[(\[]\s*\(?\s*)\*?"
                            r"([\w\-]*(?i:key|pass|pwd|secret|token)[\w\-]*)\*?\s+\"([^\"\\]+)\"")
+# PHP's `define('DB_PASSWORD', '...')` (WordPress's wp-config.php) and a setter given a literal, in any language:
+# `ds.setPassword("...")`, `user.set_password('...')`, `client.setApiKey("...")`
+_PHP_DEFINE = re.compile(
+    r"\bdefine\s*\(\s*[\"'](\w*(?i:key|pass|pwd|secret|token)\w*)[\"']\s*,\s*[\"']([^\"'\\]+)[\"']")
+_SETTER = re.compile(r"\bset_?(\w*(?i:password|passwd|pwd|secret|api_?key))\s*\(\s*[\"']([^\"'\\]+)[\"']\s*\)")
+# A Kubernetes container's `env:` item, `- name: DB_PASSWORD` over `value: "..."`: the name says what the value is
+_NAME_OVER_VALUE = re.compile(r"(?m)^[ \t]*-?[ \t]*name:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\n"
+                              r"[ \t]*value:[ \t]*[\"']?([^\s\"'#]+)")
+# netrc's `machine host login me password SECRET` (ftp, curl, git and pip read it); a libpq password file's
+# `host:port:database:user:password` lines (`\:` is a colon inside a field)
+_NETRC_PASSWORD = re.compile(r"(?:^|\s)password\s+(\S+)")
+_PGPASS_LINE = re.compile(r"(?m)^(?!#)(?:(?:[^:\n\\]|\\.)*:){4}((?:[^\n\\]|\\.)+)$")
 _CONFIG_AS = {"dotenv": ".cfg", "ini": ".ini", "shell": ".cfg", "toml": ".toml", "yaml": ".yaml",
               "java-properties": ".properties", "dockerfile": ".cfg", "makefile": ".cfg"}
 
@@ -320,11 +341,30 @@ def _keyword_values(line: str, filename: str, language: str | None) -> list[str]
         values.append(define.group(2))
     if language in _LISP_FAMILY:
         values += [m.group(2) for m in _LISP_BINDING.finditer(line) if not _about_a_secret(f"{m.group(1)} = ")]
+    if language == "php":
+        values += [m.group(2) for m in _PHP_DEFINE.finditer(line) if not _about_a_secret(f"{m.group(1)} = ")]
+    values += [m.group(2) for m in _SETTER.finditer(line) if not _about_a_secret(f"{m.group(1)} = ")]
     return values
 
 
+def _placed_values(text: str, path: str, language: str | None) -> list[tuple[int, int, str]]:
+    """Passwords a keyword's line does not name: netrc's and pgpass's, and a Kubernetes `env:` item's value."""
+    name = path.rsplit("/", 1)[-1].lower()
+    if name in {".netrc", "_netrc"}:
+        found = [(m.start(1), m.group(1)) for m in _NETRC_PASSWORD.finditer(text)]
+    elif name in {".pgpass", "pgpass.conf"}:  # (`CREDENTIAL_FILE_HINT` lets them by the stage's prefilter)
+        found = [(m.start(1), m.group(1)) for m in _PGPASS_LINE.finditer(text)]
+    elif language == "yaml":
+        found = [(m.start(2), m.group(2)) for m in _NAME_OVER_VALUE.finditer(text)
+                 if _KEYWORD_LINE.search(m.group(1)) and not _about_a_secret(f"{m.group(1)} = ")]
+    else:
+        return []
+    return [(at, at + len(value), "password") for at, value in found
+            if plausible_value(value) and not _heuristic().is_templated_secret(value) and not _DOCUMENTED.search(value)]
+
+
 def _keywords(text: str, path: str, language: str | None) -> list[tuple[int, int, str]]:
-    spans: list[tuple[int, int, str]] = []
+    spans = _placed_values(text, path, language)
     filename = _keyword_filename(path, language)
     for start, line in _keyword_lines(text):
         # the keyword plugin gives a line's first value: the rest of the line is read again after it, so that

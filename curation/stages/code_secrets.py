@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from curation.code.secrets import KEYWORD_HINT, KINDS, TOKEN_HINT, find_secrets
+from curation.code.secrets import CREDENTIAL_FILE_HINT, KEYWORD_HINT, KINDS, TOKEN_HINT, find_secrets
 from curation.stages.base import Processed, Resources, Stage, StageParams, with_text
 
 Kind = Literal["private_key", "aws", "github", "gitlab", "slack", "jwt", "password", "api_key"]
@@ -75,6 +75,9 @@ class CodeSecrets(Stage):
         counts = {kind: np.zeros(n, dtype=np.int64) for kind in KINDS}
         texts = batch.column("text").to_pylist()
         metas = batch.column("meta").to_pylist() if "meta" in batch.column_names else [None] * n
+        if "meta" in batch.column_names:
+            meta = pc.fill_null(batch.column("meta"), "")
+            keywords |= pc.match_substring_regex(meta, CREDENTIAL_FILE_HINT).to_numpy(zero_copy_only=False)
         for i in np.flatnonzero(tokens | keywords):
             path, language = _path_and_language(metas[i])
             texts[i], found = self.redact_text(texts[i], path, language, tokens=bool(tokens[i]),

@@ -266,6 +266,20 @@ def test_values_about_a_secret_are_not_redacted():
     ("hook.py", 'URL = "https://discord.com/api/webhooks/123456789012345678/' + "aB3_-" * 14 + '"', "aB3_-" * 14),
     (".aws/credentials", "[default]\naws_secret_access_key = IDnOdcX7wJalrXUtnFEMIK7MDENGbPxRfiCYzzzz\n",
      "IDnOdcX7wJalrXUtnFEMIK7MDENGbPxRfiCYzzzz"),  # AWS's credentials file, in ini syntax (only its key id went)
+    ("init.sql", "CREATE USER app IDENTIFIED BY OraPw88x;", "OraPw88x"),  # Oracle's, unquoted
+    ("wp-config.php", "define( 'DB_PASSWORD', 'WpDbPw77z' );", "WpDbPw77z"),  # WordPress's configuration
+    ("Ds.java", 'ds.setPassword("JdbcPw99q");', "JdbcPw99q"),  # setters given a literal
+    ("t.py", "user.set_password('Tr0ub4dor&3')", "Tr0ub4dor&3"),
+    ("deploy.yaml", "env:\n  - name: DB_PASSWORD\n    value: \"K8sPw55xy\"\n  - name: LOG_LEVEL\n    value: debug9x\n",
+     "K8sPw55xy"),  # a Kubernetes env item: its name over its value
+    ("v.py", 'VAULT_TOKEN = "hvs.CAESIJ3mK9x2Lq7wPz8Rt4Yb1Nc6Vd5Fg0Hj2Kl4Mn6Pq8Rs"',
+     "hvs.CAESIJ3mK9x2Lq7wPz8Rt4Yb1Nc6Vd5Fg0Hj2Kl4Mn6Pq8Rs"),  # HashiCorp Vault's tokens
+    ("n.py", 'URL = "https://contoso.webhook.office.com/webhookb2/0b1c2d3e-4f5a-6b7c-8d9e-0f1a2b3c4d5e@72f988bf-86f1-'
+     '41af-91ab-2d7cd011db47/IncomingWebhook/9a8b7c6d5e4f30211203f4e5d6c7b8a9/1f2e3d4c-5b6a-7980-a1b2-c3d4e5f6a7b8"',
+     "9a8b7c6d5e4f30211203f4e5d6c7b8a9"),  # a Teams webhook's key
+    ("n.py", 'URL = "https://prod-12.westus.logic.azure.com:443/workflows/abc123/triggers/manual/paths/invoke?api-'
+     'version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=Xy7_Kq2LmN9pQr4StUv6WxYz0AbCdEfGhIjKlMnOpQr"',
+     "Xy7_Kq2LmN9pQr4StUv6WxYz0AbCdEfGhIjKlMnOpQr"),  # and a Teams workflow's signature
 ])  # fmt: skip
 def test_secrets_detect_secrets_misses_are_found(path: str, text: str, secret: str):
     found = find_secrets(text, path, detect_language(path, text))
@@ -293,6 +307,18 @@ def test_a_url_password_with_an_empty_user_passes_the_stage_s_prefilter():
     assert run_stage(CodeSecrets(), table).column("text").to_pylist() == [text.replace("Tr0ub4dorQ1x9", "<SECRET>")]
 
 
+def test_netrc_and_pgpass_passwords_are_redacted_though_no_keyword_names_them():
+    """A netrc's `password` is no assignment, and a pgpass line (`host:port:db:user:password`) names no keyword: both
+    files reached the documents whole, and a pgpass one passed the stage's prefilter untouched."""
+    files = {"home/.netrc": "machine api.example.com login me password NetrcPw4u\nmachine b login x\n"
+                            "  password Ot7pw!x\n",
+             "home/.pgpass": "# host:port:db:user:password\ndb.internal:5432:*:app:PgPassPw9\n"
+                             "localhost:*:*:me:pa\\:ss99x\n"}
+    out = run_stage(CodeSecrets(), documents(files)).column("text").to_pylist()
+    assert out == [files["home/.netrc"].replace("NetrcPw4u", "<SECRET>").replace("Ot7pw!x", "<SECRET>"),
+                   files["home/.pgpass"].replace("PgPassPw9", "<SECRET>").replace("pa\\:ss99x", "<SECRET>")]
+
+
 def test_a_token_after_a_long_run_of_its_prefix_is_found():
     """The JWT pattern, tried at each `eyJ` of a run without a dot, scanned the rest of the run from each: a 900 KB
     fixture of them took minutes. The run is no token; the real one after it is, whole."""
@@ -315,6 +341,12 @@ def test_a_token_after_a_long_run_of_its_prefix_is_found():
     ("Dockerfile", "ENV PASSWORD_FILE /run/secrets/db\nENV API_KEY ${API_KEY}"),  # a path and a reference
     ("auth.md", "HTTP Basic authentication; the Authorization header says Basic and a base64 string"),
     ("settings.py", 'SECRET_KEY_ALGORITHM = "HmacSHA256"\npassword_hasher = "argon2id"\nPASSWORD_CHARSET = "latin1"'),
+    ("init.sql", "ALTER USER app IDENTIFIED BY :newpw;\nALTER USER b IDENTIFIED BY &pw1;\nCREATE USER c IDENTIFIED BY "
+     "VALUES 'S:ABC';"),  # a bind variable, a substitution variable, a stored hash
+    ("wp-config.php", "define( 'DB_PASSWORD', 'password_here' );\ndefine('SECRET_NAME', 'web-tls-2024');"),
+    ("t.py", "user.set_password(password)\nuser.set_password('password1')"),
+    ("deploy.yaml", "env:\n  - name: SECRET_NAME\n    value: web-tls-2024\n  - name: DB_PASSWORD\n    valueFrom:\n"
+     "      secretKeyRef: {name: db, key: pw}\n"),
 ])  # fmt: skip
 def test_references_names_and_examples_are_no_secrets(path: str, text: str):
     assert find_secrets(text, path, detect_language(path, text)) == []

@@ -4,7 +4,8 @@ part by part; `curation.tokens.fertility` counts its tokens by part)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import re
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 import numpy as np
@@ -12,11 +13,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.lang.words import LANGUAGE_WORDS
-from curation.text.columns import combined, segment_sum
+from curation.text.columns import LINE_BREAK_RE2, combined, list_offsets, segment_sum
 
 PARAGRAPHS = "lang_paragraphs"
 MIXED_SHARE_MIN = 0.2
 _SAME_START = 20  # characters a rewritten line and its original begin with alike (C4 drops citations at the end)
+_LINE_BREAK = re.compile(LINE_BREAK_RE2.replace(r"\x{85}", "\x85").replace(r"\x{2028}", "\u2028")
+                         .replace(r"\x{2029}", "\u2029"))  # where `pc.split_pattern_regex(..., LINE_BREAK_RE2)` splits
 """Least share of a document's labelled paragraphs (`span_sizes`) each of its languages holds for it to be mixed."""
 
 
@@ -108,6 +111,36 @@ def _next(where: list[int] | None, at: int) -> int | None:
         return None
     k = bisect_left(where, at)
     return where[k] if k < len(where) else None
+
+
+def line_languages(batch: pa.Table, lines: pa.ListArray) -> pa.Array | None:
+    """Each line's language (`lines`: each document's text split at `LINE_BREAK_RE2`): its paragraph's label where
+    the langid stage labelled it another language than its document's, else its document's `lang`; None without
+    paragraph labels. A Chinese sentence in an English lesson was one English "word", and a line C4 removed. Only
+    documents holding such a paragraph are read in Python."""
+    if PARAGRAPHS not in batch.column_names or "lang" not in batch.column_names:
+        return None
+    langs = combined(batch.column("lang")).cast(pa.string())
+    line_doc = pa.array(np.repeat(np.arange(len(langs)), np.diff(list_offsets(lines))), pa.int64())
+    spans = combined(batch.column(PARAGRAPHS))
+    owner = pc.list_parent_indices(spans)
+    other = pc.not_equal(pc.struct_field(pc.list_flatten(spans), "lang"), langs.take(owner)).fill_null(False)
+    docs = np.unique(owner.filter(other).to_numpy(zero_copy_only=False))
+    labels = langs.take(line_doc)
+    if not len(docs):
+        return labels
+    out = labels.to_pylist()
+    texts = combined(batch.column("text"))
+    firsts = list_offsets(lines)
+    for doc in docs.tolist():
+        text, doc_spans = texts[doc].as_py() or "", spans[doc].as_py() or []
+        span_starts = [int(s["start"]) for s in doc_spans]
+        line_starts = [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+        for k, start in enumerate(line_starts[: firsts[doc + 1] - firsts[doc]]):
+            at = bisect_right(span_starts, start) - 1  # the paragraph this line begins in, if any
+            if at >= 0 and start < int(doc_spans[at]["end"]) and doc_spans[at].get("lang"):
+                out[firsts[doc] + k] = doc_spans[at]["lang"]
+    return pa.array(out, pa.string())
 
 
 def language_groups(langs: pa.Array | pa.ChunkedArray, spans: pa.Array | pa.ChunkedArray | None,

@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from curation.lang.mixed import line_languages
 from curation.lang.words import SPACES, segmenters
 from curation.stages.base import Resources, first_reason
 from curation.stages.languages import LANG, LanguageFilter, LanguageParams, line_ends, words_of
@@ -170,9 +171,10 @@ class C4(LanguageFilter):
         if p.max_word_length is not None and len(n_words):
             too_long = pc.greater(pc.utf8_length(words.flatten()), p.max_word_length).to_numpy(zero_copy_only=False)
             long_word = segment_sum(too_long.astype(np.int64), list_offsets(words)) > 0
-        kinds = segmenters(text, batch.column(LANG)) if LANG in batch.column_names else np.full(n_docs, SPACES)
-        line_kind = kinds[line_doc]
-        line_lang = batch.column(LANG).take(pa.array(line_doc, pa.int64())) if LANG in batch.column_names else None
+        line_lang = line_languages(batch, lines)  # a line of another language is its own language's words
+        if line_lang is None and LANG in batch.column_names:
+            line_lang = batch.column(LANG).take(pa.array(line_doc, pa.int64()))
+        line_kind = segmenters(original, line_lang) if line_lang is not None else np.full(len(original), SPACES)
         unspaced = np.flatnonzero(line_kind != SPACES)
         if len(unspaced):
             n_words[unspaced], longest = _segmented_lines(stripped.take(pa.array(unspaced)),

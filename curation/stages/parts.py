@@ -82,6 +82,10 @@ def split_parts(batch: pa.Table, *, every: bool = False) -> Parts | None:
         column = table.column(name)
         replaced = pc.if_else(is_part, pa.array(values, column.type), column)
         table = table.set_column(table.schema.get_field_index(name), name, replaced)
+    # a part is in one language, and its document's paragraph offsets are not offsets into it (`fold` puts them back)
+    spans = table.column(PARAGRAPHS)
+    table = table.set_column(table.schema.get_field_index(PARAGRAPHS), PARAGRAPHS,
+                             pc.if_else(is_part, pa.nulls(len(spans), spans.type), spans))
     return Parts(table, doc_index, np.array(sizes, np.int64), mixed)
 
 

@@ -252,6 +252,24 @@ def test_lines_c4_strips_keep_their_labels_and_a_page_stays_in_one_language():
     assert [line for _, line in _slices(cut)] == lines and cut.column("lang").to_pylist() == ["en"]
 
 
+def test_c4_counts_a_line_of_another_language_in_that_languages_words():
+    """An English lesson quoting one Chinese sentence is English, not mixed: C4 read the sentence as one whitespace
+    "word", under its 3, and removed it, leaving the lesson explaining a sentence no longer there."""
+    sentence = "我们明天早上八点在火车站门口见面，然后一起去博物馆参观。"
+    text = "\n\n".join([EN[0], sentence, EN[1], EN[2], EN[3]])
+    labelled = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(pa.table({"text": [text]})).table
+    assert labelled.column("lang").to_pylist() == ["en"]
+    assert [s["lang"] for s in labelled.column("lang_paragraphs")[0].as_py()] == ["en", "zh", "en", "en", "en"]
+    out = C4(terminal_punct=False).ready().process(labelled)
+    assert out.reasons.to_pylist() == [None] and sentence in out.table.column("text")[0].as_py()
+    # a Chinese line of one word is still too few, counted in Chinese words
+    short = "\n\n".join([EN[0], "谢谢。", EN[1], EN[2], EN[3]])
+    labelled = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(pa.table({"text": [short]})).table
+    assert [s["lang"] for s in labelled.column("lang_paragraphs")[0].as_py()] == ["en", "zh", "en", "en", "en"]
+    out = C4(terminal_punct=False).ready().process(labelled)
+    assert out.reasons.to_pylist() == [None] and "谢谢" not in out.table.column("text")[0].as_py()
+
+
 def test_a_mixed_documents_text_and_paragraphs_pass_a_rewriting_filter_as_they_were(labelled):
     kept = C4(terminal_punct=False, min_words_per_line=30).ready().process(labelled).table
     assert kept.column("text").to_pylist() == [MIXED]

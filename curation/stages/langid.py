@@ -499,6 +499,24 @@ def two_scripts(lang: np.ndarray, dominant: np.ndarray, texts: pa.Array | pa.Chu
     return out
 
 
+def _han_parts(lang: np.ndarray, spans_of: list[list[dict[str, Any]]], texts: pa.Array) -> dict[int, tuple[str, str]]:
+    """Per document labelled a language not written in Han whose paragraphs include some labelled one that is (zh,
+    yue, wuu): that language (the one of most such paragraphs) and the script of those paragraphs (`two_scripts`)."""
+    found: dict[int, tuple[str, list[str]]] = {}
+    for i, spans in enumerate(spans_of):
+        if lang[i] in _HAN_LANGUAGES:
+            continue
+        han = [s for s in spans if s["lang"] in _HAN_LANGUAGES]
+        if han:
+            main = max({s["lang"] for s in han}, key=lambda code: sum(s["lang"] == code for s in han))
+            text = texts[i].as_py() or ""
+            found[i] = (main, [text[s["start"]:s["end"]] for s in han if s["lang"] == main])
+    if not found:
+        return {}
+    scripts = han_scripts(["\n".join(lines) for _, lines in found.values()])
+    return {i: (code, written) for (i, (code, _)), written in zip(found.items(), scripts, strict=True)}
+
+
 def _labels(lang: np.ndarray, script: np.ndarray | None) -> np.ndarray:
     """`lang` with its script where it has one (`zh-Hant`): the label `keep` and the counts name."""
     labels = np.array(lang, dtype=object)
@@ -597,7 +615,8 @@ class LangIdParams(DocumentFilter.Params):
         description="Convert Traditional Chinese documents (`lang_script: Hant`) to Simplified with OpenCC, by this "
         "configuration: `t2s` (characters and phrases), `tw2s` / `hk2s` (Taiwan's / Hong Kong's character forms "
         "too), `tw2sp` (and Taiwan's words: 軟體 -> 软件). Converted documents are labelled `Hans` (counted as "
-        "`to_simplified`) and kept by `keep: [zh-Hans]`. null: text unchanged.",
+        "`to_simplified`) and kept by `keep: [zh-Hans]`; with `per_paragraph`, so are the Traditional paragraphs of a "
+        "document labelled another language (a page of English and Chinese paragraphs). null: text unchanged.",
     )
     min_score: Score | Literal["auto"] | dict[str, Score] = Field(
         AUTO,
@@ -1125,16 +1144,19 @@ class LangId(DocumentFilter):
         opinion = self.identify(prose_text(batch.column("text")))
         scores = self._scores(opinion)
         mixed: dict[int, list[str]] = {}
+        han_parts: dict[int, tuple[str, str]] = {}
         if self.params.per_paragraph:
             scores["_paragraphs"] = paragraphs = self.paragraphs(batch.column("text"), opinion.lang, opinion.score)
             whole = scores["lang"].copy()  # the whole text's labels (`_label_mixed` relabels in place)
-            mixed = self._label_mixed(scores, paragraphs.to_pylist(), as_array(batch.column("text")))
+            spans_of = paragraphs.to_pylist()
+            mixed = self._label_mixed(scores, spans_of, as_array(batch.column("text")))
             if (relabelled := np.flatnonzero(scores["lang"] != whole)).size:  # its script is its new label's
                 scores["lang_script"] = scores["lang_script"].copy()
                 scores["lang_script"][relabelled] = two_scripts(
                     scores["lang"][relabelled], opinion.script[relabelled],
                     prose_text(batch.column("text")).take(pa.array(relabelled)))
-        text = self._to_simplified(batch, scores) if self.params.to_simplified else None
+            han_parts = _han_parts(scores["lang"], spans_of, as_array(batch.column("text")))
+        text = self._to_simplified(batch, scores, han_parts) if self.params.to_simplified else None
         mask, reasons = self.keep(scores)
         if text is not None:
             scores["lang_script"] = np.where(mask, scores["lang_script"], opinion.lang_script)
@@ -1144,11 +1166,13 @@ class LangId(DocumentFilter):
         for i, languages in mixed.items():
             if self.params.mixed_documents == "drop":
                 mask[i], reasons[i] = False, "lang_mixed"
-            elif mask[i] and self._keep is not None and not set(languages) <= set(self._keep):
+            elif mask[i] and self._keep is not None and not self._keeps_all(languages, han_parts.get(i)):
                 mask[i], reasons[i] = False, "lang_not_kept"
         bounds = np.broadcast_to(self.min_scores(scores["lang"], scores["lang_script"]), mask.shape)
         for i in np.flatnonzero(~mask):
-            mixed_as = "mixed " + "+".join(mixed[i]) if i in mixed else None
+            code, written = han_parts.get(i, ("", ""))  # a Chinese part names its script: `mixed en+zh-Hant`
+            parts = [f"{c}-{written}" if c == code else c for c in mixed.get(i, [])]
+            mixed_as = "mixed " + "+".join(parts) if parts else None
             if reasons[i] == "lang_unknown":
                 details[i] = f"script {opinion.script[i]}" if opinion.script[i] else "no letters"
             elif reasons[i] == "low_lang_score":  # the score and the bound it broke, as every filter's detail
@@ -1158,18 +1182,36 @@ class LangId(DocumentFilter):
                 details[i] = mixed_as or f"{labels[i]} {opinion.score[i]:.2f}"
         return self.judged(batch, scores, mask, reasons, text=text, details=pa.array(details, type=pa.string()))
 
-    def _to_simplified(self, batch: pa.Table, scores: dict[str, np.ndarray]) -> pa.Array | None:
+    def _keeps_all(self, languages: list[str], han_part: tuple[str, str] | None) -> bool:
+        """Whether `keep` keeps every language of a mixed document, its Chinese paragraphs (`han_part`: their language
+        and script, where the document is labelled another) in their script: a page of English and Traditional
+        paragraphs was kept by `keep: [zh-Hans, en]`."""
+        if not set(languages) <= set(self._keep or {}):
+            return False
+        if han_part is None or han_part[0] not in languages:
+            return True
+        scripts = (self._keep or {}).get(han_part[0])
+        return scripts is None or han_part[1] in scripts
+
+    def _to_simplified(self, batch: pa.Table, scores: dict[str, np.ndarray], han_parts: dict[int, tuple[str, str]]
+                       ) -> pa.Array | None:
         """The batch's text with its Traditional Chinese documents in Simplified, which are then labelled `Hans`
-        (`_to_simplified`: the rows converted); None where the batch has none."""
+        (`_to_simplified`: the rows converted), and the Traditional Chinese paragraphs of documents labelled another
+        language (`han_parts`: a Hong Kong page of English and Chinese paragraphs, English by its words); None where
+        the batch has none."""
         script = scores["lang_script"]
         converted = script == HANT
+        parts = [i for i, (_, written) in han_parts.items() if written == HANT]
+        converted[parts] = True
         scores[f"_{TO_SIMPLIFIED}"] = converted.astype(np.int64)
         if not converted.any():
             return None
+        for i in parts:
+            han_parts[i] = (han_parts[i][0], HANS)
         rows = np.flatnonzero(converted)
         texts = np.array(pc.fill_null(batch.column("text"), "").to_pylist(), dtype=object)
         texts[rows] = to_simplified(texts[rows].tolist(), self.params.to_simplified)
-        scores["lang_script"] = np.where(converted, HANS, script)
+        scores["lang_script"] = np.where(script == HANT, HANS, script)
         return pa.array(texts, pa.string())
 
     @staticmethod

@@ -346,6 +346,26 @@ def test_a_traditional_chinese_document_with_english_paragraphs_is_converted_as_
     assert converted.startswith("一波波接续性低温寒流报到") and "The campsite sits" in converted
 
 
+def test_traditional_paragraphs_of_a_page_english_by_its_words_are_kept_by_script_and_converted():
+    """A Hong Kong page of English and Traditional Chinese paragraphs is English by its words: `keep: [zh-Hans, en]`
+    kept it and `to_simplified` left its Chinese Traditional, as only a document labelled Chinese was looked at."""
+    zh = ["康樂及文化事務署今日宣布，位於西九文化區的全新公共圖書館將於下月十五日正式開放，館內設有兒童閱讀區及自修室。",
+          "市民只需持有效的圖書證，即可借閱館內所有書籍及影音資料，每次最多可借八項，借期為十四天。",
+          "署方表示，新館亦會定期舉辦講座、讀書會及親子活動，詳情可瀏覽署方網頁或致電查詢熱線。"]
+    text = "\n\n".join(p for pair in zip(zh, EN, strict=False) for p in pair) + "\n\n" + EN[3]
+    table = pa.table({"text": [text]})
+    out = LangId(keep=["zh-Hans", "en"], per_paragraph=True).ready().process(table)
+    assert out.table.column("lang").to_pylist() == ["en"]
+    assert out.reasons.to_pylist() == ["lang_not_kept"] and out.details.to_pylist() == ["mixed en+zh-Hant"]
+    out = LangId(keep=["zh-Hans", "en"], per_paragraph=True, to_simplified="t2s").ready().process(table)
+    assert out.reasons.to_pylist() == [None] and out.counts["to_simplified"].tolist() == [1]
+    converted = out.table.column("text")[0].as_py()
+    assert "康乐及文化事务署今日宣布" in converted and EN[0] in converted
+    spans = out.table.column("lang_paragraphs")[0].as_py()
+    assert [converted[s["start"]:s["end"]] for s in spans if s["lang"] == "zh"][1] == (
+        "市民只需持有效的图书证，即可借阅馆内所有书籍及影音资料，每次最多可借八项，借期为十四天。")
+
+
 @pytest.fixture(scope="module")
 def identifier() -> LangId:
     return LangId(keep=["zh", "ja", "en", "sw"], per_paragraph=True).ready()

@@ -30,6 +30,7 @@ English article whose page text is mostly German).
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, ClassVar, NamedTuple
 
 import numpy as np
@@ -41,10 +42,21 @@ from resiliparse.parse.html import HTMLTree
 from curation.extract.html import NOT_HTML, decode_html, html_rows, too_many_attributes
 from curation.stages.base import DocumentFilter, Processed, ReadsFile, with_text
 from curation.stages.extract import ExtractParams
-from curation.stages.langid import bundled_outputs, check_keep, expand_keep, keep_codes, load_model, normalize_label
+from curation.stages.langid import (
+    SINITIC,
+    bundled_outputs,
+    check_keep,
+    expand_keep,
+    keep_codes,
+    load_model,
+    normalize_label,
+)
 
 _EXTRACT = ExtractParams()
 WINDOW_GROWTH = 4  # the second window, where the first settles nothing, is this many times as large
+# Han text that only kana or Hangul would make Japanese or Korean (`langid` tells them so after `extract`)
+_OWN_LETTERS = {"ja": re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d]"),
+                "ko": re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")}
 
 
 class Judged(NamedTuple):
@@ -118,6 +130,10 @@ class HtmlLangId(DocumentFilter):
         check_keep(self.params.keep, frozenset(codes.values()), str(path))
         kept = expand_keep(self.params.keep)
         self._kept_labels = frozenset(label for label, code in codes.items() if code in kept)
+        # where Chinese is kept, its varieties and the Han text fastText calls Japanese or Korean are its candidates:
+        # a short Mandarin page read as `ja` at 0.92 (zh 0.05) was dropped here, before `langid` could tell
+        self._chinese_alike = {label: code for label, code in codes.items()
+                               if "zh" in kept and (code in SINITIC or code in _OWN_LETTERS)}
         # Without word n-grams (lid.176 has none) fastText sees a text as a bag of words (and their character
         # n-grams): a short text's longest lines, the same words reordered, would get the same answer.
         self._order_blind = self._model.f.getArgs().wordNgrams <= 1
@@ -140,6 +156,10 @@ class HtmlLangId(DocumentFilter):
         text = text[: self.params.max_chars]
         labels, probs = self._model.predict(" ".join(text.split()), k=10)
         kept = [float(p) for label, p in zip(labels, probs, strict=True) if label in self._kept_labels]
+        if self._chinese_alike:
+            alike = {label for label, code in self._chinese_alike.items()
+                     if code not in _OWN_LETTERS or not _OWN_LETTERS[code].search(text)}
+            kept.append(sum(float(p) for label, p in zip(labels, probs, strict=True) if label in alike))
         return Judged(max(kept, default=0.0), normalize_label(labels[0])[0] if labels else "unknown", text)
 
     def _judge_html(self, html: str) -> Judged | None:

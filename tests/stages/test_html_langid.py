@@ -161,3 +161,17 @@ def test_a_short_text_is_not_judged_twice_when_the_model_is_blind_to_word_order(
     both = stage._judge_html(short)
     assert len(calls) == 2 and sorted(calls[0].split()) == sorted(calls[1].split())
     assert both.score == pytest.approx(once.score, abs=1e-6) and both.top == once.top
+
+
+def test_han_text_fasttext_calls_japanese_or_korean_goes_on_where_chinese_is_kept():
+    """A short Mandarin shop page is `ja` at 0.92 to lid.176 (zh 0.05): dropped here before `langid`, which tells
+    Han text without kana Chinese, could read it. A page with kana stays Japanese."""
+    def page(text: str) -> bytes:
+        return f"<html><body><main><p>{text}</p></main></body></html>".encode()
+
+    mandarin = "本店长期收购二手手机、笔记本电脑、平板电脑，高价回收，上门取货，当面付款，欢迎来电咨询。"
+    japanese = "東京の天気は晴れです。明日は雨が降るでしょう。"
+    rows = [page(mandarin), page(japanese)]
+    gate = HtmlLangId(keep=["zh", "en"]).ready()
+    assert gate.process(batch(rows, [None, None])).reasons.to_pylist() == [None, "lang_not_kept"]
+    assert HtmlLangId(keep=["en"]).ready().process(batch(rows[:1], [None])).reasons.to_pylist() == ["lang_not_kept"]

@@ -368,7 +368,7 @@ def test_traditional_paragraphs_of_a_page_english_by_its_words_are_kept_by_scrip
 
 @pytest.fixture(scope="module")
 def identifier() -> LangId:
-    return LangId(keep=["zh", "ja", "en", "sw"], per_paragraph=True).ready()
+    return LangId(keep=["zh", "ja", "en", "sw", "ko", "wuu"], per_paragraph=True).ready()
 
 
 @pytest.mark.parametrize(("text", "lang"), [
@@ -378,6 +378,12 @@ def identifier() -> LangId:
     ("床前明月光，疑是地上霜。举头望明月，低头思故乡。", "zh"),  # a Tang poem was Cantonese, without its characters
     ("佢哋講咗好多年啦，我哋都唔知點算。真係冇辦法囉。", "yue"),
     ("これは日本語の文章です。東京は日本の首都です。", "ja"),
+    # lid.176's labels for plain Mandarin (of COLD's 37,480 posts 193 were Wu, 30 Korean, 24 Japanese)
+    ("我就是觉得男主太可怜[大哭]", "zh"),  # Wu at 0.91, without a character only Wu writes
+    ("父亲在她旁边坐下，把包放在脚边，半天没说话。", "zh"),  # Korean at 0.98, without Hangul
+    ("妹子是四川人", "zh"),  # Japanese at 0.96, without kana or a form only Japanese writes
+    ("侬好伐？阿拉今朝一道去白相，搿搭老灵额，侬覅忘记脱。", "wuu"),  # Shanghainese: 侬, 搿, 覅
+    ("한국어 문장입니다. 大韓民國", "ko"),
 ])
 def test_han_text_is_told_by_the_forms_and_characters_only_one_language_writes(identifier: LangId, text: str,
                                                                                lang: str):

@@ -318,6 +318,19 @@ def test_a_misspelt_key_inside_a_source_hides_no_other_problem(monkeypatch):
         assert any(expected in p for p in found), (expected, found)
 
 
+def test_a_dedup_score_column_names_a_number_column_a_stage_before_it_adds(monkeypatch):
+    """`score_column: nonexistent` (or `text`, or a score without `keep_scores`) validated, then ended the run in a
+    traceback after every document stage had run."""
+    monkeypatch.chdir(ROOT)
+    recipe = ("name: s\nsources:\n  - {name: web, format: jsonl, paths: ['recipes/sample/notes.jsonl.gz']}\n"
+              "stages:\n  - length: {min_words: 0%s}\n  - minhash_dedup: {score_column: %s}\n")
+    assert problems(recipe % ("", "n_chars")) == [
+        "r.yaml:6:35: stages[1].minhash_dedup.score_column: no stage before 'minhash_dedup' adds a number column "
+        "'n_chars' (those added: none; a filter adds its scores with `keep_scores: true`)"]
+    assert "(those added: n_words, n_chars" in problems(recipe % (", keep_scores: true", "text"))[0]
+    parse_recipe(recipe % (", keep_scores: true", "n_chars"), "r.yaml")
+
+
 def test_a_file_of_another_kind_is_named_with_its_command(capsys, monkeypatch):
     """`curate run recipes/train.yaml` printed a dozen unknown keys ("model: unknown key; did you mean 'model'?")."""
     from pipelines.cli import main

@@ -3,6 +3,8 @@ tokenizer, pack and mixture given together."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from curation.dedup.bloom_dedup import BloomDedup
 from curation.dedup.minhash_dedup import MinhashDedup
 from curation.recipe.models import Recipe
@@ -19,6 +21,7 @@ def cross_checks(recipe: Recipe) -> list[Located]:
             out.append((("sources", i, "name"), f"source name {name!r} is used twice"))
     out += _token_checks(recipe, names)
     out += _page_checks(recipe)
+    out += _score_checks(recipe)
     seen_corpus = rewriting = None
     for i, (_, kind, params) in enumerate(recipe.stage_specs()):
         if kind in CORPUS_STAGES and rewriting:
@@ -34,6 +37,23 @@ def cross_checks(recipe: Recipe) -> list[Located]:
         for j, src in enumerate(getattr(params, "only", None) or []):
             if src not in names:
                 out.append((("stages", i, kind, "only", j), f"no source named {src!r} (sources: {', '.join(names)})"))
+    return out
+
+
+def _score_checks(recipe: Recipe) -> list[Located]:
+    """A deduplication stage's `score_column` names a number column that a document stage before it adds (a filter's
+    scores, with `keep_scores`): a name none gave ended the run in a traceback, after every document stage had run."""
+    out: list[Located] = []
+    numbers: list[str] = []
+    for i, (name, kind, params) in enumerate(recipe.stage_specs()):
+        if kind in DOCUMENT_STAGES:
+            added = DOCUMENT_STAGES[kind].from_params(params).added()
+            numbers += [column for column, kind_of in added.items()
+                        if pa.types.is_integer(kind_of) or pa.types.is_floating(kind_of)]
+        elif (column := getattr(params, "score_column", None)) is not None and column not in numbers:
+            given = ", ".join(dict.fromkeys(numbers)) or "none"
+            out.append((("stages", i, kind, "score_column"), f"no stage before {name!r} adds a number column "
+                        f"{column!r} (those added: {given}; a filter adds its scores with `keep_scores: true`)"))
     return out
 
 

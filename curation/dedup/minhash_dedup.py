@@ -124,7 +124,7 @@ class MinhashDedupParams(StageParams):
         bands, rows = lsh_parameters(self.threshold, self.num_perm, self.bands, self.rows) if (
             self.bands or self.rows) else (1, 1)
         if bands < 1 or rows < 1 or bands * rows > self.num_perm:
-            msg = f"bands x rows = {self.bands} x {self.rows} does not fit num_perm = {self.num_perm}"
+            msg = f"bands x rows = {bands} x {rows} does not fit num_perm = {self.num_perm}"
             raise ValueError(msg)
         return self
 

@@ -77,15 +77,18 @@ def test_parameters_defaults_and_recipe_validation():
     recipe = parse_recipe("""
 name: r
 sources: [{name: d, format: jsonl, paths: ["x.jsonl"]}]
-stages: [{minhash_dedup: {threshold: 0.7, unit: char, ngram: 9, verify: estimate, score_column: q}}]
+stages: [{length: {min_words: 0, keep_scores: true}},
+         {minhash_dedup: {threshold: 0.7, unit: char, ngram: 9, verify: estimate, score_column: n_chars}}]
 """, check_paths=False)
-    [(name, kind, params)] = recipe.stage_specs()
+    [_, (name, kind, params)] = recipe.stage_specs()
     assert (name, kind, params.threshold, params.unit, params.verify) == ("minhash_dedup", "minhash_dedup", 0.7, "char",
                                                                          "estimate")
     head = "name: r\nsources: [{name: d, format: jsonl, paths: [x]}]\n"
     for bad in ("{bands: 20, rows: 7}", "{verify: maybe}", "{threshold: 1.0}"):
         with pytest.raises(RecipeError, match="minhash_dedup"):
             parse_recipe(head + f"stages: [{{minhash_dedup: {bad}}}]", check_paths=False)
+    with pytest.raises(RecipeError, match="bands x rows = 200 x 0 does not fit num_perm = 128"):  # not "x None"
+        parse_recipe(head + "stages: [{minhash_dedup: {bands: 200}}]", check_paths=False)
 
 
 def test_verification_payloads_give_the_library_similarities(testdata):

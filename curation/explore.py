@@ -9,7 +9,6 @@ decision with the scores behind it.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import html
 import json
 import re
@@ -413,10 +412,19 @@ class SideBySide:
     survivor: dict[str, Any]
     removed: list[dict[str, Any]]
     chars: int = 1500
+    shingling: dict[str, Any] = field(default_factory=dict)  # the stage's `ngram`, `unit` and `lowercase`
 
     def similarity(self, other: dict[str, Any]) -> float:
-        a, b = (self.survivor.get("text") or "").split(), (other.get("text") or "").split()
-        return round(difflib.SequenceMatcher(None, a, b, autojunk=False).ratio(), 3)
+        """The Jaccard similarity of the two texts' shingles as the stage compares them: n-grams of each one's
+        language's words (or characters). Words split at whitespace made a Chinese paragraph one word, and copies
+        the stage removed at 0.8 showed 0.0."""
+        from curation.dedup.minhash import shingle_hashes  # numpy work, for a notebook's question only
+
+        docs = [self.survivor, other]
+        found = shingle_hashes([d.get("text") or "" for d in docs], langs=[d.get("lang") for d in docs],
+                               **self.shingling)
+        a, b = (set(found.hashes[found.offsets[i]:found.offsets[i + 1]].tolist()) for i in (0, 1))
+        return round(len(a & b) / len(a | b), 3) if a | b else 1.0
 
     def _cell(self, doc: dict[str, Any], label: str) -> str:
         text = html.escape((doc.get("text") or "")[: self.chars])
@@ -447,7 +455,8 @@ def dedup_pair(job: str | Path, stage: str | None = None, survivor: str | None =
             chosen = clusters[0]
             docs = lookup(job, [chosen["survivor"], *(r["id"] for r in chosen["removed"])])
             removed = [{**docs.get(r["id"], {"id": r["id"]}), **r} for r in chosen["removed"]]
-            return SideBySide(s, docs.get(chosen["survivor"], {"id": chosen["survivor"]}), removed)
+            return SideBySide(s, docs.get(chosen["survivor"], {"id": chosen["survivor"]}), removed,
+                              shingling=_shingling(job, s))
     msg = f"no dedup cluster in {job}" + (f" for survivor {survivor}" if survivor else "")
     if stage == BloomDedup.name:
         msg += ": bloom_dedup keeps no record of which document it kept, its rejects name no survivor"
@@ -455,6 +464,19 @@ def dedup_pair(job: str | Path, stage: str | None = None, survivor: str | None =
 
 
 # -- training curves -----------------------------------------------------------------------------
+
+
+def _shingling(job: str | Path, stage: str) -> dict[str, Any]:
+    """How a job's dedup stage `stage` made shingles (`ngram`, `unit`, `lowercase`: minhash_dedup's), as far as its
+    recipe says; {} (the default shingles) for one that makes none."""
+    from curation.recipe import RecipeError
+
+    try:
+        recipe, _ = _recipe(job)
+    except (OSError, RecipeError):  # a job without its recipe, or one no longer valid: the default shingles
+        return {}
+    params = next((p for name, _, p in recipe.stage_specs() if name == stage), None)
+    return {key: getattr(params, key) for key in ("ngram", "unit", "lowercase") if hasattr(params, key)}
 
 
 def train_metrics(job: str | Path) -> pd.DataFrame:

@@ -304,6 +304,20 @@ def test_explain_agrees_with_the_job_on_its_rejects_and_kept_documents(job):
         assert explore.explain({"text": row.text, "source": "notes"}, job.job_dir).kept
 
 
+def test_a_pairs_similarity_is_its_shingles_jaccard_in_its_language():
+    """Words split at whitespace made each Chinese paragraph one word: copies minhash_dedup removed at 0.8 showed
+    0.0 when their punctuation differed, and an auditor would call them false positives."""
+    text = ("大规模语言模型的训练通常分为预训练和微调两个阶段。预训练阶段需要海量的文本数据，"
+            "模型在这些数据上学习语言的统计规律。数据的质量直接决定了模型的能力，因此在训练之前需要对网页数据进行清洗。")
+    copy = text.replace("，", ",").replace("。", ".")
+    pair = explore.SideBySide("minhash_dedup", {"id": "a", "text": text, "lang": "zh"},
+                              [{"id": "b", "text": copy, "lang": "zh"}], shingling={"ngram": 5, "unit": "word"})
+    assert pair.similarity(pair.removed[0]) >= 0.8
+    other = {"id": "c", "text": "分词器的选择也会影响训练效率。对于中英文混合的语料，我们通常训练一个共享的词表。",
+             "lang": "zh"}
+    assert pair.similarity(other) < 0.2
+
+
 def test_dedup_pair_side_by_side(job):
     clusters = explore.dedup_clusters(job.job_dir)
     assert len(clusters) == 7 and set(clusters["stage"]) == {"exact_dedup"}

@@ -627,7 +627,8 @@ class LangIdParams(DocumentFilter.Params):
     )
     to_simplified: Literal["t2s", "tw2s", "tw2sp", "hk2s"] | None = Field(
         None,
-        description="Convert Traditional Chinese documents (`lang_script: Hant`) to Simplified with OpenCC, by this "
+        description="Convert Traditional Chinese documents (`lang_script: Hant`; their titles too) to Simplified with "
+        "OpenCC, by this "
         "configuration: `t2s` (characters and phrases), `tw2s` / `hk2s` (Taiwan's / Hong Kong's character forms "
         "too), `tw2sp` (and Taiwan's words: 軟體 -> 软件). Converted documents are labelled `Hans` (counted as "
         "`to_simplified`) and kept by `keep: [zh-Hans]`; with `per_paragraph`, so are the Traditional paragraphs of a "
@@ -1174,6 +1175,7 @@ class LangId(DocumentFilter):
         if text is not None:
             scores["lang_script"] = np.where(mask, scores["lang_script"], opinion.lang_script)
             scores[f"_{TO_SIMPLIFIED}"] &= mask
+            batch = self._titles_simplified(batch, np.flatnonzero(scores[f"_{TO_SIMPLIFIED}"]))
         labels = _labels(scores["lang"], scores["lang_script"])
         details = np.full(len(mask), None, dtype=object)
         for i, languages in mixed.items():
@@ -1226,6 +1228,17 @@ class LangId(DocumentFilter):
         texts[rows] = to_simplified(texts[rows].tolist(), self.params.to_simplified)
         scores["lang_script"] = np.where(script == HANT, HANS, script)
         return pa.array(texts, pa.string())
+
+    def _titles_simplified(self, batch: pa.Table, rows: np.ndarray) -> pa.Table:
+        """`batch` with the titles of the documents converted to Simplified (`rows`) converted too: a Taiwanese
+        page's text was Simplified under its Traditional title."""
+        if not len(rows) or "title" not in batch.column_names:
+            return batch
+        titles = np.array(batch.column("title").to_pylist(), dtype=object)
+        named = rows[titles[rows] != None]  # noqa: E711 -- elementwise over an object array
+        titles[named] = to_simplified(titles[named].tolist(), self.params.to_simplified)
+        index = batch.schema.get_field_index("title")
+        return batch.set_column(index, batch.schema.field(index), pa.array(titles, batch.schema.field(index).type))
 
     @staticmethod
     def _label_mixed(scores: dict[str, np.ndarray], spans_of: list[list[dict[str, Any]]], texts: pa.Array

@@ -344,6 +344,9 @@ def test_a_traditional_chinese_document_with_english_paragraphs_is_converted_as_
     assert out.table.column("lang").to_pylist() == ["zh"] and out.table.column("lang_script").to_pylist() == ["Hans"]
     converted = out.table.column("text")[0].as_py()
     assert converted.startswith("一波波接续性低温寒流报到") and "The campsite sits" in converted
+    titled = pa.table({"text": [text, text], "title": ["新竹尖石鄉楓紅層層 Maples of Jianshi", None]})
+    out = LangId(keep=["zh", "en"], per_paragraph=True, to_simplified="t2s").ready().process(titled)
+    assert out.table.column("title").to_pylist() == ["新竹尖石乡枫红层层 Maples of Jianshi", None]  # the title too
 
 
 def test_traditional_paragraphs_of_a_page_english_by_its_words_are_kept_by_script_and_converted():

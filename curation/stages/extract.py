@@ -40,7 +40,8 @@ class ExtractParams(StageParams):
         "pages (benchmarks/extraction_quality.py), but no readability/jusText fallbacks, so unusual layouts fare "
         "worse; `favor`, `include_comments` and `include_tables` apply, `fast` and `deduplicate` do not.")
     timeout_s: float | None = Field(
-        2.0, gt=0, description="Per-page time limit in seconds; a page over it is dropped as `timeout`."
+        2.0, gt=0, description="Per-page limit in seconds of CPU time (not wall-clock: a loaded machine drops no more "
+        "pages); a page over it is dropped as `timeout`."
     )
     max_html_bytes: int = Field(
         5_000_000, gt=0, description="Pages larger than this are dropped as `too_large` without parsing."

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from curation.dedup.exact import WHITESPACE, TextColumn, as_string_array, fmix64
-from curation.lang.words import SPACES, segmenters, split
+from curation.lang.words import SPACES, segmenters, split, with_unspaced_runs
 from curation.text.columns import code_points, combined, normalized
 
 Unit = Literal["word", "char"]
@@ -106,20 +106,22 @@ def language_tokens(texts: TextColumn, langs: TextColumn | None = None, *,
     Languages written with spaces, and documents without a language, get `word_tokens` itself (a batch of them:
     the same arrays, bit for bit). Languages written without spaces are segmented (`curation.lang.words`, one
     batched call) and each segmented word split the same way, as if the words were written with spaces between
-    them: punctuation words vanish and the Latin words of a Chinese page are tokens as in an English one.
+    them: punctuation words vanish and the Latin words of a Chinese page are tokens as in an English one. So is a
+    text of a spaced language, or of none, that holds letters of a script written without spaces (by its segmenter,
+    `with_unspaced_runs`): a Chinese-English page has the same tokens whichever of the two it is labelled.
     """
     texts = normalized(as_string_array(texts), "NFC")
     langs = None if langs is None else _codes(langs)
-    segmented = segmenters(texts, langs) != SPACES
+    kinds = with_unspaced_runs(texts, segmenters(texts, langs))  # a mixed page's Chinese is words, however labelled
+    segmented = kinds != SPACES
     if not segmented.any():
         return word_tokens(texts, lowercase=lowercase)
     parts = []
     for is_segmented in np.unique(segmented).tolist():
         docs = np.flatnonzero(segmented == is_segmented)
         subset = texts.take(pa.array(docs))
-        if is_segmented:
-            parts.append((docs, *_segmented_tokens(subset, None if langs is None else langs.take(pa.array(docs)),
-                                                   lowercase)))
+        if is_segmented:  # each by its segmenter (whose names are the codes of its languages: zh, ja, th...)
+            parts.append((docs, *_segmented_tokens(subset, pa.array(kinds[docs], pa.string()), lowercase)))
         else:
             parts.append((docs, *word_tokens(subset, lowercase=lowercase)))
     return _in_document_order(parts, len(texts))

@@ -386,6 +386,22 @@ def segmenters(texts: pa.Array | pa.ChunkedArray | Sequence[str | None],
     return LANGUAGE_WORDS._kinds(as_array(texts), langs)
 
 
+def with_unspaced_runs(texts: pa.Array, kinds: np.ndarray) -> np.ndarray:
+    """`kinds` (`segmenters` of `texts`) with each text of a spaced language that holds letters of a script written
+    without spaces given that script's segmenter (`SEGMENTED_SCRIPTS`; by the script of most such letters), which
+    splits its Latin words as the spaced one does: deduplication segmented a Chinese-English page by the script of
+    most of its letters, and two copies a sentence apart, one labelled `en` and one `zh`, shared no shingle."""
+    spaced = np.flatnonzero(kinds == SPACES)
+    if not len(spaced):
+        return kinds
+    has = pc.match_substring_regex(texts.take(pa.array(spaced)), _ANY_UNSPACED_LETTER.pattern)
+    out = np.array(kinds, dtype=object)
+    for i in spaced[has.to_numpy(zero_copy_only=False)].tolist():
+        letters = "".join(_ANY_UNSPACED_LETTER.findall(texts[i].as_py() or "", 0, _SCRIPT_SAMPLE))
+        out[i] = SEGMENTED_SCRIPTS.get(script_of_text(letters) or "", SPACES)
+    return out.astype(str)
+
+
 def segment(text: str, lang: str | None = None) -> list[str]:
     """The words of one text in language `lang` (None: by its script), for tests and inspection."""
     return LANGUAGE_WORDS.words(text, lang)

@@ -352,7 +352,8 @@ def test_a_traditional_chinese_document_with_english_paragraphs_is_converted_as_
 def test_traditional_paragraphs_of_a_page_english_by_its_words_are_kept_by_script_and_converted():
     """A Hong Kong page of English and Traditional Chinese paragraphs is English by its words: `keep: [zh-Hans, en]`
     kept it and `to_simplified` left its Chinese Traditional, as only a document labelled Chinese was looked at."""
-    zh = ["康樂及文化事務署今日宣布，位於西九文化區的全新公共圖書館將於下月十五日正式開放，館內設有兒童閱讀區及自修室。",
+    zh = ["康樂及文化事務署今日宣布，位於西九文化區的全新公共圖書館將於下月十五日正式開放，"
+          "館內設有兒童閱讀區及自修室。",
           "市民只需持有效的圖書證，即可借閱館內所有書籍及影音資料，每次最多可借八項，借期為十四天。",
           "署方表示，新館亦會定期舉辦講座、讀書會及親子活動，詳情可瀏覽署方網頁或致電查詢熱線。"]
     text = "\n\n".join(p for pair in zip(zh, EN, strict=False) for p in pair) + "\n\n" + EN[3]

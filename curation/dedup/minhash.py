@@ -78,16 +78,22 @@ class Shingles:
         return Shingles(h[keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
 
 
+# Shingles are read in Unicode's compatibility form: full-width Latin letters and digits (Ｗｉｎｄｏｗｓ １０, typed on
+# Chinese and Japanese keyboards), half-width katakana and ligatures are their plain letters (a Chinese page and its
+# copy with full-width Latin words scored 0.55); decomposed letters are composed ("café" typed so is "café")
+FORM = "NFKC"
+
+
 def word_tokens(texts: TextColumn, *, lowercase: bool = True) -> tuple[pa.Array, np.ndarray]:
     """Words of each text (runs of letters, combining marks and digits; punctuation dropped), flattened, with
-    offsets, in Unicode's composed form (NFC).
+    offsets, in Unicode's compatibility form (`FORM`).
 
     Splitting on anything that is not a letter, a mark or a digit makes "end." and "end" the same token
     and works for any script that separates words with spaces or punctuation. Combining marks belong to words:
     Devanagari, Tamil, Thai write vowels with them, Arabic its harakat (split at them, "हिन्दी" was three tokens,
-    and Hindi's लड़का and लड़के one shingle). Composed first: "café" typed decomposed is "café".
+    and Hindi's लड़का and लड़के one shingle).
     """
-    texts = normalized(as_string_array(texts), "NFC")
+    texts = normalized(as_string_array(texts), FORM)
     if lowercase:
         texts = pc.utf8_lower(texts)
     lists = pc.split_pattern_regex(texts, WORD_SEPARATORS)
@@ -110,7 +116,7 @@ def language_tokens(texts: TextColumn, langs: TextColumn | None = None, *,
     text of a spaced language, or of none, that holds letters of a script written without spaces (by its segmenter,
     `with_unspaced_runs`): a Chinese-English page has the same tokens whichever of the two it is labelled.
     """
-    texts = normalized(as_string_array(texts), "NFC")
+    texts = normalized(as_string_array(texts), FORM)
     langs = None if langs is None else _codes(langs)
     kinds = with_unspaced_runs(texts, segmenters(texts, langs))  # a mixed page's Chinese is words, however labelled
     segmented = kinds != SPACES
@@ -177,9 +183,9 @@ def hash_tokens(tokens: pa.Array) -> np.ndarray:
 
 
 def char_tokens(texts: TextColumn, *, lowercase: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Code points of each text, composed (NFC), after whitespace is collapsed to single spaces, flattened, with
+    """Code points of each text, in `FORM`, after whitespace is collapsed to single spaces, flattened, with
     offsets."""
-    texts = normalized(as_string_array(texts), "NFC")
+    texts = normalized(as_string_array(texts), FORM)
     if lowercase:
         texts = pc.utf8_lower(texts)
     texts = pc.utf8_trim_whitespace(pc.replace_substring_regex(texts, WHITESPACE, " "))

@@ -393,15 +393,31 @@ def documents(job: str | Path, n: int = 10, *, seed: int = 0, source: str | None
 
 
 def dedup_clusters(job: str | Path, stage: str | None = None) -> pd.DataFrame:
-    """One row per removed duplicate: its stage, reason, survivor and cluster (all corpus stages by default)."""
+    """One row per removed duplicate: its stage, reason, survivor and cluster (all corpus stages by default), and
+    `final_survivor`: the copy that reached the output, where a later stage removed the survivor too (an exact
+    duplicate's survivor a near duplicate of another page: its reject named a document the output does not hold)."""
     _job(job)
+    if stage is not None and stage not in dedup_stages(job):
+        removed_table(job, stage)  # says which stages removed documents
     frames = []
-    for s in dedup_stages(job) if stage is None else [stage]:
+    for s in dedup_stages(job):
         table = removed_table(job, s)
         frames.append(table.append_column("stage", pa.array([s] * table.num_rows, pa.string())))
     if not frames:
-        return _frame({"id": [], "reason": [], "detail": [], "survivor": [], "cluster": [], "stage": []})
-    return pa.concat_tables(frames).to_pandas()
+        return _frame({"id": [], "reason": [], "detail": [], "survivor": [], "cluster": [], "stage": [],
+                       "final_survivor": []})
+    frame = pa.concat_tables(frames).to_pandas()
+    survivor_of = {i: s for i, s in zip(frame["id"], frame["survivor"], strict=True) if isinstance(s, str)}
+
+    def final(survivor: object) -> object:
+        seen = set()
+        while isinstance(survivor, str) and survivor in survivor_of and survivor not in seen:
+            seen.add(survivor)
+            survivor = survivor_of[survivor]
+        return survivor
+
+    frame["final_survivor"] = [final(s) for s in frame["survivor"]]
+    return frame if stage is None else frame[frame["stage"] == stage].reset_index(drop=True)
 
 
 @dataclass

@@ -318,6 +318,25 @@ def test_a_pairs_similarity_is_its_shingles_jaccard_in_its_language():
     assert pair.similarity(other) < 0.2
 
 
+def test_a_survivor_a_later_stage_removed_leads_to_the_copy_in_the_output(tmp_path):
+    """exact_dedup's reject said "kept X" of an X minhash_dedup removed later: a removed page's kept copy was not in
+    the output. `final_survivor` follows the chain."""
+    import pyarrow.parquet as pq
+
+    removed = tmp_path / "_work" / "removed"
+    removed.mkdir(parents=True)
+    (tmp_path / "recipe.yaml").write_text("name: j\n")
+    rows = {"exact_dedup": [("a2", "a1"), ("a3", "a1")], "minhash_dedup": [("a1", "b1"), ("c2", "c1")]}
+    for stage, pairs in rows.items():
+        pq.write_table(pa.table({"id": [i for i, _ in pairs], "reason": ["duplicate"] * 2,
+                                 "detail": [f"kept {k}" for _, k in pairs]}), removed / f"{stage}.parquet")
+    clusters = explore.dedup_clusters(tmp_path)
+    assert dict(zip(clusters["id"], clusters["final_survivor"], strict=True)) == {
+        "a2": "b1", "a3": "b1", "a1": "b1", "c2": "c1"}
+    exact = explore.dedup_clusters(tmp_path, "exact_dedup")
+    assert exact["id"].tolist() == ["a2", "a3"] and set(exact["final_survivor"]) == {"b1"}
+
+
 def test_dedup_pair_side_by_side(job):
     clusters = explore.dedup_clusters(job.job_dir)
     assert len(clusters) == 7 and set(clusters["stage"]) == {"exact_dedup"}

@@ -31,6 +31,9 @@ import pyarrow.parquet as pq
 ENGLISH = "en"
 LIST_OF = {"tl": "fil", "nb": "no", "nn": "no"}
 """The langid stage's code -> the list's code, where they differ."""
+ALSO_BY = {"yue": "zh", "wuu": "zh"}
+"""Languages judged by another's list: Chinese varieties written in Han characters by Chinese's (Cantonese's swearing,
+仆街 and 屌, is on it); a Cantonese text was never judged, and `languages: [zh, yue]` refused."""
 
 # Per list (its code): entries not flagged by default (module doc). Meanings in the comments.
 ORDINARY: dict[str, tuple[str, ...]] = {
@@ -165,10 +168,11 @@ def covered_languages() -> list[str]:
     by_list = {code: [] for code in _lists()}
     for code, name in LIST_OF.items():
         by_list[name].append(code)
-    return sorted(code for name, codes in by_list.items() for code in (codes or [name]))
+    return sorted([*(code for name, codes in by_list.items() for code in (codes or [name])), *ALSO_BY])
 
 
 def list_for(lang: str) -> tuple[str, ...] | None:
     """The LDNOOBW entries (lowercased) for documents in `lang`; None for a language without a list."""
     code = lang.strip().lower()
+    code = ALSO_BY.get(code, code)
     return _lists().get(LIST_OF.get(code, code))

@@ -54,7 +54,7 @@ import pyarrow.compute as pc
 from pydantic import Field, field_validator, model_validator
 
 from curation import storage
-from curation.lang.flagged_lists import ENGLISH, covered_languages, list_for, ordinary_entries
+from curation.lang.flagged_lists import ALSO_BY, ENGLISH, covered_languages, list_for, ordinary_entries
 from curation.lang.han_script import to_simplified
 from curation.lang.mixed import PARAGRAPHS, language_parts
 from curation.lang.scripts import in_scripts
@@ -529,6 +529,7 @@ class Toxicity(DocumentFilter):
         entries = list_for(code) if code and judged is not None and code in judged else None
         if entries is None or code == ENGLISH:
             return self._matchers[ENGLISH]
+        code = ALSO_BY.get(code, code)  # Cantonese read as Chinese is (its Traditional characters made Simplified)
         if code not in self._matchers:  # built on first use: a worker meets a few of the languages
             self._matchers[code] = (self._words(entries, code) if segmenter_of(code) == SPACES
                                     else self._segmented(code, entries))

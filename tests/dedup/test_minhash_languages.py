@@ -115,7 +115,8 @@ def test_full_width_letters_and_half_width_katakana_are_their_plain_letters():
     """Chinese and Japanese keyboards type Latin words and digits full-width: a page and its copy with them so
     scored 0.55, and were both kept."""
     plain = ["升级到Windows 10以后，打开Visual Studio 2022会报错0x80070005。", "ｶﾀｶﾅ テスト"]
-    wide = ["升级到Ｗｉｎｄｏｗｓ １０以后，打开Ｖｉｓｕａｌ Ｓｔｕｄｉｏ ２０２２会报错０ｘ８００７０００５。", "カタカナ テスト"]
+    wide = ["升级到Ｗｉｎｄｏｗｓ １０以后，打开Ｖｉｓｕａｌ Ｓｔｕｄｉｏ ２０２２"
+            "会报错０ｘ８００７０００５。", "カタカナ テスト"]
     for lang in ("zh", "ja"):
         tokens, offsets = language_tokens(plain + wide, [lang] * 4)
         words = [tokens[offsets[i]:offsets[i + 1]].to_pylist() for i in range(4)]

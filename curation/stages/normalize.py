@@ -124,10 +124,34 @@ class NormalizeParams(StageParams):
     max_replaced_share: float | None = Field(
         0.01, ge=0, le=1, description="Drop documents (`replaced_characters`) whose characters are U+FFFD more than "
         "this share of their letters: text whose letters a wrong decoding lost (no real page of the test data "
-        "holds one); null: never.")
+        "holds one); where the lines holding them hold at most a fifth of its letters (a UTF-8 page with an "
+        "advert in GBK), those lines are removed instead (`damaged_lines_removed`); null: never.")
     zawgyi: Literal["drop", "keep"] = Field(
         "drop", description="Burmese in the Zawgyi font encoding (older Burmese sites; Google's myanmartools "
         "detector): dropped as `zawgyi` (no converter installs from a wheel), or kept as it is.")
+
+
+DAMAGED_LETTERS_MAX = 0.2  # of a text's letters, in lines holding U+FFFD: those lines go, not the text
+
+
+def _without_damaged_lines(text: pa.Array, replaced: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """`text` without the lines holding U+FFFD of each `replaced` text whose such lines hold at most
+    `DAMAGED_LETTERS_MAX` of its letters (one block in another encoding: an advert in GBK on a UTF-8 page lost the
+    whole article), those texts no longer `replaced`, and the lines removed per text."""
+    damaged = np.zeros(len(text), np.int64)
+    rows = np.flatnonzero(replaced)
+    if not len(rows):
+        return text, replaced, damaged
+    values = text.to_pylist()
+    replaced = replaced.copy()
+    for i in rows.tolist():
+        lines = values[i].split("\n")
+        bad = [line for line in lines if "\ufffd" in line]
+        letters = [sum(c.isalpha() or c == "\ufffd" for c in part) for part in ("".join(bad), values[i])]
+        if letters[0] <= DAMAGED_LETTERS_MAX * letters[1]:
+            values[i] = "\n".join(line for line in lines if "\ufffd" not in line).strip()
+            replaced[i], damaged[i] = False, len(bad)
+    return pa.array(values, pa.string()), replaced, damaged
 
 
 class Normalize(Stage):
@@ -135,13 +159,13 @@ class Normalize(Stage):
     Burmese as `zawgyi`, one whose letters a wrong decoding replaced with U+FFFD as `replaced_characters`.
 
     Columnar (pyarrow compute) except the ftfy repair, which runs only on documents holding the
-    character pairs that mojibake leaves. Tallies: `encoding_fixed`, `changed`.
+    character pairs that mojibake leaves. Tallies: `encoding_fixed`, `changed`, `damaged_lines_removed`.
     """
 
     name = "normalize"
     Params = NormalizeParams
     resources = Resources(cpus=0.5)
-    count_keys = ("encoding_fixed", "changed")
+    count_keys = ("encoding_fixed", "changed", "damaged_lines_removed")
 
     def process(self, batch: pa.Table) -> Processed:
         p = self.params
@@ -177,8 +201,10 @@ class Normalize(Stage):
         text = pc.utf8_trim_whitespace(_spaced(text, p.collapse_whitespace, p.max_blank_lines))
         empty = pc.equal(pc.utf8_length(text), 0).to_numpy(zero_copy_only=False)
         changed = pc.invert(pc.equal(text, before)).to_numpy(zero_copy_only=False).astype(np.int64)
-        table = with_text(batch, text)
         replaced, share = self._replaced(text)
+        text, replaced, damaged = _without_damaged_lines(text, replaced)
+        changed |= damaged > 0
+        table = with_text(batch, text)
         reasons = pa.array(np.select([empty, zawgyi, replaced], ["empty", "zawgyi", "replaced_characters"], None),
                            pa.string())
         details = pa.array(np.select(
@@ -187,7 +213,8 @@ class Normalize(Stage):
              f"Burmese in the Zawgyi font encoding (p > {ZAWGYI_ABOVE})",
              np.char.add(np.char.add("U+FFFD for ", np.char.mod("%.1f%%", 100 * share)),
                          f" of the letters (max_replaced_share {p.max_replaced_share})")], None), pa.string())
-        return Processed(table, reasons, details, counts={"encoding_fixed": fixed, "changed": changed})
+        return Processed(table, reasons, details, counts={"encoding_fixed": fixed, "changed": changed,
+                                                          "damaged_lines_removed": damaged})
 
     def _replaced(self, text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """Which texts hold more U+FFFD than `max_replaced_share` of their letters (and the U+FFFD, letters ones)."""

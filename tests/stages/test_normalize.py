@@ -67,6 +67,18 @@ def test_text_whose_letters_a_wrong_decoding_replaced_is_dropped():
     assert kept.column(schema.REASON).to_pylist() == [None]
 
 
+def test_a_block_in_another_encoding_loses_its_lines_not_the_document():
+    """A UTF-8 article with an advert in GBK (its bytes U+FFFD, 8% of the page) was dropped whole."""
+    article = ["位于幸福路的社区长者食堂本周一正式开业，为辖区内六十岁以上的老人提供平价午餐和晚餐。",
+               "开业当天，不少老人早早就来排队。现在家门口就有了食堂，老人们再也不用为做饭发愁了。",
+               "据了解，今年全区计划新建二十家社区长者食堂，基本实现老年人十五分钟就餐圈的目标。"]
+    advert = "欢迎光临本站，开通十周年，欢迎广大会员投稿！".encode("gbk").decode("utf-8", "replace")
+    out = run_stage(Normalize(), documents_table(["\n".join([*article, advert])]))
+    assert out.column(schema.REASON).to_pylist() == [None]
+    assert out.column("text").to_pylist() == ["\n".join(article)]
+    assert out.column("_n:normalize:damaged_lines_removed").to_pylist() == [1]
+
+
 def test_windows_1252_punctuation_stored_as_c1_controls_becomes_that_punctuation():
     """Text read as latin-1 holds cp1252's dashes and quotes as C1 controls (`don\x92t`, found in the Leipzig French
     sentences): removed as controls, they joined words and numbers (`dont`, `19902000`)."""

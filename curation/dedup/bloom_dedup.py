@@ -94,7 +94,9 @@ class BloomDedup(CorpusStage):
         changed = (share > 0) & ~drop
         removals = _removals(ids.filter(pa.array(drop)), "duplicate_paragraphs",
                              [f"{s:.0%} of the text was seen before" for s in share[drop]])
-        return removals, _rewrites(ids.filter(pa.array(changed)), texts.filter(pa.array(changed)))
+        # a paragraph removed leaves the blank lines around it: no run of them where it stood, none at the ends
+        rewritten = pc.utf8_trim(pc.replace_substring_regex(texts.filter(pa.array(changed)), r"\n{3,}", "\n\n"), "\n")
+        return removals, _rewrites(ids.filter(pa.array(changed)), rewritten)
 
     def report(self, shard_stats: list[dict[str, Any]], repeated: int) -> dict[str, Any]:
         """stats.json's `bloom` counters from each shard's `repeated` statistics and the units repeated."""

@@ -33,6 +33,14 @@ def test_paragraphs_seen_before_are_removed_and_mostly_repeated_documents_droppe
     assert rewrites.to_pylist() == [{"id": "d1", "text": rewritten}]
 
 
+def test_a_removed_paragraph_leaves_no_run_of_blank_lines_and_none_at_the_ends():
+    boiler = "Subscribe to our newsletter for more stories like this one."
+    body, end = "The second article says something of its own at length. " * 3, "And it ends in its own words. " * 2
+    table = docs([f"First article.\n\n{boiler}", f"{boiler}\n\n{body}\n\n{boiler}\n\n{end}\n\n{boiler}"])
+    _, rewrites = run_all(BloomDedup(shards=2), table)
+    assert rewrites.to_pylist() == [{"id": "d1", "text": f"{body}\n\n{end}"}]
+
+
 def test_document_level_and_independence_from_shard_order():
     table = docs(["same text", "other text", "same text", "same text"])
     stage = BloomDedup(level="document", shards=3)

@@ -102,6 +102,18 @@ def test_every_installed_package_with_a_licence_file_gets_a_licence():
         # a licence file that is only an SPDX tag (it named none)
         ("SPDX-License-Identifier: MIT\n", ["MIT"]),
         ("SPDX-License-Identifier: Apache-2.0 OR MIT\n\nSee LICENSE-APACHE and LICENSE-MIT.", ["Apache-2.0 OR MIT"]),
+        # licences `identify` ships no text of: unknown, and `license_not_kept` under any `licenses:` list
+        ("MOZILLA PUBLIC LICENSE\nVersion 1.1\n\n---------------\n\n1. Definitions.\n\n1.0.1. \"Commercial Use\" "
+         "means distribution or otherwise making the Covered Code available to a third party.", ["MPL-1.1"]),
+        ("The Artistic License 2.0\n\nCopyright (c) 2000-2006, The Perl Foundation.\n\nEveryone is permitted to "
+         "copy and distribute verbatim copies of this license document, but changing it is not allowed.",
+         ["Artistic-2.0"]),
+        ("The \"Artistic License\"\n\nPreamble\n\nThe intent of this document is to state the conditions under which "
+         "a\nPackage may be copied, such that the Copyright Holder maintains some\nsemblance of artistic control.",
+         ["Artistic-1.0"]),
+        ("This software is copyright (c) 2010 by A. Author.\n\nThis is free software; you can redistribute it and/or "
+         "modify it under\nthe same terms as the Perl 5 programming language system itself.",
+         ["Artistic-1.0-Perl OR GPL-1.0-or-later"]),  # every CPAN distribution's
     ],
 )
 def test_licence_notices_and_names(text: str, expected: list[str]):
@@ -145,6 +157,11 @@ def test_headers_and_classes():
     assert folder_license({"LICENSE": mit}) == "MIT"
     assert header_license("/* Licensed under the Apache License, Version 2.0 */") == "Apache-2.0"
     assert header_license("import os\n# see LICENSE\n") is None
+    perl = header_license("# This library is free software; you can redistribute it and/or modify\n# it under the "
+                          "same terms as Perl itself.\npackage Foo;\n")  # a CPAN module's notice says no "licence"
+    assert perl == "Artistic-1.0-Perl OR GPL-1.0-or-later" and license_class(perl) == "weak_copyleft"
+    assert header_license("/* The contents of this file are subject to the Mozilla Public License Version\n * 1.1 "
+                          "(the \"License\"); you may not use this file except in compliance */") == "MPL-1.1"
     assert license_class("MIT OR GPL-3.0-only") == "permissive"  # OR: the user may choose
     assert license_class("MIT AND GPL-3.0-only") == "copyleft"  # AND: the most restrictive part
     assert license_class("MPL-2.0") == "weak_copyleft" and license_class("CC0-1.0") == "permissive"

@@ -59,6 +59,15 @@ _GPL = r"(?:general public license|gpl)"
 _NOTICES = [  # (pattern over lowercased words joined by single spaces, SPDX id); checked in this order
     (r"licensed under the apache license version 2 0", "Apache-2.0"),
     (r"subject to the terms of the mozilla public license v(?:ersion)? 2 0", "MPL-2.0"),
+    # licences `identify` ships no text of: MPL 1.1 (its header notice, or its text's first words), Perl's dual
+    # licence (the notice of every CPAN module), the Artistic License 2.0 and 1.0 (its preamble)
+    (r"subject to the mozilla public license version 1 1|mozilla public license version 1 1 1 definitions",
+     "MPL-1.1"),
+    (r"under the same terms as (?:the )?perl(?: 5)?(?: programming language system)? itself",
+     "Artistic-1.0-Perl OR GPL-1.0-or-later"),
+    (r"the artistic license 2 0", "Artistic-2.0"),
+    (r"the intent of this document is to state the conditions under which a package may be copied",
+     "Artistic-1.0"),
     (r"gnu affero " + _GPL + r" as published by the free software foundation either version 3 of the license "
      r"or at your option any later version", "AGPL-3.0-or-later"),
     (r"gnu (?:lesser|library) " + _GPL + r" as published by the free software foundation either version "
@@ -203,7 +212,8 @@ def header_license(text: str) -> str | None:
     head = text[:HEADER_CHARS]
     if tags := _spdx_tags(head):
         return " AND ".join(tags)
-    if "licen" not in head.lower():  # every notice says licence/license: most files stop here
+    lowered = head.lower()
+    if "licen" not in lowered and "perl" not in lowered:  # every notice says licence/license or Perl: most stop here
         return None
     found = _from_notices(" ".join(_words(head)))
     return min(found)[1] if found else None

@@ -545,9 +545,42 @@ def _common_ancestor(elements: list[HtmlElement]) -> HtmlElement | None:
 _MARKABLE = frozenset({"div", "section", "main", "article"})  # what `BODY_XPATH`'s marks are read on
 
 
+# PTT's article body (`div#main-content.bbs-screen`, and its mirrors'): a BBS screen, its lines set by its style sheet
+# (white-space: pre-wrap), its text holding their newlines
+_SCREEN_CLASS = re.compile(r"(?:^|\s)bbs-screen(?:\s|$)")
+
+
+def break_screen_lines(tree: HtmlElement) -> int:
+    """The newlines of a BBS screen's own text (`_SCREEN_CLASS`) made line breaks (`<br>`): HTML reads them as
+    spaces, and a Taiwanese thread came out as one line, which FineWeb's line-punctuation rule dropped whatever its
+    lines ended with. The number of screens rewritten."""
+    screens = [e for e in tree.iter() if isinstance(e.tag, str) and _SCREEN_CLASS.search(e.get("class") or "")]
+    for screen in screens:
+        for child in [None, *screen]:
+            _break_lines(screen, child)
+    return len(screens)
+
+
+def _break_lines(parent: HtmlElement, after: HtmlElement | None) -> None:
+    """`parent`'s text (`after` None) or `after`'s tail, its newlines made `<br>` elements."""
+    text = parent.text if after is None else after.tail
+    if not text or "\n" not in text.strip("\n"):
+        return
+    first, *rest = text.split("\n")
+    if after is None:
+        parent.text, at = first, 0
+    else:
+        after.tail, at = first, parent.index(after) + 1
+    for offset, line in enumerate(rest):
+        br = parent.makeelement("br", {})
+        br.tail = line
+        parent.insert(at + offset, br)
+
+
 def rewrite(tree: HtmlElement) -> None:
     """Every rewrite above, in place: quotes are judged on the page's text with its layout tables and <pre> prose
     unwrapped, furniture once repeated quotes (which share their headers) are gone, and records once those are too."""
+    break_screen_lines(tree)
     unwrap_layout_tables(tree)
     unwrap_prose_pre(tree)
     drop_repeated_quotes(tree)

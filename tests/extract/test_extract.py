@@ -787,3 +787,17 @@ def test_an_article_beside_a_list_of_teasers_is_extracted_not_the_teasers():
     page = (f'<html><body><div class="layout"><div class="story">{article}</div><div class="related">{teasers}</div>'
             f"</div></body></html>")
     assert expose_records(fromstring(page)) == 0
+
+
+def test_a_bbs_screen_keeps_its_lines():
+    """PTT sets an article's lines by its style sheet (white-space: pre-wrap): HTML reads their newlines as spaces,
+    and a Taiwanese thread came out as one line, which FineWeb's line-punctuation rule dropped."""
+    lines = ["各位板友好，想請教一下退租押金的問題。", "我在台北市大安區租了一間雅房，住了快兩年。",
+             "上個月跟房東說要搬走，結果他要從押金裡扣八千塊。", "想問大家這種情況可以去哪裡申訴？"]
+    page = ("<html><body><div id='main-content' class='bbs-screen bbs-content'><div class='article-metaline'>"
+            "<span class='article-meta-tag'>作者</span><span class='article-meta-value'>sunnyrain</span></div>\n"
+            + "\n".join(lines) + "\n--\n<div class='push'><span class='push-tag'>推 </span><span>lazycat: "
+            "簽約前一定要拍照存證</span></div></div></body></html>").encode()
+    text = run_stage(Extract(timeout_s=None), batch_of([("https://www.ptt.cc/bbs/Rent/M.1.html", page)])).column(
+        "text")[0].as_py()
+    assert all(line in text.split("\n") for line in lines), text

@@ -24,6 +24,15 @@ def is_remote(uri: str) -> bool:
     return "://" in uri and not uri.startswith("file://")
 
 
+_REMOTE_OPENED: list[int] = []  # the processes (pids) that have opened a remote filesystem
+
+
+def remote_opened() -> bool:
+    """Whether this process has opened a remote filesystem (S3, GCS): its client's connections and threads must not
+    be forked, or the child reads the parent's responses (forked workers read one another's S3 objects)."""
+    return os.getpid() in _REMOTE_OPENED
+
+
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem and the path inside it for a local path or a URI.
 
@@ -32,6 +41,8 @@ def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     """
     if "://" not in uri:
         return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
+    if not uri.startswith("file://") and os.getpid() not in _REMOTE_OPENED:
+        _REMOTE_OPENED.append(os.getpid())
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if uri.startswith("s3://") and endpoint and "?" not in uri:
         scheme, _, host = endpoint.partition("://")

@@ -79,3 +79,16 @@ stages: [extract: {}]
     keys = {(s.source, s.key) for s in list_shards(recipe)}
     assert keys == {("web", p.name) for p in SAMPLE.glob("crawl-*.warc.gz")} | {
         ("notes", p.name) for p in SAMPLE.glob("*.jsonl.gz")}
+
+
+def test_workers_are_not_forked_from_a_process_holding_an_object_store_client():
+    """Forked local workers shared the driver's S3 connection: each read the other's responses, and 6 of 9 runs of
+    a two-worker job kept documents whose text was not their record's, ending `done`. A process that opened one
+    starts its workers from the forkserver."""
+    check = ("from curation import storage\nfrom pipelines.executors.local import _may_fork\n"
+             "assert _may_fork()\nstorage.resolve('s3://bucket/notes.jsonl')\nassert not _may_fork()\n"
+             "storage.resolve('/tmp')\nassert not _may_fork()\n")
+    env = {**os.environ, "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "x",
+           "AWS_SECRET_ACCESS_KEY": "y", "AWS_EC2_METADATA_DISABLED": "true"}
+    out = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from curation import storage
 from curation.progress import pid_alive
 from curation.recipe import Recipe
 from pipelines.executors.base import BATCHES_AHEAD, Executor, ItemFailed, item_name, stalled
@@ -349,12 +350,14 @@ def _new_spool() -> str:
 
 
 def _may_fork() -> bool:
-    """Whether the workers may fork from this process: it runs no Python thread but this one, and neither Ray
-    nor gRPC (whose threads hold locks a fork would leave held) is in it. The native threads numpy's OpenBLAS
-    and pyarrow's jemalloc start handle forks themselves (the forkserver forks with them too)."""
+    """Whether the workers may fork from this process: it runs no Python thread but this one, neither Ray
+    nor gRPC (whose threads hold locks a fork would leave held) is in it, and it has opened no S3 or GCS filesystem
+    (whose connections a forked worker would share: two workers read each other's objects). The native threads
+    numpy's OpenBLAS and pyarrow's jemalloc start handle forks themselves (the forkserver forks with them too)."""
     ray = sys.modules.get("ray")
     ray_running = ray is not None and ray.is_initialized()
-    return threading.active_count() == 1 and not ray_running and "grpc" not in sys.modules
+    return (threading.active_count() == 1 and not ray_running and "grpc" not in sys.modules
+            and not storage.remote_opened())
 
 
 def local_workers(recipe: Recipe) -> int:

@@ -203,6 +203,38 @@ def file_identity(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if st.st_nlink > 1 else None
 
 
+_DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, size, mtime in ns) -> digest: each file read once
+
+
+def content_digest(path: str) -> str | None:
+    """A digest of what a local file holds, or of every file under a local folder (with their relative paths);
+    None for a path that names nothing here, or a remote one: what a recipe's word list, block list or model file
+    says is part of what a job makes."""
+    import xxhash
+
+    if is_remote(path):
+        return None
+    root = Path(path).expanduser()
+    if root.is_file():
+        files = [root]
+    elif root.is_dir():
+        files = sorted(p for p in root.rglob("*") if p.is_file())
+    else:
+        return None
+    whole = xxhash.xxh3_128()
+    for file in files:
+        stat = file.stat()
+        key = (str(file.resolve()), stat.st_size, stat.st_mtime_ns)
+        if key not in _DIGESTS:
+            digest = xxhash.xxh3_128()
+            with file.open("rb") as f:
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+            _DIGESTS[key] = digest.hexdigest()
+        whole.update(f"{file.relative_to(root) if files != [root] else ''}:{_DIGESTS[key]}\n".encode())
+    return whole.hexdigest()
+
+
 def is_named(fs: pafs.FileSystem, path: str) -> bool:
     """Whether a path with wildcard characters is the name of a file or folder (`report [2].jsonl`): then it names
     that, not the files its brackets would match (`report 2.jsonl`, read instead, or none). `[[]` escapes a bracket

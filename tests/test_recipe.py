@@ -318,6 +318,19 @@ def test_a_misspelt_key_inside_a_source_hides_no_other_problem(monkeypatch):
         assert any(expected in p for p in found), (expected, found)
 
 
+def test_what_a_named_file_holds_decides_the_job_folder(tmp_path):
+    """A domain list changed between two runs of one job: its first shards were kept by the old list and the others
+    by the new one, in one folder, without a word."""
+    domains = tmp_path / "domains.txt"
+    domains.write_text("example.org\n")
+    text = (f"name: u\nsources:\n  - {{name: web, format: jsonl, paths: ['{tmp_path}/x.jsonl']}}\n"
+            f"stages:\n  - url: {{domains: ['{domains}']}}\n")
+    first = parse_recipe(text, "r.yaml", check_paths=False).fingerprint()
+    assert parse_recipe(text, "r.yaml", check_paths=False).fingerprint() == first  # the same file, the same job
+    domains.write_text("example.com\n")
+    assert parse_recipe(text, "r.yaml", check_paths=False).fingerprint() != first
+
+
 def test_a_dedup_score_column_names_a_number_column_a_stage_before_it_adds(monkeypatch):
     """`score_column: nonexistent` (or `text`, or a score without `keep_scores`) validated, then ended the run in a
     traceback after every document stage had run."""

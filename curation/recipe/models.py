@@ -175,12 +175,18 @@ class Recipe(_Strict):
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the output (not where it runs or is written), its local paths absolute:
-        `data/x.jsonl` run here and the absolute path `curate submit` sends are one recipe, one job folder."""
+        `data/x.jsonl` run here and the absolute path `curate submit` sends are one recipe, one job folder. What the
+        files its stages and tokenizer read hold is part of it (`storage.content_digest`): a job whose domain list
+        changed while it ran kept its first shards by the old list and its others by the new one."""
         how = {"executor", "ray", "local", "output", "stall_timeout_s"}
         retries = {"__all__": {"read_attempts", "read_backoff_s"}}  # how hard a read is tried, not what it gives
-        body = self.with_absolute_paths().model_dump(
-            mode="json", exclude={**dict.fromkeys(how, True), "sources": retries})
+        recipe = self.with_absolute_paths()
+        body = recipe.model_dump(mode="json", exclude={**dict.fromkeys(how, True), "sources": retries})
         body["_ids"] = schema.ID_SCHEME
+        files = [path for _, _, params in recipe.stage_specs() for _, path, _ in named_files(params)]
+        files += [recipe.tokenizer.model] if recipe.tokenizer is not None and recipe.tokenizer.model else []
+        if files:  # (a recipe naming none keeps the folder it always had)
+            body["_files"] = {path: storage.content_digest(path) for path in files}
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     def with_absolute_paths(self) -> Recipe:

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import pyarrow.fs as pafs
+
 from curation import schema, storage
 from curation.code.paths import in_vcs_folder
 
@@ -92,6 +94,22 @@ def input_fingerprint(shard: Shard) -> dict[str, int] | None:
 
 
 GONE = "is gone: no file the recipe's paths list reads as it now"
+
+
+def changed_while_read(shard: Shard, before: dict[str, int] | None) -> str | None:
+    """How a shard's input differs now from `before`, its fingerprint as its read began, or None: a file cut, grown,
+    rewritten or swapped for a link while it was read gave part of one version, which a record of the listed size
+    and time kept for good (a rerun found the file restored, and skipped it: 26,675 documents lost)."""
+    if before is None:
+        return None
+    if storage.is_link(shard.uri):
+        return f"{shard.uri} is a link now"
+    fs, path = storage.resolve(shard.uri)
+    info = fs.get_file_info(path)
+    if info.type != pafs.FileType.File:
+        return f"{shard.uri} is gone"
+    now = {"size": info.size or 0, "mtime_ns": info.mtime_ns}
+    return None if now == before else f"{shard.uri} changed ({_difference(before, now)})"
 
 
 def _difference(before: dict[str, int], now: dict[str, int]) -> str:

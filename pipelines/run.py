@@ -39,7 +39,7 @@ from curation.job import (
 )
 from curation.progress import LiveProgress
 from curation.recipe import Recipe
-from curation.shards import Shard, changed_inputs, input_fingerprint, list_shards
+from curation.shards import Shard, changed_inputs, changed_while_read, input_fingerprint, list_shards
 from curation.stages import Stage
 from curation.stages.build import build_corpus_stages, build_stages
 from pipelines import plan
@@ -192,7 +192,7 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
         executor = start_executor(recipe, address, kind) if todo or corpus_stages or packing else None
         start_seconds = time.time() - start
         early = EarlySignatures(job_dir, corpus_stages, executor) if executor else None
-        into = _Outputs(job.writer, job.events, job.progress, live, early)
+        into = _Outputs(job.writer, job.events, job.progress, live, early, {s.name: s for s in todo})
         if todo:
             _run_document_stages(job, todo, stages, executor, into)
         _check_every_shard_arrived(job, into)
@@ -345,25 +345,35 @@ class _Outputs:
     progress: Progress
     live: LiveProgress
     early: EarlySignatures | None
+    shards: dict[str, Shard] = field(default_factory=dict)  # those read: their inputs are checked as each is done
     finished: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # shard -> why its input could not be read
 
     def take(self, out: pa.Table | ItemFailed) -> None:
         if isinstance(out, ItemFailed):  # what arrived of it is dropped; the other shards go on
             self.writer.discard(out.item)
-            self.failed[out.item] = out.error
-            self.events.emit("shard_failed", shard=out.item, error=out.error)
-            self.progress.say(f"shard {out.item} failed: {out.error}")
-            self.live.update(force=True)
+            self._failed(out.item, out.error)
             return
-        completed = self.writer.add(out)
-        for name in completed:
+        completed = []
+        for name in self.writer.add(out):
+            shard = self.shards.get(name)
+            if shard is not None and (how := changed_while_read(shard, self.writer.inputs.get(name))) is not None:
+                self.writer.forget({name: how})  # part of one version of the file: undone, read again by a rerun
+                self._failed(name, f"its input changed while it was read: {how}")
+                continue
+            completed.append(name)
             self.events.emit("shard_done", shard=name, documents=self.writer.done[name]["documents"])
             if self.early is not None:
                 self.early.start(name)
         self.finished += completed
         self.progress.update(out, len(completed))
         self.live.update(force=bool(completed))
+
+    def _failed(self, shard: str, error: str) -> None:
+        self.failed[shard] = error
+        self.events.emit("shard_failed", shard=shard, error=error)
+        self.progress.say(f"shard {shard} failed: {error}")
+        self.live.update(force=True)
 
 
 def storage_error(exc: OSError, job_dir: str) -> str:

@@ -284,3 +284,19 @@ def test_a_file_being_written_is_hidden_from_a_dataset_of_its_folder(tmp_path: P
     assert Path(written).name.startswith(".s2.parquet.") and written.endswith(".tmp")
     assert ds.dataset(tmp_path / "rejects", partitioning="hive").to_table().num_rows == 1
     assert storage.remove_temporaries(str(tmp_path)) == 1
+
+
+def test_an_input_that_changes_while_it_is_read_fails_its_shard_and_a_rerun_reads_it_whole(tmp_path):
+    """A file rewritten while it was read (cut, then restored with its old time, as `cp -p` or `rsync --inplace` leave
+    it) was recorded with its listed size and time: a rerun found it unchanged and skipped it, its documents lost."""
+    from pipelines.run import ShardsFailed
+    from tests.support.stages import Appender
+
+    notes = write_notes(tmp_path / "in" / "notes.jsonl", n=5)
+    recipe = parse_recipe(f"name: grows\nexecutor: local\nlocal: {{workers: 1}}\nsources:\n"
+                          f"  - {{name: notes, format: jsonl, paths: ['{notes}']}}\n", "r.yaml")
+    extra = json.dumps({"text": "note 5 " + " ".join(f"w5x{j}" for j in range(30))}) + "\n"
+    with pytest.raises(ShardsFailed, match=r"its input changed while it was read: .*notes\.jsonl changed"):
+        run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=[("grow", Appender(path=str(notes), line=extra))])
+    again = run(recipe, output=str(tmp_path / "jobs"), quiet=True)
+    assert again.stats["documents"]["out"] == 6  # read whole, once

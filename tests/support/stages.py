@@ -137,3 +137,18 @@ class BatchSizes(Stage):
 
     def process(self, batch: pa.Table) -> Processed:
         return Processed(batch, pa.nulls(batch.num_rows, pa.string()))
+
+
+class Appender(Stage):
+    """Keeps every row; the first batch it sees appends a line to `path`, as a crawler still writing an input would."""
+
+    name = "appender"
+
+    class Params(StageParams):
+        path: str = Field(..., description="The file that gets one more line.")
+        line: str = Field(..., description="What is appended.")
+
+    def process(self, batch: pa.Table) -> Processed:
+        with Path(self.params.path).open("a") as f:
+            f.write(self.params.line)
+        return Processed(batch, pa.nulls(batch.num_rows, pa.string()))

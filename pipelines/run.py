@@ -32,8 +32,11 @@ from curation.job import (
     WORK_DOCUMENTS,
     WORKDIR_LINE,
     EventLog,
+    JobFolderError,
     JobWriter,
     claim_job_folder,
+    document_files,
+    finalized,
     funnel,
     job_folder_lock,
 )
@@ -312,10 +315,26 @@ def _run_corpus_stages(job: _Job, corpus_stages: list[tuple[str, CorpusStage]], 
             job.progress.say(f"  {step}: {counts['docs_in']:,} documents in, {counts['docs_out']:,} kept "
                              f"({counts['seconds']:.1f} s)")
 
+    _refuse_lost_work_documents(job)
     return run_corpus_stages(job.dir, corpus_stages, [s.name for s in job.shards], executor,
                              rejects_sample=job.recipe.rejects.sample,
                              rejects_max_per_reason=job.recipe.rejects.max_per_reason, on_done=corpus_step_done,
                              early=early)
+
+
+def _refuse_lost_work_documents(job: _Job) -> None:
+    """`JobFolderError` where a shard's documents are gone both before the corpus stages (`_work/documents/`) and
+    after them (`documents/`): the run skipped it as a shard that kept nothing, and said `done` with its documents
+    missing. Its input cannot be read again alone: the corpus stages' results stand on every shard's documents."""
+    kept = document_files(job.dir, WORK_DOCUMENTS)
+    lost = sorted(name for name, record in job.writer.done.items() if record.get("documents") and name not in kept)
+    gone = [name for name in lost if name not in finalized(job.dir, lost)]
+    if gone:
+        more = f" (and {len(gone) - 1} more shards)" if len(gone) > 1 else ""
+        msg = (f"the documents of shard {gone[0]}{more} are gone from {WORK_DOCUMENTS}/ and {DOCUMENTS}/ of "
+               f"{job.dir}, and the corpus stages' results stand on them: give `output` (--output) another folder, "
+               "or remove this one to start again")
+        raise JobFolderError(msg)
 
 
 def _pack(job: _Job, executor: Executor | None) -> dict[str, Any]:

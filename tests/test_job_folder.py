@@ -300,3 +300,20 @@ def test_an_input_that_changes_while_it_is_read_fails_its_shard_and_a_rerun_read
         run(recipe, output=str(tmp_path / "jobs"), quiet=True, stages=[("grow", Appender(path=str(notes), line=extra))])
     again = run(recipe, output=str(tmp_path / "jobs"), quiet=True)
     assert again.stats["documents"]["out"] == 6  # read whole, once
+
+
+def test_a_shard_whose_documents_are_gone_before_and_after_dedup_is_refused_not_skipped(tmp_path):
+    """With both copies of a shard's documents deleted, a rerun skipped it as a shard that kept nothing and said
+    `done`, its documents missing. One copy gone is mended (the final documents written again, or not needed)."""
+    one, two = write_notes(tmp_path / "in" / "a.jsonl"), write_notes(tmp_path / "in" / "b.jsonl", n=4)
+    recipe = parse_recipe(f"name: lost\nexecutor: local\nlocal: {{workers: 1}}\nsources:\n"
+                          f"  - {{name: notes, format: jsonl, paths: ['{one}', '{two}']}}\nstages:\n"
+                          "  - exact_dedup: {}\n", "r.yaml")
+    result = run(recipe, output=str(tmp_path / "jobs"), quiet=True)
+    job = Path(result.job_dir)
+    name = next(p.name for p in (job / "documents").glob("notes-b*.parquet"))
+    (job / "_work" / "documents" / name).unlink()
+    assert run(recipe, output=str(tmp_path / "jobs"), quiet=True).stats["documents"]["out"] == 4  # a: copies of b
+    (job / "documents" / name).unlink()
+    with pytest.raises(JobFolderError, match=r"the documents of shard notes-b.* are gone from _work/documents/ and "):
+        run(recipe, output=str(tmp_path / "jobs"), quiet=True)

@@ -539,17 +539,19 @@ def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Tab
     """Write a shard's final documents: its pre-corpus documents less `removed` (id, stage, reason,
     detail) and with `rewrites` (id, text) applied and the corpus stages' `added` columns, the removed
     ones into rejects/; return the per-stage counts of removals in this shard."""
-    fs, path = storage.resolve(storage.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet"))
+    work = storage.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet")
+    fs, path = storage.resolve(work)
     final = storage.join(job_dir, DOCUMENTS, f"{shard}.parquet")
-    ids = pq.read_table(path, columns=["id"], filesystem=fs).column("id")
+    table = storage.read_parquet(work)  # read whole: a damaged file is named here, not copied on
+    ids = table.column("id")
     touched = any(t is not None and pc.any(pc.is_in(t.column("id"), ids)).as_py() for t in (removed, rewrites))
     if not touched and not added:  # nothing to change in this shard: a byte copy, not a Parquet rewrite
         with storage.temp_path(final) as tmp:
             fs.copy_file(path, tmp)
         record = {"shard": shard, "documents": len(ids), "removed": {}}
     else:
-        record = _rewrite_shard(job_dir, shard, pq.read_table(path, filesystem=fs), final, removed, rewrites,
-                                sample=sample, max_per_reason=max_per_reason, added=added)
+        record = _rewrite_shard(job_dir, shard, table, final, removed, rewrites, sample=sample,
+                                max_per_reason=max_per_reason, added=added)
     if record["documents"]:
         record["documents_bytes"] = fs.get_file_info(storage.resolve(final)[1]).size
     storage.write_json_atomic(storage.join(job_dir, FINAL, f"{shard}.json"), record)

@@ -235,6 +235,36 @@ def content_digest(path: str) -> str | None:
     return whole.hexdigest()
 
 
+class DamagedFile(OSError):
+    """A file a job wrote that no longer reads (cut or damaged since, with its size kept): `filename` names it."""
+
+    def __init__(self, message: str, filename: str) -> None:
+        super().__init__(message)
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # from a worker to the run: the name with it
+        return type(self), (str(self.args[0]), str(self.filename))
+
+
+def read_parquet(uri: str, columns: list[str] | None = None) -> pa.Table:
+    """A job folder's Parquet file, read whole (`columns`: those only); `DamagedFile` naming it where its data no
+    longer decompresses or decodes: the run's one line said `ZSTD decompression failed` of the whole job folder."""
+    import pyarrow.parquet as pq
+
+    fs, path = resolve(uri)
+    try:
+        return pq.read_table(path, columns=columns, filesystem=fs)
+    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        msg = (f"cut or damaged ({str(exc).splitlines()[0]}): remove it, and the job's folder where a rerun does not "
+               "write it again")
+        raise DamagedFile(msg, uri) from exc
+
+
 def is_named(fs: pafs.FileSystem, path: str) -> bool:
     """Whether a path with wildcard characters is the name of a file or folder (`report [2].jsonl`): then it names
     that, not the files its brackets would match (`report 2.jsonl`, read instead, or none). `[[]` escapes a bracket

@@ -66,7 +66,7 @@ def tokenize_file(documents: str, out: str, model: bytes, *, buckets: int, seed:
     fs, path = storage.resolve(documents)
     columns = ["id", "source", "text"]
     columns += [c for c in ("lang", PARAGRAPHS) if c in pq.read_schema(path, filesystem=fs).names]
-    table = pq.read_table(path, filesystem=fs, columns=columns)
+    table = storage.read_parquet(documents, columns)
     sp = processor(model)
     dtype = token_dtype(sp.get_piece_size())
     ids = table.column("id").to_pylist()

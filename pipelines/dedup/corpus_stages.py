@@ -51,8 +51,7 @@ def _documents(files: list[str]) -> int:
 def _seen(files: list[str], stage: CorpusStage, earlier: pa.Table) -> pa.Table:
     """The documents of `files` that `stage` sees, in file order."""
     columns = stage_columns(files, stage)
-    documents = pa.concat_tables([pq.read_table(path, columns=columns, filesystem=fs)
-                                  for fs, path in map(storage.resolve, files)])
+    documents = pa.concat_tables([storage.read_parquet(file, columns) for file in files])
     return stage.sees(documents, earlier.column("id"))
 
 

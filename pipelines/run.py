@@ -206,7 +206,9 @@ def _run(recipe: Recipe, job_dir: str, *, address: str | None, quiet: bool, stag
         if recipe.pack is not None:
             manifest = _pack(job, executor)
     except BaseException as exc:
-        if executor is not None and isinstance(exc, KeyboardInterrupt | SystemExit):  # in corpus stages or packing
+        # stopped at once on an interrupt, and on a failed write (a full disk): its other tasks would go on writing
+        # temporary files after the folder was cleared of them
+        if executor is not None and isinstance(exc, KeyboardInterrupt | SystemExit | OSError):
             executor.abort()
             executor = None
         _record_failure(job, exc)

@@ -478,6 +478,27 @@ def test_a_full_disk_ends_in_one_line_naming_the_path_and_leaves_no_temporary_fi
 
 
 @pytest.mark.subprocess
+def test_a_disk_the_final_documents_fill_leaves_no_temporary_file(tmp_path: Path):
+    """The final documents are written by the workers: one failed on a full disk, the folder was cleared of temporary
+    files, and the others went on writing theirs, which stayed (the run's line said none was left)."""
+    first = noise_notes(tmp_path / "in" / "f0.jsonl", 40).read_text().splitlines(keepends=True)[:5]
+    for i in range(1, 12):  # each holds copies of the first's: every shard's final documents are rewritten
+        path = noise_notes(tmp_path / "in" / f"f{i}.jsonl", 40)
+        path.write_text(path.read_text() + "".join(first))
+    recipe = local_recipe([f"{tmp_path}/in/*.jsonl"], tmp_path / "measure", stages="stages: [{exact_dedup: {}}]\n")
+    recipe = recipe.replace("workers: 1", "workers: 2")
+    assert curate_run(recipe, tmp_path).returncode == 0
+    job = next((tmp_path / "measure").iterdir())
+    whole = sum(p.stat().st_size for p in job.rglob("*") if p.is_file())
+    final = sum(p.stat().st_size for p in (job / "documents").glob("*.parquet"))
+    with tmpfs(tmp_path / "full", f"size={(whole - final // 2) // 1024}k") as full:  # room for half the final ones
+        done = curate_run(recipe.replace(str(tmp_path / "measure"), str(full / "jobs")), tmp_path)
+        left = sorted(str(p) for p in full.rglob("*.tmp"))
+    assert done.returncode == 1 and ": No space left on device; " in done.stderr, done.stderr
+    assert left == []
+
+
+@pytest.mark.subprocess
 def test_a_read_only_output_ends_in_one_line_naming_the_path(tmp_path: Path):
     write_notes(tmp_path / "a.jsonl", ["a"])
     with tmpfs(tmp_path / "ro", "size=64k", "ro") as read_only:

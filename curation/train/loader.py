@@ -72,6 +72,9 @@ from curation.train.model import IGNORE_INDEX
 FORMAT = "curation.packed/1"
 STATE_FORMAT = "curation.loader/1"
 REMAINDERS = ("drop", "wrap", "uneven")
+# How a damaged shard is mended: a rerun packs again the shards that are gone (one damaged in place keeps its size,
+# and a rerun takes it for whole)
+REPACK = "run the job's recipe again (`curate run`): the shards that are gone are packed again"
 
 
 
@@ -107,7 +110,7 @@ def _open_shard(path: Path, seq_len: int, dtype: np.dtype) -> list[_Chunk]:
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_stream(source).read_all()
     except (OSError, pa.ArrowInvalid) as exc:  # cut short, or not an Arrow stream at all
-        msg = f"{path}: not a whole Arrow stream of packed rows ({exc}): truncated or damaged; pack the job again"
+        msg = f"{path}: not a whole Arrow stream of packed rows ({exc}): truncated or damaged; delete it and {REPACK}"
         raise PackedDataError(msg) from None
     kind = table.schema.field("tokens").type if "tokens" in table.schema.names else None
     if not (pa.types.is_fixed_size_list(kind) and kind.list_size == seq_len + 1
@@ -171,7 +174,7 @@ def _same_file(path: Path, expected: str, meaning: str) -> None:
     found = file_sha256(str(path))
     if found != expected:
         msg = (f"{path}: sha256 {found[:16]}... is not the {expected[:16]}... manifest.json records: {meaning}; "
-               "pack the job again")
+               f"delete it and {REPACK}")
         raise PackedDataError(msg)
 
 
@@ -376,7 +379,7 @@ class PackedDataset(IterableDataset):
             return
         row = int(rows[np.flatnonzero((input_ids >= vocab).any(axis=1) | (labels >= vocab).any(axis=1))[0]])
         msg = (f"{self.job_dir}: row {row} of the {self.split} split holds a token id past the vocabulary ({vocab}): "
-               "its shard was damaged or replaced after packing; pack the job again")
+               f"its shard was damaged or replaced after packing (`verify_packed` names it): delete it and {REPACK}")
         raise PackedDataError(msg)
 
     def provenance(self, row_indices: Sequence[int] | np.ndarray | torch.Tensor) -> list[list[str]]:

@@ -280,12 +280,17 @@ def _rows(files: list[Path], wanted: np.ndarray) -> pa.Table:
     parts, start = [], 0
     for f, n in zip(files, rows_in(files), strict=True):
         here = wanted[(wanted >= start) & (wanted < start + n)] - start
-        at = 0
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=4096) if len(here) else ():
-            inside = here[(here >= at) & (here < at + batch.num_rows)] - at
-            if len(inside):
-                parts.append(pa.Table.from_batches([batch.take(pa.array(inside, pa.int64()))]))
-            at += batch.num_rows
+        at, mine = 0, []
+        try:
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=4096) if len(here) else ():
+                inside = here[(here >= at) & (here < at + batch.num_rows)] - at
+                if len(inside):
+                    mine.append(pa.Table.from_batches([batch.take(pa.array(inside, pa.int64()))]))
+                at += batch.num_rows
+            parts += mine
+        except (pa.ArrowInvalid, OSError) as exc:  # its footer reads, its data no longer does: damaged in place
+            warnings.warn(f"{f} is cut or damaged ({str(exc).splitlines()[0]}): left out; delete it, and a rerun of "
+                          "the job writes it again", stacklevel=3)
         start += n
     return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
 

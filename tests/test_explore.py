@@ -380,6 +380,38 @@ def test_files_cut_in_a_job_folder_are_left_out_with_a_warning_or_named(tmp_path
         explore.dedup_clusters(job)
 
 
+def test_a_documents_file_damaged_in_place_is_left_out_with_a_warning_naming_it(tmp_path, monkeypatch):
+    """Bytes flipped inside a documents file (its size and footer kept): `documents()` raised pyarrow's ArrowInvalid
+    ("Invalid or truncated PLAIN-encoded BYTE_ARRAY data"), naming no file. Its data pages are made to fail here."""
+    from tests.test_service import write_job
+
+    job = write_job(tmp_path, done=True)
+    (job / "documents").mkdir()
+    for name in ("a", "b"):
+        (job / "_shards" / f"{name}.json").write_text("{}")
+        rows = [f"{name} document {i} " + "words of its own " * 20 for i in range(300)]
+        pq.write_table(pa.table({"id": [f"{name}{i:05d}" for i in range(300)], "source": ["s"] * 300, "text": rows}),
+                       job / "documents" / f"{name}.parquet")
+    batches = pq.ParquetFile.iter_batches
+
+    def damaged(self, *args, **kwargs):
+        if str(getattr(self, "_path", "")).endswith("b.parquet"):
+            raise pa.ArrowInvalid("Invalid or truncated PLAIN-encoded BYTE_ARRAY data")
+        return batches(self, *args, **kwargs)
+
+    opened = pq.ParquetFile.__init__
+
+    def remember(self, source, *args, **kwargs):
+        opened(self, source, *args, **kwargs)
+        self._path = source
+
+    monkeypatch.setattr(pq.ParquetFile, "__init__", remember)
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", damaged)
+    with pytest.warns(UserWarning, match=r"b\.parquet is cut or damaged \(Invalid or truncated .*\): left out"):
+        found = explore.documents(job, n=600)
+    assert len(found) == 300 and set(found["id"].str[0]) == {"a"}
+
+
 def test_a_rerun_that_read_nothing_shows_no_rate(tmp_path):
     """A rerun finding every shard done showed the job's records over its 3 ms as 10,333 records/s."""
     from tests.test_service import write_job

@@ -78,15 +78,15 @@ class Shingles:
         return Shingles(h[keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
 
 
-# Shingles are read in Unicode's compatibility form: full-width Latin letters and digits (Ｗｉｎｄｏｗｓ １０, typed on
-# Chinese and Japanese keyboards), half-width katakana and ligatures are their plain letters (a Chinese page and its
-# copy with full-width Latin words scored 0.55); decomposed letters are composed ("café" typed so is "café")
-FORM = "NFKC"
+# Shingles are read composed ("café" typed decomposed is "café"). Not NFKC, which folds full-width letters but
+# splits spacing accents (`It´s` became `it` and a combining mark stuck to `s`: copies fell under 0.8) and normalized
+# nearly every Chinese text (full-width punctuation fails its quick check), doubling Chinese's shingling time
+FORM = "NFC"
 
 
 def word_tokens(texts: TextColumn, *, lowercase: bool = True) -> tuple[pa.Array, np.ndarray]:
     """Words of each text (runs of letters, combining marks and digits; punctuation dropped), flattened, with
-    offsets, in Unicode's compatibility form (`FORM`).
+    offsets, composed (`FORM`).
 
     Splitting on anything that is not a letter, a mark or a digit makes "end." and "end" the same token
     and works for any script that separates words with spaces or punctuation. Combining marks belong to words:

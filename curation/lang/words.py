@@ -386,19 +386,26 @@ def segmenters(texts: pa.Array | pa.ChunkedArray | Sequence[str | None],
     return LANGUAGE_WORDS._kinds(as_array(texts), langs)
 
 
+UNSPACED_MIN_LETTERS, UNSPACED_MIN_SHARE = 20, 0.1  # of a spaced text's letters, for its unspaced ones to count
+
+
 def with_unspaced_runs(texts: pa.Array, kinds: np.ndarray) -> np.ndarray:
-    """`kinds` (`segmenters` of `texts`) with each text of a spaced language that holds letters of a script written
-    without spaces given that script's segmenter (`SEGMENTED_SCRIPTS`; by the script of most such letters), which
-    splits its Latin words as the spaced one does: deduplication segmented a Chinese-English page by the script of
-    most of its letters, and two copies a sentence apart, one labelled `en` and one `zh`, shared no shingle."""
+    """`kinds` (`segmenters` of `texts`) with each text of a spaced language whose letters are in good part of a
+    script written without spaces (`UNSPACED_MIN_LETTERS` of them, `UNSPACED_MIN_SHARE` of its letters) given that
+    script's segmenter (`SEGMENTED_SCRIPTS`; by the script of most such letters): deduplication segmented a
+    Chinese-English page by the script of most of its letters, and two copies a sentence apart, one labelled `en`
+    and one `zh`, shared no shingle. A few such letters (an English page's footer `转载自 GitHub`) leave it spaced:
+    the segmenters split English contractions their own way."""
     spaced = np.flatnonzero(kinds == SPACES)
     if not len(spaced):
         return kinds
     has = pc.match_substring_regex(texts.take(pa.array(spaced)), _ANY_UNSPACED_LETTER.pattern)
     out = np.array(kinds, dtype=object)
     for i in spaced[has.to_numpy(zero_copy_only=False)].tolist():
-        letters = "".join(_ANY_UNSPACED_LETTER.findall(texts[i].as_py() or "", 0, _SCRIPT_SAMPLE))
-        out[i] = SEGMENTED_SCRIPTS.get(script_of_text(letters) or "", SPACES)
+        sample = (texts[i].as_py() or "")[:_SCRIPT_SAMPLE]
+        letters = "".join(_ANY_UNSPACED_LETTER.findall(sample))
+        if len(letters) >= max(UNSPACED_MIN_LETTERS, UNSPACED_MIN_SHARE * sum(c.isalpha() for c in sample)):
+            out[i] = SEGMENTED_SCRIPTS.get(script_of_text(letters) or "", SPACES)
     return out.astype(str)
 
 

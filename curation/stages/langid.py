@@ -107,7 +107,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -499,6 +499,24 @@ def two_scripts(lang: np.ndarray, dominant: np.ndarray, texts: pa.Array | pa.Chu
     return out
 
 
+_NOT_CHINESE_HAN = frozenset({"ja", "ko"})  # languages written in Han characters too, not Chinese
+
+
+def _simplified_where(text: str, spans: list[dict[str, Any]], config: str, chosen: Callable[[str | None], bool]) -> str:
+    """`text` with the pieces `chosen` (by their paragraph's label; None: between paragraphs, as code and tables are)
+    made Simplified by OpenCC's `config`, the others as they were."""
+    cuts, at = [], 0
+    for span in sorted(spans, key=lambda span: span["start"]):
+        cuts += [(at, span["start"], None), (span["start"], span["end"], span["lang"])]
+        at = span["end"]
+    cuts.append((at, len(text), None))
+    pieces = [text[a:b] for a, b, _ in cuts]
+    todo = [k for k, (_, _, label) in enumerate(cuts) if pieces[k] and chosen(label)]
+    for k, converted in zip(todo, to_simplified([pieces[k] for k in todo], config), strict=True):
+        pieces[k] = converted
+    return "".join(pieces)
+
+
 def _han_parts(lang: np.ndarray, spans_of: list[list[dict[str, Any]]], texts: pa.Array) -> dict[int, tuple[str, str]]:
     """Per document labelled a language not written in Han whose paragraphs include some labelled one that is (zh,
     yue, wuu): that language (the one of most such paragraphs) and the script of those paragraphs (`two_scripts`)."""
@@ -556,6 +574,11 @@ def _chinese(lang: np.ndarray, texts: pa.Array) -> None:
     _japanese_or_chinese(lang, texts)
 
 
+# Japanese's own marks besides the forms of OpenCC's tables: its iteration mark (時々, 人々) and kanji made in Japan
+# (働 込 畑 峠 辻 栃 枠 匂 凪 雫 榊), which Chinese does not write
+JAPANESE_MARKS_RE2 = "[々〆働込畑峠辻栃枠匂凪雫榊]"
+
+
 def _japanese_or_chinese(lang: np.ndarray, texts: pa.Array) -> None:
     """Han text told Japanese or Chinese by the forms only one of them writes (`han_script.japanese_and_simplified_
     forms`), in place: a Chinese travel guide's paragraph with a few kana words in brackets (`参观浅草寺`, せんそうじ)
@@ -570,10 +593,11 @@ def _japanese_or_chinese(lang: np.ndarray, texts: pa.Array) -> None:
     japanese, simplified = japanese_and_simplified_forms(chosen)
     kana = pc.count_substring_regex(chosen, r"[\p{Hiragana}\p{Katakana}]").to_numpy(zero_copy_only=False)
     han = pc.count_substring_regex(chosen, r"\p{Han}").to_numpy(zero_copy_only=False)
+    own = pc.count_substring_regex(chosen, JAPANESE_MARKS_RE2).to_numpy(zero_copy_only=False)
     enough = np.maximum(FORMS_MIN, FORMS_SHARE_MIN * han)
     # Han without kana or a form only Japanese writes is Chinese (lingua's rule): 妹子是四川人 was `ja` at 0.96
     to_chinese = (lang[rows] == "ja") & (((simplified >= enough) & (simplified > japanese) & (
-        kana <= KANA_SHARE_MAX * (kana + han))) | ((kana == 0) & (japanese == 0) & (han > 0)))
+        kana <= KANA_SHARE_MAX * (kana + han))) | ((kana == 0) & (japanese == 0) & (own == 0) & (han > 0)))
     to_japanese = (lang[rows] == "zh") & (japanese >= enough) & (japanese > simplified)
     lang[rows[to_chinese]] = "zh"
     lang[rows[to_japanese]] = "ja"
@@ -1087,6 +1111,16 @@ class LangId(DocumentFilter):
             # page of pinyin was Malay, as the page was (any language may be romanised: Latin lines are left be)
             trusted |= np.array([script != "Latn" and script not in label_scripts(code, None) for script, code in zip(
                 opinion.script, lang[line_doc], strict=True)], bool) & (opinion.lang != UNKNOWN)
+            # a line of kanji in a Japanese page (a statute's 第一章 総則, an address, a name) or of hanja in a Korean
+            # one is the page's language unless it is a Chinese sentence (its full-width comma or full stop) or writes
+            # forms only Simplified Chinese does: Han without kana is Chinese alone, and such a page was "mixed ja+zh"
+            # and dropped by `keep: [ja]`
+            han = np.flatnonzero(np.isin(lang[line_doc], ["ja", "ko"]) & np.isin(opinion.lang, list(SINITIC)))
+            if len(han):
+                chosen = lines.take(pa.array(han))
+                _, simplified = japanese_and_simplified_forms(chosen)
+                sentence = pc.match_substring_regex(chosen, "[，。]").to_numpy(zero_copy_only=False)
+                trusted[han[(simplified < FORMS_MIN) & ~sentence]] = False
         out: list[list[dict[str, Any]]] = [[] for _ in range(len(texts))]
         for j, (doc, start, end) in enumerate(spans):
             label, confidence = (opinion.lang[j], opinion.score[j]) if trusted[j] else (lang[doc], score[doc])
@@ -1159,6 +1193,7 @@ class LangId(DocumentFilter):
         scores = self._scores(opinion)
         mixed: dict[int, list[str]] = {}
         han_parts: dict[int, tuple[str, str]] = {}
+        spans_of: list[list[dict[str, Any]]] | None = None
         if self.params.per_paragraph:
             scores["_paragraphs"] = paragraphs = self.paragraphs(batch.column("text"), opinion.lang, opinion.score)
             whole = scores["lang"].copy()  # the whole text's labels (`_label_mixed` relabels in place)
@@ -1170,7 +1205,7 @@ class LangId(DocumentFilter):
                     scores["lang"][relabelled], opinion.script[relabelled],
                     prose_text(batch.column("text")).take(pa.array(relabelled)))
             han_parts = _han_parts(scores["lang"], spans_of, as_array(batch.column("text")))
-        text = self._to_simplified(batch, scores, han_parts) if self.params.to_simplified else None
+        text = self._to_simplified(batch, scores, han_parts, spans_of) if self.params.to_simplified else None
         mask, reasons = self.keep(scores)
         if text is not None:
             scores["lang_script"] = np.where(mask, scores["lang_script"], opinion.lang_script)
@@ -1208,12 +1243,13 @@ class LangId(DocumentFilter):
         scripts = (self._keep or {}).get(han_part[0])
         return scripts is None or han_part[1] in scripts
 
-    def _to_simplified(self, batch: pa.Table, scores: dict[str, np.ndarray], han_parts: dict[int, tuple[str, str]]
-                       ) -> pa.Array | None:
+    def _to_simplified(self, batch: pa.Table, scores: dict[str, np.ndarray], han_parts: dict[int, tuple[str, str]],
+                       spans_of: list[list[dict[str, Any]]] | None) -> pa.Array | None:
         """The batch's text with its Traditional Chinese documents in Simplified, which are then labelled `Hans`
         (`_to_simplified`: the rows converted), and the Traditional Chinese paragraphs of documents labelled another
         language (`han_parts`: a Hong Kong page of English and Chinese paragraphs, English by its words); None where
-        the batch has none."""
+        the batch has none. With paragraph labels (`spans_of`) only Chinese is converted: a Japanese page quoting a
+        Taiwanese paragraph had its Japanese made Simplified Chinese too (駐車場 -> 驻车场)."""
         script = scores["lang_script"]
         converted = script == HANT
         parts = [i for i, (_, written) in han_parts.items() if written == HANT]
@@ -1225,7 +1261,13 @@ class LangId(DocumentFilter):
             han_parts[i] = (han_parts[i][0], HANS)
         rows = np.flatnonzero(converted)
         texts = np.array(pc.fill_null(batch.column("text"), "").to_pylist(), dtype=object)
-        texts[rows] = to_simplified(texts[rows].tolist(), self.params.to_simplified)
+        config = self.params.to_simplified
+        if spans_of is None:
+            texts[rows] = to_simplified(texts[rows].tolist(), config)
+        for i in rows.tolist() if spans_of is not None else ():
+            code = han_parts[i][0] if i in han_parts else None  # a part's language, or all but Han's other languages
+            texts[i] = _simplified_where(texts[i], spans_of[i], config, lambda label, code=code: (
+                label == code if code is not None else label not in _NOT_CHINESE_HAN))
         scores["lang_script"] = np.where(script == HANT, HANS, script)
         return pa.array(texts, pa.string())
 

@@ -370,6 +370,28 @@ def test_traditional_paragraphs_of_a_page_english_by_its_words_are_kept_by_scrip
         "市民只需持有效的图书证，即可借阅馆内所有书籍及影音资料，每次最多可借八项，借期为十四天。")
 
 
+def test_kanji_lines_stay_japanese_and_only_chinese_paragraphs_are_made_simplified():
+    """Lines of kanji (a statute's headings, a name) were Chinese by lingua's rule (Han without kana): a Japanese
+    statute became `mixed ja+zh`, dropped by `keep: [ja]`, and `to_simplified` then made its Japanese Simplified
+    Chinese (`東日本大震災` -> `东日本大震灾`). A Taiwanese paragraph it quotes is converted alone."""
+    statute = "\n".join(["地方自治法施行令", "第一章　総則", "第一条　この政令は、地方自治法の施行に関し必要な事項を"
+                         "定めるものとする。", "第二章　普通地方公共団体", "第二条　市町村の設置に関する手続は、"
+                         "都道府県知事が定める。", "附則", "この政令は、公布の日から施行する。",
+                         "昭和二十二年政令第十六号"])
+    out = LangId(keep=["ja"], per_paragraph=True).ready().process(pa.table({"text": [statute]}))
+    assert out.reasons.to_pylist() == [None]
+    assert {s["lang"] for s in out.table.column("lang_paragraphs")[0].as_py()} == {"ja"}
+    japanese = ("駅前の駐車場は満車だったので、私たちは少し離れた場所に車を止めて歩くことにした。"
+                "東日本大震災の後、この町の問題は大きく変わったと地元の人々は話している。")
+    taiwanese = "這個問題在台灣也很常見，很多人開車到車站附近，卻找不到停車場，只好把車停在很遠的地方再走過去。"
+    text = "\n\n".join([japanese, japanese.replace("駅前", "駅の北口"), taiwanese, japanese.replace("私たち", "彼ら")])
+    out = LangId(keep=["zh-Hans", "ja"], per_paragraph=True, to_simplified="t2s").ready().process(
+        pa.table({"text": [text]}))
+    converted = out.table.column("text")[0].as_py()
+    assert out.table.column("lang").to_pylist() == ["ja"] and converted.count(japanese) == 1
+    assert "这个问题在台湾也很常见" in converted and "東日本大震災" in converted and "驻车场" not in converted
+
+
 @pytest.fixture(scope="module")
 def identifier() -> LangId:
     return LangId(keep=["zh", "ja", "en", "sw", "ko", "wuu"], per_paragraph=True).ready()

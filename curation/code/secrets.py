@@ -79,8 +79,10 @@ _MORE_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         r"(?m:^[ \t]*ENV[ \t]+\w*(?i:password|passwd|pwd|secret|token|api_?key)[ \t]+([^\s=\"']{6,})[ \t]*$)",
         # and `ENV MYSQL_USER=app MYSQL_PASSWORD=... MYSQL_DATABASE=shop`: pairs after the first (a line's first secret)
         r"(?m:^[ \t]*ENV[ \t]+(?:[\w.-]+=\S*[ \t]+)+\w*(?i:password|passwd|pwd|secret|token|api_?key)=([^\s\"']{6,}))",
-        # (Oracle's may stand unquoted: `IDENTIFIED BY Pw88x;`, not a bind variable `:pw` or substitution `&pw`)
-        r"(?i:identified\s+by)\s+(?:(?i:password)\s+)?(?:[\"'`]([^\"'`\s]{6,})[\"'`]|([A-Za-z0-9][^\s;,)\"'`]{5,}))",
+        # (Oracle's may stand unquoted, after `USER name` or `ROLE name`: `CREATE USER app IDENTIFIED BY Pw88x;`, not a
+        # bind variable `:pw` or substitution `&pw`; prose says "problems identified by the linter")
+        r"(?i:identified\s+by)\s+(?:(?i:password)\s+)?[\"'`]([^\"'`\s]{6,})[\"'`]",
+        r"(?i:\b(?:user|role)\s+[\w$#\"]+\s+identified\s+by)\s+([A-Za-z0-9][^\s;,)\"'`]{5,})",
         r"(?:\bauth\s*=\s*\(|HTTP(?:Basic|Digest)Auth\()\s*[\"'][^\"'\n]+[\"']\s*,\s*[\"']([^\"'\s]{6,})[\"']",
         r"(?i:authorization)[\"']?\s*[:=,]\s*[\"']?(?i:basic)\s+([A-Za-z0-9+/]{12,}={0,2})(?![\w+/=])")),
     # a Discord webhook's URL holds its token: whoever has it posts to the channel
@@ -143,6 +145,7 @@ _BASE64URL = re.compile(r"[A-Za-z0-9_\-+/=]*")
 _BASE64URL_RUN = re.compile(r"[A-Za-z0-9_=-]+")
 # Credentials published as examples (AWS's documentation key pair, "...EXAMPLE..." values), as gitleaks allows.
 _DOCUMENTED = re.compile(r"EXAMPLE|(?i:example)")
+_FILLER = re.compile(r"([Xx*0.])\1{11}")  # a placeholder's run of one character: `hvs.XXXXXXXXXXXXXXXX`, `sk-0000...`
 _PEM = re.compile(
     r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
     r"(?P<body>(?:[A-Za-z0-9+/=\s:,.\-\"'|]|\\[nr]){0,20000}?)"
@@ -266,7 +269,7 @@ def _tokens(text: str) -> list[tuple[int, int, str]]:
                 start, end = _token_span(m)
                 value = text[start:end]
                 if (len(value) < 8 or heuristic.is_sequential_string(value) or heuristic.is_potential_uuid(value)
-                        or _DOCUMENTED.search(value)):
+                        or _DOCUMENTED.search(value) or _FILLER.search(value)):
                     continue
                 if kind == "password" and (not plausible_value(value) or heuristic.is_templated_secret(value)):
                     continue

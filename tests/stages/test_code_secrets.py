@@ -343,6 +343,8 @@ def test_a_token_after_a_long_run_of_its_prefix_is_found():
     ("settings.py", 'SECRET_KEY_ALGORITHM = "HmacSHA256"\npassword_hasher = "argon2id"\nPASSWORD_CHARSET = "latin1"'),
     ("init.sql", "ALTER USER app IDENTIFIED BY :newpw;\nALTER USER b IDENTIFIED BY &pw1;\nCREATE USER c IDENTIFIED BY "
      "VALUES 'S:ABC';"),  # a bind variable, a substitution variable, a stored hash
+    ("index.js", "// fixes problems identified by validate(), accepts\n# identified by ISO-639-1 codes"),  # prose
+    ("v.py", 'VAULT_TOKEN = "hvs.XXXXXXXXXXXXXXXXXXXXXXXXXXXX"  # a placeholder'),
     ("wp-config.php", "define( 'DB_PASSWORD', 'password_here' );\ndefine('SECRET_NAME', 'web-tls-2024');"),
     ("t.py", "user.set_password(password)\nuser.set_password('password1')"),
     ("deploy.yaml", "env:\n  - name: SECRET_NAME\n    value: web-tls-2024\n  - name: DB_PASSWORD\n    valueFrom:\n"

@@ -71,6 +71,13 @@ def _by_iso639_3() -> dict[str, str]:
             if entry.get("fineweb2")}
 
 
+@lru_cache(maxsize=1)
+def any_terminal_punctuation() -> str:
+    """The characters that end a sentence in some script: how a line of another language than its document's ends."""
+    scripts = [*_data()["scripts"].values(), _data()["default"]]
+    return "".join(sorted({c for entry in scripts for c in entry["terminal_punctuation"]}))
+
+
 def overridable() -> frozenset[str]:
     """The setting names a recipe may override per language (`LanguageSettings` fields but the identity ones)."""
     return frozenset(_OVERRIDABLE)

@@ -46,13 +46,15 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curation.lang.mixed import line_languages
+from curation.lang.settings import any_terminal_punctuation
 from curation.lang.words import SPACES, segmenters
 from curation.stages.base import Resources, first_reason
-from curation.stages.languages import LANG, LanguageFilter, LanguageParams, line_ends, words_of
+from curation.stages.languages import CLOSERS_RE2, LANG, LanguageFilter, LanguageParams, line_ends, words_of
 from curation.text.columns import (
     LINE_BREAK_RE2,
     as_array,
     list_offsets,
+    re2_class,
     segment_sum,
     split_whitespace,
     whitespace_words,
@@ -96,6 +98,7 @@ POLICY_OTHER_RE2 = "|".join((
 ))
 LINE_RULES = ("long_word", "no_terminal_punct", "few_words", "javascript", "policy")
 _ENGLISH_TERMINAL_RE2 = r"[.?!\"']$"
+_ANY_TERMINAL_RE2 = re2_class(any_terminal_punctuation() + "\"'") + CLOSERS_RE2 + "$"
 _SPACE_ENDS_SENTENCE = frozenset({"th", "lo", "bo"})  # segmenters of scripts without a sentence terminal
 
 
@@ -172,8 +175,13 @@ class C4(LanguageFilter):
             too_long = pc.greater(pc.utf8_length(words.flatten()), p.max_word_length).to_numpy(zero_copy_only=False)
             long_word = segment_sum(too_long.astype(np.int64), list_offsets(words)) > 0
         line_lang = line_languages(batch, lines)  # a line of another language is its own language's words
-        if line_lang is None and LANG in batch.column_names:
-            line_lang = batch.column(LANG).take(pa.array(line_doc, pa.int64()))
+        doc_lang = batch.column(LANG).take(pa.array(line_doc, pa.int64())) if LANG in batch.column_names else None
+        own_lines = None  # lines in their document's language (None: all of them)
+        if line_lang is None:
+            line_lang = doc_lang
+        elif doc_lang is not None:
+            own_lines = pc.fill_null(pc.equal(line_lang, doc_lang.cast(pa.string())), True).to_numpy(
+                zero_copy_only=False)
         line_kind = segmenters(original, line_lang) if line_lang is not None else np.full(len(original), SPACES)
         unspaced = np.flatnonzero(line_kind != SPACES)
         if len(unspaced):
@@ -192,6 +200,9 @@ class C4(LanguageFilter):
         no_punct = np.zeros(len(n_words), bool)
         if p.terminal_punct:
             ends = line_ends(line, langs, line_doc, _ENGLISH_TERMINAL_RE2, also="\"'")
+            if own_lines is not None and (other := np.flatnonzero(~own_lines)).size:  # a line of another language
+                ends[other] = pc.match_substring_regex(line.take(pa.array(other)), _ANY_TERMINAL_RE2).to_numpy(
+                    zero_copy_only=False)
             no_punct = ~ends | has(r"\.\.\.$", regex=True)
         few = n_words < (p.min_words_per_line or 0)
         if p.prose_only:  # a hard-wrapped paragraph is judged whole: by its last line's end and all its words

@@ -262,6 +262,8 @@ def test_c4_counts_a_line_of_another_language_in_that_languages_words():
     assert [s["lang"] for s in labelled.column("lang_paragraphs")[0].as_py()] == ["en", "zh", "en", "en", "en"]
     out = C4(terminal_punct=False).ready().process(labelled)
     assert out.reasons.to_pylist() == [None] and sentence in out.table.column("text")[0].as_py()
+    # and it ends as a Chinese sentence does: C4's own rule read its 。 as no English full stop
+    assert sentence in C4().ready().process(labelled).table.column("text")[0].as_py()
     # a Chinese line of one word is still too few, counted in Chinese words
     short = "\n\n".join([EN[0], "谢谢。", EN[1], EN[2], EN[3]])
     labelled = LangId(keep=["zh", "en"], per_paragraph=True).ready().process(pa.table({"text": [short]})).table

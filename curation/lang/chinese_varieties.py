@@ -7,9 +7,9 @@ words have characters of their own, which Mandarin does not write: 嘅 (的), �
 characters; of the 37,480 Mandarin posts of COLD (`../shared/data/toxicity/cold`), 12 hold one, none three.
 
 lid.176 also labels Mandarin Wu: 193 of COLD's posts (`我就是觉得男主太可怜`), dropped where a recipe keeps zh.
-Written Wu (Shanghainese) has its own words too: 侬 (你), 覅 (不要), 搿 (这), 㑚 (你们), 伲 (我们), 咾, 辰光 (时候);
-not 阿拉 (我们) or 伊拉 (他们), which Mandarin writes in 阿拉伯 and 伊拉克. Of COLD's posts 9 hold one (吴侬软语,
-列侬), none three.
+Written Wu (Shanghainese) has its own words too: 侬 (你), 覅 (不要), 搿 (这), 㑚 (你们), 伲 (我们), 咾, 辰光 (时候),
+勿要, 交关 (很), 白相 (玩), and 阿拉 (我们) and 伊拉 (他们) where they are not Mandarin's 阿拉伯 or 伊拉克. Of COLD's
+posts few hold one (吴侬软语, 列侬), none three.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 CANTONESE_RE2 = "[嘅咗喺哋啲嘢嗰噉冇佢咩嚟畀睇俾揾搵攞啱冚乜嘥諗]"
-WU_RE2 = "[侬覅搿㑚伲咾]|辰光"
+WU_RE2 = "[侬覅搿㑚伲咾]|辰光|阿拉|伊拉|勿要|交关|白相"
+NOT_WU_RE2 = "阿拉伯|阿拉斯|阿拉丁|阿拉木|伊拉克|伊拉斯"  # Mandarin's names that hold 阿拉 or 伊拉
 MIN_MARKS = 3  # characters of them, at least
 MIN_SHARE = 0.01  # of the text's Han characters
 # What is quoted is someone's speech: Hong Kong's news, written in standard Chinese, quotes Cantonese as spoken
@@ -35,7 +36,7 @@ def written_cantonese(texts: pa.Array) -> np.ndarray:
 
 def written_wu(texts: pa.Array) -> np.ndarray:
     """Which texts are written Wu, as `written_cantonese` tells Cantonese (by `WU_RE2`)."""
-    return _written_in(texts, WU_RE2)
+    return _written_in(pc.replace_substring_regex(texts, NOT_WU_RE2, ""), WU_RE2)
 
 
 def _written_in(texts: pa.Array, own: str) -> np.ndarray:

@@ -411,6 +411,8 @@ def identifier() -> LangId:
     ("父亲在她旁边坐下，把包放在脚边，半天没说话。", "zh"),  # Korean at 0.98, without Hangul
     ("妹子是四川人", "zh"),  # Japanese at 0.96, without kana or a form only Japanese writes
     ("侬好伐？阿拉今朝一道去白相，搿搭老灵额，侬覅忘记脱。", "wuu"),  # Shanghainese: 侬, 搿, 覅
+    ("今朝天气老热个，阿拉勿要出去白相了。", "wuu"),  # 阿拉, 勿要, 白相
+    ("阿拉伯国家联盟今天在开罗召开会议，伊拉克代表出席，阿拉斯加也来了。", "zh"),  # Mandarin's 阿拉伯 and 伊拉克
     ("한국어 문장입니다. 大韓民國", "ko"),
 ])
 def test_han_text_is_told_by_the_forms_and_characters_only_one_language_writes(identifier: LangId, text: str,

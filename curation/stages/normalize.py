@@ -132,12 +132,14 @@ class NormalizeParams(StageParams):
 
 
 DAMAGED_LETTERS_MAX = 0.2  # of a text's letters, in lines holding U+FFFD: those lines go, not the text
+DAMAGED_LINES_MAX = (2, 0.1)  # and at most this many such lines, or this share of its lines: one block, not a text
+# whose every line a wrong decoding garbled, only some of them into U+FFFD (EUC-JP read as Big5)
 
 
 def _without_damaged_lines(text: pa.Array, replaced: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """`text` without the lines holding U+FFFD of each `replaced` text whose such lines hold at most
-    `DAMAGED_LETTERS_MAX` of its letters (one block in another encoding: an advert in GBK on a UTF-8 page lost the
-    whole article), those texts no longer `replaced`, and the lines removed per text."""
+    """`text` without the lines holding U+FFFD of each `replaced` text whose such lines are few (`DAMAGED_LINES_MAX`)
+    and hold at most `DAMAGED_LETTERS_MAX` of its letters (one block in another encoding: an advert in GBK on a UTF-8
+    page lost the whole article), those texts no longer `replaced`, and the lines removed per text."""
     damaged = np.zeros(len(text), np.int64)
     rows = np.flatnonzero(replaced)
     if not len(rows):
@@ -148,7 +150,8 @@ def _without_damaged_lines(text: pa.Array, replaced: np.ndarray) -> tuple[pa.Arr
         lines = values[i].split("\n")
         bad = [line for line in lines if "\ufffd" in line]
         letters = [sum(c.isalpha() or c == "\ufffd" for c in part) for part in ("".join(bad), values[i])]
-        if letters[0] <= DAMAGED_LETTERS_MAX * letters[1]:
+        few = len(bad) <= max(DAMAGED_LINES_MAX[0], DAMAGED_LINES_MAX[1] * sum(bool(line.strip()) for line in lines))
+        if few and letters[0] <= DAMAGED_LETTERS_MAX * letters[1]:
             values[i] = "\n".join(line for line in lines if "\ufffd" not in line).strip()
             replaced[i], damaged[i] = False, len(bad)
     return pa.array(values, pa.string()), replaced, damaged

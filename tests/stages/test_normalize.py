@@ -79,6 +79,16 @@ def test_a_block_in_another_encoding_loses_its_lines_not_the_document():
     assert out.column("_n:normalize:damaged_lines_removed").to_pylist() == [1]
 
 
+def test_a_text_a_wrong_decoding_garbled_in_many_lines_is_dropped_whole(testdata):
+    """Japanese in EUC-JP read as Big5: U+FFFD in 8 of its 40 lines, the others mojibake without any. Its damaged
+    lines were removed and the rest kept as Chinese; many damaged lines are a wrong decoding, not one block."""
+    lines = [x for x in (testdata / "langid" / "sentences" / "ja.txt").read_text("utf-8").splitlines() if x][:40]
+    garbled = "\n".join(lines).encode("euc-jp").decode("big5", errors="replace")
+    assert sum("\ufffd" in line for line in garbled.split("\n")) > 4
+    out = run_stage(Normalize(), documents_table([garbled]))
+    assert out.column(schema.REASON).to_pylist() == ["replaced_characters"]
+
+
 def test_windows_1252_punctuation_stored_as_c1_controls_becomes_that_punctuation():
     """Text read as latin-1 holds cp1252's dashes and quotes as C1 controls (`don\x92t`, found in the Leipzig French
     sentences): removed as controls, they joined words and numbers (`dont`, `19902000`)."""

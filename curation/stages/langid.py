@@ -1115,7 +1115,7 @@ class LangId(DocumentFilter):
             # one is the page's language unless it is a Chinese sentence (its full-width comma or full stop) or writes
             # forms only Simplified Chinese does: Han without kana is Chinese alone, and such a page was "mixed ja+zh"
             # and dropped by `keep: [ja]`
-            han = np.flatnonzero(np.isin(lang[line_doc], ["ja", "ko"]) & np.isin(opinion.lang, list(SINITIC)))
+            han = np.flatnonzero(np.isin(lang[line_doc], list(_NOT_CHINESE_HAN)) & np.isin(opinion.lang, list(SINITIC)))
             if len(han):
                 chosen = lines.take(pa.array(han))
                 _, simplified = japanese_and_simplified_forms(chosen)

@@ -542,15 +542,14 @@ def finalize_shard(job_dir: str, shard: str, removed: pa.Table, rewrites: pa.Tab
     work = storage.join(job_dir, WORK_DOCUMENTS, f"{shard}.parquet")
     fs, path = storage.resolve(work)
     final = storage.join(job_dir, DOCUMENTS, f"{shard}.parquet")
-    table = storage.read_parquet(work)  # read whole: a damaged file is named here, not copied on
-    ids = table.column("id")
+    ids = storage.read_parquet(work, ["id"]).column("id")
     touched = any(t is not None and pc.any(pc.is_in(t.column("id"), ids)).as_py() for t in (removed, rewrites))
     if not touched and not added:  # nothing to change in this shard: a byte copy, not a Parquet rewrite
         with storage.temp_path(final) as tmp:
             fs.copy_file(path, tmp)
         record = {"shard": shard, "documents": len(ids), "removed": {}}
     else:
-        record = _rewrite_shard(job_dir, shard, table, final, removed, rewrites, sample=sample,
+        record = _rewrite_shard(job_dir, shard, storage.read_parquet(work), final, removed, rewrites, sample=sample,
                                 max_per_reason=max_per_reason, added=added)
     if record["documents"]:
         record["documents_bytes"] = fs.get_file_info(storage.resolve(final)[1]).size
